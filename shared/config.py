@@ -1,0 +1,228 @@
+"""Configuration: read once at an entry point into frozen, validated dataclasses.
+
+Every option has a default here and a commented line in config.example.yaml. Sections and
+keys are checked strictly: an unknown key or a bad value stops start-up with a message that
+names the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shared.errors import ConfigError
+
+CONFIG_ENV = "AOKUN_CONFIG"
+TOKEN_ENV = "AOKUN_SERVER_TOKEN"
+DEFAULT_CONFIG_NAME = "config.yaml"
+
+ALL_TOOLS = (
+    "memorize",
+    "recall",
+    "list_memories",
+    "edit_memory",
+    "delete_memory",
+    "pin_memory",
+    "memory_stats",
+)
+
+
+def _opt(default: Any, *, choices: tuple = (), minimum: float | None = None,
+         maximum: float | None = None, subset_of: tuple = ()) -> Any:
+    """A dataclass field with validation rules kept beside its default."""
+    rules = {"choices": choices, "min": minimum, "max": maximum, "subset_of": subset_of}
+    if isinstance(default, (list, tuple)):
+        return field(default=tuple(default), metadata=rules)
+    return field(default=default, metadata=rules)
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    data_dir: Path = _opt(Path("data"))
+    busy_timeout_ms: int = _opt(10_000, minimum=0)
+    synchronous: str = _opt("full", choices=("full", "normal"))
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "aokun.db"
+
+    @property
+    def queue_path(self) -> Path:
+        return self.data_dir / "queue.db"
+
+
+@dataclass(frozen=True)
+class TextConfig:
+    user_words: tuple[str, ...] = _opt(())
+    stop_words: tuple[str, ...] = _opt(())
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    transport: str = _opt("stdio", choices=("stdio", "http"))
+    host: str = _opt("127.0.0.1")
+    port: int = _opt(8000, minimum=1, maximum=65535)
+    token: str = _opt("")
+    exposed_tools: tuple[str, ...] = _opt(
+        ("memorize", "recall", "list_memories", "edit_memory"), subset_of=ALL_TOOLS)
+    max_content_chars: int = _opt(20_000, minimum=1)
+    log_level: str = _opt("WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    recall_top_k: int = _opt(5, minimum=1)
+    recall_max_k: int = _opt(15, minimum=1)
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    threads: int = _opt(2, minimum=1, maximum=32)
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    text: TextConfig = field(default_factory=TextConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    worker: WorkerConfig = field(default_factory=WorkerConfig)
+    source: Path | None = None
+
+
+def find_config_file(explicit: str | os.PathLike | None, env: typing.Mapping[str, str]) -> Path | None:
+    """--config, else $AOKUN_CONFIG, else ./config.yaml if present, else None (defaults)."""
+    named = explicit or env.get(CONFIG_ENV)
+    if named:
+        path = Path(named).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {path}")
+        return path.resolve()
+    local = Path.cwd() / DEFAULT_CONFIG_NAME
+    return local.resolve() if local.is_file() else None
+
+
+def load_config(explicit: str | os.PathLike | None = None,
+                env: typing.Mapping[str, str] | None = None) -> AppConfig:
+    """Find, parse and validate the configuration; the only place that reads it."""
+    env = os.environ if env is None else env
+    path = find_config_file(explicit, env)
+    raw: dict = {}
+    if path is not None:
+        raw = _read_yaml(path)
+    base_dir = path.parent if path is not None else Path.cwd()
+    config = build_config(raw, base_dir)
+    token = env.get(TOKEN_ENV)
+    if token:
+        config = dataclasses.replace(config, server=dataclasses.replace(config.server, token=token))
+    return dataclasses.replace(config, source=path)
+
+
+def _read_yaml(path: Path) -> dict:
+    import yaml
+
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of sections")
+    return raw
+
+
+def build_config(raw: dict, base_dir: Path) -> AppConfig:
+    """Validate a parsed mapping into AppConfig; relative paths resolve against base_dir."""
+    sections = {f.name: f for f in dataclasses.fields(AppConfig) if f.name != "source"}
+    built = {}
+    for name, value in raw.items():
+        if name not in sections:
+            raise ConfigError(f"unknown config section {name!r}; allowed: {', '.join(sections)}")
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            raise ConfigError(f"config section {name!r} must be a mapping of keys")
+        built[name] = _build_section(name, _section_type(sections[name]), value, base_dir)
+    for name, f in sections.items():
+        if name not in built:
+            built[name] = _build_section(name, _section_type(f), {}, base_dir)
+    config = AppConfig(**built)
+    _check_cross_rules(config)
+    return config
+
+
+def _section_type(f: dataclasses.Field) -> type:
+    return f.default_factory  # type: ignore[return-value]
+
+
+def _build_section(section: str, cls: type, values: dict, base_dir: Path) -> Any:
+    hints = typing.get_type_hints(cls)
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError(f"unknown config key {section}.{key}; allowed: {', '.join(known)}")
+        kwargs[key] = _coerce(f"{section}.{key}", hints[key], value, known[key].metadata)
+    for key, f in known.items():
+        if hints[key] is Path:
+            raw_path = kwargs.get(key, f.default)
+            kwargs[key] = (base_dir / Path(raw_path).expanduser()).resolve()
+    return cls(**kwargs)
+
+
+def _coerce(key: str, hint: Any, value: Any, rules: typing.Mapping) -> Any:
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key} must be true or false, got {value!r}")
+        return value
+    if hint in (int, float):
+        ok = isinstance(value, int) if hint is int else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok:
+            raise ConfigError(f"{key} must be a{'n integer' if hint is int else ' number'}, got {value!r}")
+        _check_range(key, value, rules)
+        return hint(value)
+    if hint is Path:
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{key} must be a non-empty path string, got {value!r}")
+        return value
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key} must be a string, got {value!r}")
+        choices = rules.get("choices") or ()
+        if choices and value not in choices:
+            raise ConfigError(f"{key} must be one of {', '.join(choices)}; got {value!r}")
+        return value
+    if typing.get_origin(hint) is tuple:
+        return _coerce_str_list(key, value, rules)
+    raise ConfigError(f"{key}: unsupported option type {hint}")  # a programming error
+
+
+def _coerce_str_list(key: str, value: Any, rules: typing.Mapping) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{key} must be a list of strings, got {value!r}")
+    allowed = rules.get("subset_of") or ()
+    bad = [v for v in value if allowed and v not in allowed]
+    if bad:
+        raise ConfigError(f"{key}: unknown value(s) {', '.join(bad)}; allowed: {', '.join(allowed)}")
+    return tuple(value)
+
+
+def _check_range(key: str, value: float, rules: typing.Mapping) -> None:
+    low, high = rules.get("min"), rules.get("max")
+    if low is not None and value < low:
+        raise ConfigError(f"{key} must be >= {low}, got {value}")
+    if high is not None and value > high:
+        raise ConfigError(f"{key} must be <= {high}, got {value}")
+
+
+def _check_cross_rules(config: AppConfig) -> None:
+    if config.memory.recall_top_k > config.memory.recall_max_k:
+        raise ConfigError(
+            f"memory.recall_top_k ({config.memory.recall_top_k}) must not exceed "
+            f"memory.recall_max_k ({config.memory.recall_max_k})")
+

@@ -1,0 +1,25 @@
+"""One flat error hierarchy: storage and services raise these, the tool layer translates."""
+
+
+class AokunError(Exception):
+    """Base class of every error Aokun raises on purpose."""
+
+
+class ConfigError(AokunError):
+    """The configuration file or a value in it is invalid."""
+
+
+class InvalidInput(AokunError):
+    """An argument from a caller is malformed; the message names the argument and the rule."""
+
+
+class MemoryNotFound(AokunError):
+    """No live memory has the requested id."""
+
+    def __init__(self, memory_id: int):
+        super().__init__(f"no memory with id {memory_id}")
+        self.memory_id = memory_id
+
+
+class StorageError(AokunError):
+    """The database could not complete an operation (locked, corrupt, disk full...)."""

@@ -1,0 +1,1 @@
+"""Retrieval channels and their fusion."""

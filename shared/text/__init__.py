@@ -1,0 +1,1 @@
+"""Text processing: segmentation into index terms."""

@@ -1,0 +1,78 @@
+"""Segmentation: one function turns documents and queries into index terms.
+
+jieba splits Chinese (FTS5's own tokenizers do not); English words are lower-cased; stop words
+of both languages are dropped. The jieba dictionary loads lazily, once per process, on the
+first call or on an explicit warm_up() from a background thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from importlib import resources
+
+from shared.config import TextConfig
+
+# A term must hold at least one letter, digit or CJK character; punctuation, emoji and
+# whitespace never become terms, so nothing odd reaches an FTS5 query.
+_TERM_CHAR = re.compile(r"[^\W_]", re.UNICODE)
+
+
+def _read_resource_lines(name: str) -> list[str]:
+    text = resources.files("shared.resources").joinpath(name).read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+class Segmenter:
+    """Turns text into a list of lower-cased index terms, Chinese and English alike."""
+
+    def __init__(self, config: TextConfig):
+        self._config = config
+        self._lock = threading.Lock()
+        self._tokenizer = None
+        self.stop_words = frozenset(
+            w.lower() for w in _read_resource_lines("stopwords_en.txt")
+            + _read_resource_lines("stopwords_zh.txt") + list(config.stop_words))
+
+    def warm_up(self) -> None:
+        """Load the jieba dictionary now (about a second) instead of on the first call."""
+        self._jieba()
+
+    def _jieba(self):
+        if self._tokenizer is None:
+            with self._lock:
+                if self._tokenizer is None:
+                    self._tokenizer = self._load_jieba()
+        return self._tokenizer
+
+    def _load_jieba(self):
+        import jieba
+
+        jieba.setLogLevel(logging.WARNING)
+        tokenizer = jieba.Tokenizer()
+        tokenizer.initialize()
+        for line in _read_resource_lines("user_words.txt"):
+            word, *rest = line.split()
+            tokenizer.add_word(word, int(rest[0]) if rest and rest[0].isdigit() else None)
+        for word in self._config.user_words:
+            tokenizer.add_word(word.strip())
+        return tokenizer
+
+    def terms(self, text: str) -> list[str]:
+        """Index terms of text in order, stop words and punctuation removed, duplicates kept."""
+        out = []
+        for token in self._jieba().cut_for_search(text):
+            token = token.strip().lower()
+            if token and token not in self.stop_words and _TERM_CHAR.search(token):
+                out.append(token)
+        return out
+
+    def unique_terms(self, text: str, limit: int | None = None) -> list[str]:
+        """Distinct terms in first-seen order, at most limit of them (for queries)."""
+        seen: dict[str, None] = {}
+        for term in self.terms(text):
+            seen.setdefault(term, None)
+            if limit is not None and len(seen) >= limit:
+                break
+        return list(seen)

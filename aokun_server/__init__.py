@@ -1,0 +1,1 @@
+"""The Aokun MCP front: validates, commits, enqueues and answers recall."""

@@ -1,0 +1,196 @@
+"""Typed tool arguments and results.
+
+Arguments are strict pydantic models, so the SDK rejects a wrong type, an unknown metadata
+key or an out-of-range value with a tool error that names the field. Results are models too:
+a tool annotated `-> dict` would send no structured content.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from shared.store.documents import Document, MemoryFields
+
+Sentiment = Literal["positive", "neutral", "negative"]
+ShortList = list[str]
+
+_MAX_LIST = 64
+_MAX_ID = 200
+_MAX_SUMMARY = 4000
+
+
+def reject_lone_surrogates(name: str, value: str) -> str:
+    """Text that cannot be stored as UTF-8 (a lone surrogate) is refused, not mangled."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{name} holds an invalid character at position {exc.start} "
+                         "(a lone UTF-16 surrogate)") from None
+    return value
+
+
+class MemoryMetadata(BaseModel):
+    """Optional facts about a memory. Unknown keys are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    topics: ShortList = Field(default_factory=list, max_length=_MAX_LIST)
+    participants: ShortList = Field(default_factory=list, max_length=_MAX_LIST)
+    key_facts: ShortList = Field(default_factory=list, max_length=_MAX_LIST)
+    sentiment: Sentiment = "neutral"
+    importance: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False)
+    pinned: bool = False
+    session_id: str | None = Field(None, min_length=1, max_length=_MAX_ID)
+    persona_id: str | None = Field(None, min_length=1, max_length=_MAX_ID)
+    original_time: str | None = Field(None, description="ISO-8601, e.g. 2024-05-08T13:56:00")
+    persona_summary: str | None = Field(None, max_length=_MAX_SUMMARY)
+
+    @field_validator("original_time")
+    @classmethod
+    def _iso_time(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_iso(value, "original_time")
+        return value
+
+    @model_validator(mode="after")
+    def _valid_text(self) -> "MemoryMetadata":
+        for name in ("session_id", "persona_id", "original_time", "persona_summary"):
+            value = getattr(self, name)
+            if value is not None:
+                reject_lone_surrogates(name, value)
+        for name in ("topics", "participants", "key_facts"):
+            for item in getattr(self, name):
+                reject_lone_surrogates(name, item)
+                if not item.strip():
+                    raise ValueError(f"{name} holds an empty string")
+        return self
+
+    def changes(self) -> dict:
+        """Only the keys the caller gave, as MemoryFields values (for edits)."""
+        return {name: _field_value(name, getattr(self, name)) for name in self.model_fields_set}
+
+    def to_fields(self) -> MemoryFields:
+        """Every key, defaults included, as MemoryFields (for new memories)."""
+        return MemoryFields(**{name: _field_value(name, getattr(self, name))
+                               for name in type(self).model_fields})
+
+
+def parse_iso(value: str, name: str) -> datetime:
+    """Parse an ISO-8601 date or date-time, or raise ValueError naming the argument."""
+    try:
+        return datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{name} must be an ISO-8601 date or date-time, got {value[:40]!r}") from None
+
+
+def _field_value(name: str, value):
+    if name in ("topics", "participants", "key_facts"):
+        return tuple(v.strip() for v in value)
+    if name == "original_time" and value is not None:
+        return parse_iso(value, name)
+    return value
+
+
+# -- results ------------------------------------------------------------------------------
+
+
+def _iso_utc(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, timezone.utc).isoformat()
+
+
+class MemoryOut(BaseModel):
+    id: int
+    text: str
+    topics: list[str]
+    participants: list[str]
+    key_facts: list[str]
+    sentiment: Sentiment
+    importance: float
+    pinned: bool
+    archived: bool
+    session_id: str | None
+    persona_id: str | None
+    original_time: str | None
+    persona_summary: str | None
+    access_count: int
+    last_access_time: str | None
+    create_time: str
+    update_time: str
+
+    @classmethod
+    def of(cls, doc: Document) -> "MemoryOut":
+        f = doc.fields
+        return cls(
+            id=doc.id, text=doc.text, topics=list(f.topics), participants=list(f.participants),
+            key_facts=list(f.key_facts), sentiment=f.sentiment, importance=f.importance,
+            pinned=f.pinned, archived=doc.archived, session_id=f.session_id,
+            persona_id=f.persona_id,
+            original_time=f.original_time.isoformat() if f.original_time else None,
+            persona_summary=f.persona_summary, access_count=doc.access_count,
+            last_access_time=_iso_utc(doc.last_access_time),
+            create_time=_iso_utc(doc.create_time), update_time=_iso_utc(doc.update_time))
+
+
+class MemorizeResult(BaseModel):
+    id: int
+    status: Literal["accepted"] = "accepted"
+    text: str = Field(description="the stored text, with its original-time marker")
+    persona_id: str | None
+    session_id: str | None
+
+
+class RecallHit(BaseModel):
+    id: int
+    text: str = Field(description="persona_summary when the memory has one, else its text")
+    score: float
+    importance: float
+    pinned: bool
+    original_time: str | None
+    topics: list[str]
+    participants: list[str]
+    session_id: str | None
+    persona_id: str | None
+
+
+class RecallResult(BaseModel):
+    results: list[RecallHit]
+
+
+class ListResult(BaseModel):
+    memories: list[MemoryOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class EditResult(BaseModel):
+    id: int
+    status: Literal["updated"] = "updated"
+    memory: MemoryOut
+
+
+class DeleteResult(BaseModel):
+    id: int
+    status: Literal["deleted"] = "deleted"
+    removed: dict[str, int] = Field(description="rows removed, per table")
+
+
+class PinResult(BaseModel):
+    id: int
+    pinned: bool
+
+
+class DocumentCounts(BaseModel):
+    total: int
+    active: int
+    pinned: int
+    archived: int
+
+
+class StatsResult(BaseModel):
+    documents: DocumentCounts
+    tables: dict[str, int]
+    database: dict[str, str | int]

@@ -1,0 +1,175 @@
+"""The MCP tools: argument checks, one store call each, errors translated to ToolError.
+
+Tools are plain `def`s: the SDK runs them in worker threads, and each thread has its own
+SQLite connection, so a slow write never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from typing import Callable, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from aokun_server.models import (
+    DeleteResult, DocumentCounts, EditResult, ListResult, MemorizeResult, MemoryMetadata, MemoryOut,
+    PinResult, RecallHit, RecallResult, StatsResult, reject_lone_surrogates,
+)
+from aokun_server.recall import Recaller, RecallRequest
+from shared.config import MemoryConfig
+from shared.errors import AokunError
+from shared.store.documents import DocumentFilter, DocumentStore
+
+F = TypeVar("F", bound=Callable)
+
+MAX_QUERY_CHARS = 100_000
+MAX_LIST_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class ToolDeps:
+    """What the tools need, built once at start-up."""
+
+    store: DocumentStore
+    recaller: Recaller
+    memory: MemoryConfig
+    max_content_chars: int
+
+
+def translate_errors(fn: F) -> F:
+    """Turn our own errors into ToolError so the caller reads the message, not a crash."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except AokunError as exc:
+            raise ToolError(str(exc)) from exc
+        except ValueError as exc:
+            raise ToolError(str(exc)) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def checked_content(content: str, limit: int) -> str:
+    reject_lone_surrogates("content", content)
+    if not content.strip():
+        raise ToolError("content is empty: give the text to remember")
+    if len(content) > limit:
+        raise ToolError(f"content is {len(content)} characters; the limit is {limit} "
+                        "(server.max_content_chars)")
+    return content
+
+
+def checked_id(value: str | None, name: str) -> str | None:
+    if value is None:
+        return None
+    reject_lone_surrogates(name, value)
+    if not value.strip():
+        raise ToolError(f"{name} is empty; leave it out to search every {name.split('_')[0]}")
+    return value
+
+
+def register_tools(server: MCPServer, deps: ToolDeps) -> None:
+    """Add every Aokun tool to server."""
+    store, memory = deps.store, deps.memory
+
+    @server.tool()
+    @translate_errors
+    def memorize(content: str, metadata: MemoryMetadata = MemoryMetadata()) -> MemorizeResult:
+        """Remember a piece of text (a fact, an event, a preference) for later recall.
+
+        metadata (all optional): topics, participants, key_facts (lists of strings);
+        sentiment (positive | neutral | negative); importance (0.0-1.0, default 0.5);
+        pinned (never decays); session_id; persona_id (whose memory this is);
+        original_time (ISO-8601, when it happened); persona_summary.
+        The memory is committed before this returns."""
+        content = checked_content(content, deps.max_content_chars)
+        doc = store.insert(content, metadata.to_fields())
+        return MemorizeResult(id=doc.id, text=doc.text, persona_id=doc.fields.persona_id,
+                              session_id=doc.fields.session_id)
+
+    @server.tool()
+    @translate_errors
+    def recall(query: str, k: int | None = None, session_id: str | None = None,
+               persona_id: str | None = None, include_archived: bool = False) -> RecallResult:
+        """Find the memories most relevant to query, best first (k results, at most 15).
+
+        Filter by session_id or persona_id to stay within one conversation or one user."""
+        reject_lone_surrogates("query", query)
+        if not query.strip():
+            raise ToolError("query is empty: say what to look for")
+        if k is not None and k < 1:
+            raise ToolError(f"k must be at least 1, got {k}")
+        scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
+                               persona_id=checked_id(persona_id, "persona_id"),
+                               include_archived=include_archived)
+        k = min(k or memory.recall_top_k, memory.recall_max_k)
+        hits = deps.recaller.recall(RecallRequest(query[:MAX_QUERY_CHARS], k, scope))
+        return RecallResult(results=[_hit(h.document, h.score) for h in hits])
+
+    @server.tool()
+    @translate_errors
+    def list_memories(limit: int = 20, offset: int = 0, session_id: str | None = None,
+                      persona_id: str | None = None) -> ListResult:
+        """List stored memories, newest first, with the total count for paging."""
+        if not 1 <= limit <= MAX_LIST_LIMIT:
+            raise ToolError(f"limit must be between 1 and {MAX_LIST_LIMIT}, got {limit}")
+        if offset < 0:
+            raise ToolError(f"offset must be 0 or more, got {offset}")
+        scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
+                               persona_id=checked_id(persona_id, "persona_id"),
+                               include_archived=True)
+        docs, total = store.list(limit, offset, scope)
+        return ListResult(memories=[MemoryOut.of(d) for d in docs], total=total,
+                          limit=limit, offset=offset)
+
+    @server.tool()
+    @translate_errors
+    def edit_memory(id: int, content: str | None = None,
+                    metadata: MemoryMetadata | None = None) -> EditResult:
+        """Change a memory's content and/or some metadata keys (others stay as they were)."""
+        if content is not None:
+            content = checked_content(content, deps.max_content_chars)
+        changes = metadata.changes() if metadata is not None else {}
+        if content is None and not changes:
+            raise ToolError("nothing to change: give content and/or metadata")
+        doc = store.update(id, content, changes)
+        return EditResult(id=doc.id, memory=MemoryOut.of(doc))
+
+    @server.tool()
+    @translate_errors
+    def delete_memory(id: int) -> DeleteResult:
+        """Delete a memory and everything derived from it; returns the rows removed per table."""
+        return DeleteResult(id=id, removed=store.delete(id))
+
+    @server.tool()
+    @translate_errors
+    def pin_memory(id: int, pinned: bool = True) -> PinResult:
+        """Pin a memory (it never decays or gets archived), or unpin it with pinned=false."""
+        doc = store.set_pinned(id, pinned)
+        return PinResult(id=doc.id, pinned=doc.fields.pinned)
+
+    @server.tool()
+    @translate_errors
+    def memory_stats() -> StatsResult:
+        """Counts of memories and of the rows in every table."""
+        path = store.db.path
+        size = sum(os.path.getsize(p) for p in (path, path.with_name(path.name + "-wal"))
+                   if p.exists())
+        return StatsResult(documents=DocumentCounts(**store.stats()), tables=store.table_counts(),
+                           database={"path": str(path), "size_bytes": size})
+
+
+def _hit(doc, score: float) -> RecallHit:
+    f = doc.fields
+    return RecallHit(
+        id=doc.id, text=f.persona_summary or doc.text, score=round(score, 6),
+        importance=f.importance, pinned=f.pinned,
+        original_time=f.original_time.isoformat() if f.original_time else None,
+        topics=list(f.topics), participants=list(f.participants),
+        session_id=f.session_id, persona_id=f.persona_id)
+

@@ -1,0 +1,48 @@
+"""A worker's heartbeat row, kept fresh by a daemon thread, so fronts can tell it is alive."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+
+from shared.errors import StorageError
+from shared.store import runtime
+from shared.store.db import Database
+
+log = logging.getLogger("aokun.worker")
+
+
+class Heartbeat:
+    """Beats every `interval` seconds from start() until stop()."""
+
+    def __init__(self, db: Database, interval: float = 5.0):
+        self.db = db
+        self.interval = interval
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self._beat()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.interval + 1)
+        with self.db.write() as tx:
+            runtime.remove_worker(tx, self.worker_id)
+
+    def _beat(self) -> None:
+        with self.db.write() as tx:
+            runtime.beat(tx, self.worker_id, os.getpid(), socket.gethostname(), time.time())
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self._beat()
+            except StorageError:
+                log.exception("heartbeat failed; will retry")

@@ -1,0 +1,21 @@
+"""Fixtures: a fresh config per test and a real aokun-server over stdio."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import mcp_session, stdio_params, write_config
+
+
+@pytest.fixture
+def config_path(tmp_path) -> Path:
+    return write_config(tmp_path)
+
+
+@pytest.fixture
+def stdio(config_path):
+    """A real aokun-server subprocess over stdio, spoken to by the official client."""
+    with mcp_session(stdio_params(config_path)) as session:
+        yield session

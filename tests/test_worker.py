@@ -1,0 +1,36 @@
+"""aokun-worker starts, announces itself with a heartbeat, and stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from helpers import db_rows, write_config
+
+BIN = Path(sys.executable).parent
+
+
+def test_worker_starts_and_stops_gracefully_on_sigterm(tmp_path):
+    config = write_config(tmp_path)
+    proc = subprocess.Popen([BIN / "aokun-worker", "--config", config],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "data" / "aokun.db").exists() or not db_rows(
+                config, "SELECT pid FROM workers"):
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "no heartbeat within 30 s"
+            time.sleep(0.1)
+        assert db_rows(config, "SELECT pid FROM workers") == [(proc.pid,)]
+        assert (tmp_path / "data" / "queue.db").exists()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "Shutting down gracefully" in err
+    assert db_rows(config, "SELECT COUNT(*) FROM workers") == [(0,)]

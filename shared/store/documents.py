@@ -136,22 +136,35 @@ class DocumentStore:
 
     def insert(self, content: str, fields: MemoryFields) -> Document:
         """Store a new memory and its BM25 row in one transaction."""
-        text = marked_text(content, fields.original_time)
-        tokens = self._index_tokens(text, fields)
-        now = self.clock()
+        prepared = self._prepare(content, fields)
         with self.db.write() as tx:
-            cur = tx.execute(
-                "INSERT INTO documents (text, content_hash, topics, participants, key_facts, sentiment,"
-                " importance, pinned, session_id, persona_id, original_time, original_ts,"
-                " persona_summary, create_time, update_time)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (text, content_hash(text), *self._json_values(fields), fields.sentiment,
-                 fields.importance, int(fields.pinned), fields.session_id, fields.persona_id,
-                 _iso(fields.original_time), epoch(fields.original_time), fields.persona_summary,
-                 now, now))
-            memory_id = cur.lastrowid
-            tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)", (memory_id, tokens))
-            return self._get(tx, memory_id)
+            return self._get(tx, self._insert(tx, prepared, fields))
+
+    def insert_many(self, items: Sequence[tuple[str, MemoryFields]]) -> list[int]:
+        """Store many memories in one transaction (imports, seeding); return their ids."""
+        prepared = [(self._prepare(content, fields), fields) for content, fields in items]
+        with self.db.write() as tx:
+            return [self._insert(tx, text_tokens, fields) for text_tokens, fields in prepared]
+
+    def _prepare(self, content: str, fields: MemoryFields) -> tuple[str, str]:
+        """Stored text and FTS tokens, computed before the write lock is taken."""
+        text = marked_text(content, fields.original_time)
+        return text, self._index_tokens(text, fields)
+
+    def _insert(self, tx: sqlite3.Connection, prepared: tuple[str, str], fields: MemoryFields) -> int:
+        text, tokens = prepared
+        now = self.clock()
+        cur = tx.execute(
+            "INSERT INTO documents (text, content_hash, topics, participants, key_facts, sentiment,"
+            " importance, pinned, session_id, persona_id, original_time, original_ts,"
+            " persona_summary, create_time, update_time)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (text, content_hash(text), *self._json_values(fields), fields.sentiment,
+             fields.importance, int(fields.pinned), fields.session_id, fields.persona_id,
+             _iso(fields.original_time), epoch(fields.original_time), fields.persona_summary,
+             now, now))
+        tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)", (cur.lastrowid, tokens))
+        return cur.lastrowid
 
     def update(self, memory_id: int, content: str | None, changes: dict) -> Document:
         """Replace content and/or some fields, re-indexing in the same transaction."""

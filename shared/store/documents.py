@@ -154,15 +154,7 @@ class DocumentStore:
     def _insert(self, tx: sqlite3.Connection, prepared: tuple[str, str], fields: MemoryFields) -> int:
         text, tokens = prepared
         now = self.clock()
-        cur = tx.execute(
-            "INSERT INTO documents (text, content_hash, topics, participants, key_facts, sentiment,"
-            " importance, pinned, session_id, persona_id, original_time, original_ts,"
-            " persona_summary, create_time, update_time)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (text, content_hash(text), *self._json_values(fields), fields.sentiment,
-             fields.importance, int(fields.pinned), fields.session_id, fields.persona_id,
-             _iso(fields.original_time), epoch(fields.original_time), fields.persona_summary,
-             now, now))
+        cur = tx.execute(_INSERT_SQL, (*_row_values(text, fields), now, now))
         tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)", (cur.lastrowid, tokens))
         return cur.lastrowid
 
@@ -177,15 +169,7 @@ class DocumentStore:
                 text = marked_text(_TIME_MARKER.sub("", old.text, count=1), fields.original_time)
             else:
                 text = old.text
-            tx.execute(
-                "UPDATE documents SET text = ?, content_hash = ?, topics = ?, participants = ?,"
-                " key_facts = ?, sentiment = ?, importance = ?, pinned = ?, session_id = ?,"
-                " persona_id = ?, original_time = ?, original_ts = ?, persona_summary = ?,"
-                " update_time = ? WHERE id = ?",
-                (text, content_hash(text), *self._json_values(fields), fields.sentiment,
-                 fields.importance, int(fields.pinned), fields.session_id, fields.persona_id,
-                 _iso(fields.original_time), epoch(fields.original_time), fields.persona_summary,
-                 self.clock(), memory_id))
+            tx.execute(_UPDATE_SQL, (*_row_values(text, fields), self.clock(), memory_id))
             tx.execute("DELETE FROM documents_fts WHERE rowid = ?", (memory_id,))
             tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)",
                        (memory_id, self._index_tokens(text, fields)))
@@ -275,10 +259,24 @@ class DocumentStore:
         extra += [fact for fact in fields.key_facts if fact.strip() not in text]
         return " ".join(self.segmenter.terms("\n".join([text, *extra])))
 
-    @staticmethod
-    def _json_values(fields: MemoryFields) -> tuple[str, str, str]:
-        return tuple(json.dumps(list(getattr(fields, name)), ensure_ascii=False)
-                     for name in _JSON_FIELDS)  # type: ignore[return-value]
+
+
+# The columns a caller's write sets, in the order _row_values gives them.
+_WRITE_COLUMNS = ("text", "content_hash", "topics", "participants", "key_facts", "sentiment",
+                  "importance", "pinned", "session_id", "persona_id", "original_time",
+                  "original_ts", "persona_summary")
+_INSERT_SQL = (f"INSERT INTO documents ({', '.join(_WRITE_COLUMNS)}, create_time, update_time)"
+               f" VALUES ({', '.join('?' * (len(_WRITE_COLUMNS) + 2))})")
+_UPDATE_SQL = (f"UPDATE documents SET {', '.join(c + ' = ?' for c in _WRITE_COLUMNS)},"
+               " update_time = ? WHERE id = ?")
+
+
+def _row_values(text: str, fields: MemoryFields) -> tuple:
+    """Values for _WRITE_COLUMNS."""
+    lists = (json.dumps(list(getattr(fields, name)), ensure_ascii=False) for name in _JSON_FIELDS)
+    return (text, content_hash(text), *lists, fields.sentiment, fields.importance,
+            int(fields.pinned), fields.session_id, fields.persona_id, _iso(fields.original_time),
+            epoch(fields.original_time), fields.persona_summary)
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -1,21 +1,32 @@
-"""Build the front: open the store, wire the channels, register the tools."""
+"""Build the front: open the store and queue, wire the channels, register the tools."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 
 from mcp.server.mcpserver import MCPServer
 
+from aokun_server.autostart import ensure_worker
+from aokun_server.pipeline import StageSubmitter
 from aokun_server.recall import Recaller
 from aokun_server.tools import ToolDeps, register_tools
 from shared import __version__
 from shared.config import AppConfig
+from shared.embedders import Embedder, build_embedder
+from shared.queue import open_queue
+from shared.reconcile import reconcile
 from shared.search.bm25 import Bm25Channel
+from shared.search.vectors import VectorChannel, VectorIndex
+from shared.store import vectors
 from shared.store.db import Database
 from shared.store.documents import DocumentStore
 from shared.store.schema import open_database
+from shared.tasks import Enqueuer
 from shared.text.segment import Segmenter
+
+log = logging.getLogger("aokun.front")
 
 INSTRUCTIONS = (
     "Aokun is your long-term memory. Call memorize for anything worth keeping (facts about the "
@@ -38,21 +49,67 @@ class AokunMCPServer(MCPServer):
 @dataclass
 class Front:
     server: AokunMCPServer
+    config: AppConfig
     db: Database
     segmenter: Segmenter
+    embedder: Embedder
+    index: VectorIndex
+    enqueuer: Enqueuer
+
+    def start_background(self, autostart_worker: bool) -> None:
+        """Warm caches, reconcile the queue and (stdio) make sure a worker runs — off the
+        request path, so the front answers at once."""
+        threading.Thread(target=self._warm_up, name="warm-up", daemon=True).start()
+        threading.Thread(target=self._housekeep, args=(autostart_worker,), name="start-up",
+                         daemon=True).start()
+
+    def _warm_up(self) -> None:
+        self.segmenter.warm_up()
+        try:
+            self.index.sync()
+            self.embedder.embed_query("warm up")
+        except Exception as exc:
+            log.warning("vector channel not ready (BM25 serves meanwhile): %s", exc)
+
+    def _housekeep(self, autostart_worker: bool) -> None:
+        try:
+            if autostart_worker and self.config.worker.autostart:
+                ensure_worker(self.config, self.db)
+            reconcile(self.db, self.enqueuer, self.config.worker.heartbeat_timeout_s)
+        except Exception:
+            log.exception("start-up reconcile failed; workers will reconcile")
 
 
 def build_front(config: AppConfig) -> Front:
-    """Open (and migrate) the database and return a ready MCP server."""
+    """Open (and migrate) the database, open the queue, and return a ready MCP server."""
     db = open_database(config.storage)
     segmenter = Segmenter(config.text)
-    # Loading jieba's dictionary takes about a second: do it now, off the request path.
-    threading.Thread(target=segmenter.warm_up, name="jieba-warm-up", daemon=True).start()
     store = DocumentStore(db, segmenter)
-    deps = ToolDeps(store=store, recaller=Recaller(store, Bm25Channel(store, segmenter)),
-                    memory=config.memory, max_content_chars=config.server.max_content_chars)
+    embedder = build_embedder(config.embedding, threads=1)
+    index = VectorIndex(db, "document", embedder.model, _space_dim(config, embedder))
+    _warn_foreign_vectors(db, index)
+    enqueuer = Enqueuer(open_queue(config.storage))
+    recaller = Recaller(store, Bm25Channel(store, segmenter), VectorChannel(store, index, embedder),
+                        config.memory.rrf_k)
+    deps = ToolDeps(store=store, recaller=recaller, memory=config.memory, index=index,
+                    submitter=StageSubmitter(db, enqueuer), worker=config.worker,
+                    max_content_chars=config.server.max_content_chars)
     server = AokunMCPServer("aokun-memory", version=__version__, instructions=INSTRUCTIONS,
                             log_level=config.server.log_level,
                             exposed_tools=config.server.exposed_tools)
     register_tools(server, deps)
-    return Front(server=server, db=db, segmenter=segmenter)
+    return Front(server, config, db, segmenter, embedder, index, enqueuer)
+
+
+def _space_dim(config: AppConfig, embedder: Embedder) -> int:
+    # An API embedder's dimension is known from config or its first reply; don't call it here.
+    if config.embedding.provider == "openai":
+        return config.embedding.dimensions or 0
+    return embedder.dim
+
+
+def _warn_foreign_vectors(db: Database, index: VectorIndex) -> None:
+    if index.dim:
+        message = vectors.foreign_space_warning(db.connection(), index.model, index.dim)
+        if message:
+            log.warning(message)

@@ -190,7 +190,32 @@ class DocumentCounts(BaseModel):
     archived: int
 
 
+class QueueFigures(BaseModel):
+    pending: int
+    running: int
+    failed: int
+    done: int
+    oldest_pending_age_s: float
+
+
+class VectorFigures(BaseModel):
+    documents: int = Field(description="live documents with a vector of the configured model")
+    graph_entries: int
+    model: str
+    dim: int
+    behind: int = Field(description="live documents still waiting for their vector")
+    foreign: int = Field(description="stored vectors of another model or dimension")
+
+
+class WorkerFigures(BaseModel):
+    live: int
+    heartbeat_age_s: float | None = Field(description="age of the newest worker heartbeat")
+
+
 class StatsResult(BaseModel):
     documents: DocumentCounts
+    queue: QueueFigures
+    vectors: VectorFigures
+    workers: WorkerFigures
     tables: dict[str, int]
     database: dict[str, str | int]

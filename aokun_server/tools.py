@@ -18,8 +18,10 @@ from aokun_server.models import (
     DeleteResult, DocumentCounts, EditResult, ListResult, MemorizeResult, MemoryMetadata, MemoryOut,
     PinResult, RecallHit, RecallResult, StatsResult, reject_lone_surrogates,
 )
+from aokun_server.pipeline import StageSubmitter, pipeline_figures
 from aokun_server.recall import Recaller, RecallRequest
-from shared.config import MemoryConfig
+from shared.config import MemoryConfig, WorkerConfig
+from shared.search.vectors import VectorIndex
 from shared.errors import AokunError
 from shared.store.documents import DocumentFilter, DocumentStore
 
@@ -36,6 +38,9 @@ class ToolDeps:
     store: DocumentStore
     recaller: Recaller
     memory: MemoryConfig
+    index: VectorIndex
+    submitter: StageSubmitter
+    worker: WorkerConfig
     max_content_chars: int
 
 
@@ -89,6 +94,7 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         The memory is committed before this returns."""
         content = checked_content(content, deps.max_content_chars)
         doc = store.insert(content, metadata.to_fields())
+        deps.submitter.submit(doc.id, doc.content_hash)
         return MemorizeResult(id=doc.id, text=doc.text, persona_id=doc.fields.persona_id,
                               session_id=doc.fields.session_id)
 
@@ -137,7 +143,10 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         changes = metadata.changes() if metadata is not None else {}
         if content is None and not changes:
             raise ToolError("nothing to change: give content and/or metadata")
+        before = store.get(id).content_hash
         doc = store.update(id, content, changes)
+        if doc.content_hash != before:
+            deps.submitter.submit(doc.id, doc.content_hash)
         return EditResult(id=doc.id, memory=MemoryOut.of(doc))
 
     @server.tool()
@@ -156,12 +165,13 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
     @server.tool()
     @translate_errors
     def memory_stats() -> StatsResult:
-        """Counts of memories and of the rows in every table."""
+        """Counts of memories, background stages, vectors and rows in every table."""
         path = store.db.path
         size = sum(os.path.getsize(p) for p in (path, path.with_name(path.name + "-wal"))
                    if p.exists())
+        figures = pipeline_figures(store.db, deps.index, deps.worker)
         return StatsResult(documents=DocumentCounts(**store.stats()), tables=store.table_counts(),
-                           database={"path": str(path), "size_bytes": size})
+                           database={"path": str(path), "size_bytes": size}, **figures)
 
 
 def _hit(doc, score: float) -> RecallHit:

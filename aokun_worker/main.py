@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from shared.config import load_config
@@ -22,31 +23,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # Idle OpenMP threads must sleep, not spin: the front shares these cores.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         config = load_config(args.config)
-        from aokun_worker.heartbeat import Heartbeat
-        from shared.queue import open_queue
-        from shared.store.schema import open_database
+        from aokun_worker.service import WorkerService
 
-        db = open_database(config.storage)
-        huey = open_queue(config.storage)
+        service = WorkerService.open(config)
     except AokunError as exc:
         print(f"aokun-worker: {exc}", file=sys.stderr)
         return 2
-    heartbeat = Heartbeat(db)
-    heartbeat.start()
-    # SIGTERM (what honcho and systemd send) must be graceful: a running job finishes.
-    consumer = huey.create_consumer(workers=config.worker.threads, worker_type="thread",
-                                    periodic=False, initial_delay=0.1, backoff=1.15,
-                                    max_delay=0.5, graceful_signal="TERM")
-    log.info("worker %s consuming %s", heartbeat.worker_id, config.storage.queue_path)
-    try:
-        consumer.run()
-    finally:
-        heartbeat.stop()
-        db.close()
-        log.info("worker %s stopped", heartbeat.worker_id)
-    return 0
+    return service.run()
 
 
 if __name__ == "__main__":

@@ -77,11 +77,45 @@ class ServerConfig:
 class MemoryConfig:
     recall_top_k: int = _opt(5, minimum=1)
     recall_max_k: int = _opt(15, minimum=1)
+    rrf_k: int = _opt(60, minimum=1)
 
 
 @dataclass(frozen=True)
 class WorkerConfig:
     threads: int = _opt(2, minimum=1, maximum=32)
+    autostart: bool = _opt(True)
+    heartbeat_interval_s: float = _opt(5.0, minimum=0.1)
+    poll_interval_s: float = _opt(0.25, minimum=0.01, maximum=5.0)
+
+    @property
+    def heartbeat_timeout_s(self) -> float:
+        """A worker whose newest heartbeat is older than this is taken for dead."""
+        return max(3 * self.heartbeat_interval_s, 2.0)
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    max_retries: int = _opt(8, minimum=1)
+    retry_base_s: float = _opt(5.0, minimum=0.0)
+    retry_max_s: float = _opt(600.0, minimum=0.0)
+    lease_s: float = _opt(300.0, minimum=1.0)
+    reconcile_interval_s: float = _opt(180.0, minimum=1.0)
+    embed_batch_size: int = _opt(16, minimum=1, maximum=512)
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    provider: str = _opt("local", choices=("local", "openai"))
+    local_model: str = _opt("e5", choices=("e5", "use"))
+    threads: int = _opt(0, minimum=0, maximum=64)
+    base_url: str = _opt("")
+    model: str = _opt("")
+    dimensions: int = _opt(0, minimum=0)
+    api_key: str = _opt("")
+    api_key_env: str = _opt("AOKUN_EMBEDDING_API_KEY")
+    batch_size: int = _opt(32, minimum=1, maximum=2048)
+    timeout_s: float = _opt(30.0, minimum=0.1)
+    max_retries: int = _opt(4, minimum=0)
 
 
 @dataclass(frozen=True)
@@ -91,6 +125,8 @@ class AppConfig:
     server: ServerConfig = field(default_factory=ServerConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     worker: WorkerConfig = field(default_factory=WorkerConfig)
+    queue: QueueConfig = field(default_factory=QueueConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     source: Path | None = None
 
 
@@ -221,6 +257,9 @@ def _check_range(key: str, value: float, rules: typing.Mapping) -> None:
 
 
 def _check_cross_rules(config: AppConfig) -> None:
+    embedding = config.embedding
+    if embedding.provider == "openai" and not (embedding.base_url and embedding.model):
+        raise ConfigError("embedding.provider openai needs embedding.base_url and embedding.model")
     if config.memory.recall_top_k > config.memory.recall_max_k:
         raise ConfigError(
             f"memory.recall_top_k ({config.memory.recall_top_k}) must not exceed "

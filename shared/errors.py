@@ -23,3 +23,7 @@ class MemoryNotFound(AokunError):
 
 class StorageError(AokunError):
     """The database could not complete an operation (locked, corrupt, disk full...)."""
+
+
+class EmbeddingError(AokunError):
+    """The embedder failed or answered something unusable (wrong dimension, bad reply)."""

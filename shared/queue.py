@@ -14,5 +14,6 @@ def open_queue(storage: StorageConfig):
     from huey import SqliteHuey
 
     storage.data_dir.mkdir(parents=True, exist_ok=True)
-    return SqliteHuey(name="aokun", filename=str(storage.queue_path),
+    # results=False: nothing reads task results, and stored ones would pile up forever.
+    return SqliteHuey(name="aokun", filename=str(storage.queue_path), results=False,
                       timeout=storage.busy_timeout_ms / 1000)

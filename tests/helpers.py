@@ -21,7 +21,9 @@ BIN = Path(sys.executable).parent
 
 def write_config(folder: Path, **sections) -> Path:
     """Write a config.yaml in folder with data_dir 'data' plus the given sections."""
-    raw = {"storage": {"data_dir": "data"}}
+    # No autostarted worker unless a test asks for one: most tests need none, and a detached
+    # worker would outlive the test.
+    raw = {"storage": {"data_dir": "data"}, "worker": {"autostart": False}}
     for name, values in sections.items():
         raw.setdefault(name, {}).update(values)
     path = folder / "config.yaml"

@@ -137,9 +137,7 @@ def _derive_rows(config_path, mid: int) -> None:
 
     conn = sqlite3.connect(config_path.parent / "data" / "aokun.db")
     with conn:
-        for stage in ("embed", "atoms", "graph"):
-            conn.execute("INSERT INTO memory_stages (memory_id, stage, content_hash, update_time)"
-                         " VALUES (?, ?, 'h', 0)", (mid, stage))
+        assert conn.execute("SELECT COUNT(*) FROM memory_stages WHERE memory_id = ?", (mid,)).fetchone() == (3,)
         atom = conn.execute("INSERT INTO memory_atoms (memory_id, type, text, create_time, update_time)"
                             " VALUES (?, 'relational', 'Alice works with Bob', 0, 0)", (mid,)).lastrowid
         conn.execute("INSERT INTO atoms_fts (rowid, tokens) VALUES (?, 'alice work bob')", (atom,))
@@ -154,7 +152,7 @@ def _derive_rows(config_path, mid: int) -> None:
         conn.execute("INSERT INTO graph_entries_fts (rowid, tokens) VALUES (?, 'alice work bob')", (entry,))
         for kind, owner in (("document", mid), ("graph_entry", entry)):
             conn.execute("INSERT INTO vectors (kind, owner_id, memory_id, model, dim, vector, content_hash,"
-                         " create_time) VALUES (?, ?, ?, 'm', 1, x'00000000', 'h', 0)", (kind, owner, mid))
+                         " seq, create_time) VALUES (?, ?, ?, 'm', 1, x'00000000', 'h', 0, 0)", (kind, owner, mid))
     conn.close()
 
 

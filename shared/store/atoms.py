@@ -39,7 +39,7 @@ DDL = [
 ]
 
 
-def delete_for_memory(conn: sqlite3.Connection, memory_id: int) -> dict[str, int]:
+def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float) -> dict[str, int]:
     """Remove a memory's atoms and their FTS rows; return {table: rows removed}."""
     fts = conn.execute(
         "DELETE FROM atoms_fts WHERE rowid IN (SELECT id FROM memory_atoms WHERE memory_id = ?)",

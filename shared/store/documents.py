@@ -77,6 +77,7 @@ class MemoryFields:
 class Document:
     id: int
     text: str
+    content_hash: str
     fields: MemoryFields
     archived: bool
     access_count: int
@@ -109,6 +110,11 @@ def marked_text(content: str, original_time: datetime | None) -> str:
     if original_time is None or _TIME_MARKER.match(content):
         return content
     return f"{time_marker(original_time)} {content}"
+
+
+def unmarked(text: str) -> str:
+    """Text without its leading original-time marker (what gets embedded)."""
+    return _TIME_MARKER.sub("", text, count=1).strip()
 
 
 def content_hash(text: str) -> str:
@@ -156,6 +162,7 @@ class DocumentStore:
         now = self.clock()
         cur = tx.execute(_INSERT_SQL, (*_row_values(text, fields), now, now))
         tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)", (cur.lastrowid, tokens))
+        stages.create_for_memory(tx, cur.lastrowid, content_hash(text), now)
         return cur.lastrowid
 
     def update(self, memory_id: int, content: str | None, changes: dict) -> Document:
@@ -166,10 +173,15 @@ class DocumentStore:
             if content is not None:
                 text = marked_text(content, fields.original_time)
             elif "original_time" in changes:
-                text = marked_text(_TIME_MARKER.sub("", old.text, count=1), fields.original_time)
+                text = marked_text(unmarked(old.text), fields.original_time)
             else:
                 text = old.text
-            tx.execute(_UPDATE_SQL, (*_row_values(text, fields), self.clock(), memory_id))
+            now = self.clock()
+            tx.execute(_UPDATE_SQL, (*_row_values(text, fields), now, memory_id))
+            if text != old.text:
+                # Derived output of the old text is stale: drop the vector, redo every stage.
+                vectors.delete_for_memory(tx, memory_id, now)
+                stages.reset_for_memory(tx, memory_id, content_hash(text), now)
             tx.execute("DELETE FROM documents_fts WHERE rowid = ?", (memory_id,))
             tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)",
                        (memory_id, self._index_tokens(text, fields)))
@@ -187,8 +199,9 @@ class DocumentStore:
         with self.db.write() as tx:
             self._get(tx, memory_id)
             receipt: dict[str, int] = {}
+            now = self.clock()
             for owner in (vectors, graph, atoms, stages):
-                receipt.update(owner.delete_for_memory(tx, memory_id))
+                receipt.update(owner.delete_for_memory(tx, memory_id, now))
             receipt["documents_fts"] = tx.execute(
                 "DELETE FROM documents_fts WHERE rowid = ?", (memory_id,)).rowcount
             receipt["documents"] = tx.execute(
@@ -228,6 +241,21 @@ class DocumentStore:
             f" WHERE documents_fts MATCH ? AND {where} ORDER BY raw DESC LIMIT ?",
             (match, *params, limit)).fetchall()
         return [(r[0], r[1]) for r in rows]
+
+    def ids_in_scope(self, scope: DocumentFilter) -> list[int]:
+        """Every document id the filter admits (for restricting a vector search)."""
+        where, params = _filter_sql(scope, alias="documents")
+        return [r[0] for r in self.db.connection().execute(
+            f"SELECT id FROM documents WHERE {where}", params)]
+
+    def filter_ids(self, ids: Sequence[int], scope: DocumentFilter) -> set[int]:
+        """The subset of ids that exist and that the filter admits."""
+        if not ids:
+            return set()
+        where, params = _filter_sql(scope, alias="documents")
+        marks = ",".join("?" * len(ids))
+        return {r[0] for r in self.db.connection().execute(
+            f"SELECT id FROM documents WHERE id IN ({marks}) AND {where}", (*ids, *params))}
 
     def stats(self) -> dict[str, int]:
         row = self.db.connection().execute(
@@ -316,7 +344,7 @@ def _row_to_document(row: sqlite3.Row) -> Document:
         persona_summary=row["persona_summary"],
     )
     return Document(
-        id=row["id"], text=row["text"], fields=fields, archived=bool(row["archived"]),
+        id=row["id"], text=row["text"], content_hash=row["content_hash"], fields=fields, archived=bool(row["archived"]),
         access_count=row["access_count"], last_access_time=row["last_access_time"],
         create_time=row["create_time"], update_time=row["update_time"])
 

@@ -50,7 +50,7 @@ DDL = [
 ]
 
 
-def delete_for_memory(conn: sqlite3.Connection, memory_id: int) -> dict[str, int]:
+def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float) -> dict[str, int]:
     """Remove a memory's graph output, then any node nothing refers to any more."""
     fts = conn.execute(
         "DELETE FROM graph_entries_fts WHERE rowid IN "

@@ -37,3 +37,42 @@ def remove_worker(conn, worker_id: str) -> None:
 def newest_heartbeat(conn) -> float | None:
     """Time of the most recent heartbeat of any worker, or None if none ever beat."""
     return conn.execute("SELECT MAX(heartbeat_time) FROM workers").fetchone()[0]
+
+
+def live_workers(conn, alive_since: float) -> list[str]:
+    """Ids of workers whose heartbeat is newer than alive_since."""
+    return [r[0] for r in conn.execute(
+        "SELECT worker_id FROM workers WHERE heartbeat_time >= ?", (alive_since,)).fetchall()]
+
+
+def prune_workers(conn, dead_before: float) -> int:
+    """Forget workers that have not beaten since dead_before (killed, never said goodbye)."""
+    return conn.execute("DELETE FROM workers WHERE heartbeat_time < ?", (dead_before,)).rowcount
+
+
+def claim_periodic(conn, name: str, interval_s: float, now: float) -> tuple[bool, float | None]:
+    """If job `name` is due, record this run and return (True, previous run time or None).
+
+    A compare-and-set inside the caller's write transaction, so among several workers
+    exactly one runs each due occurrence.
+    """
+    row = conn.execute("SELECT last_run_time FROM periodic_runs WHERE name = ?", (name,)).fetchone()
+    previous = row[0] if row else None
+    if previous is not None and now - previous < interval_s:
+        return False, previous
+    conn.execute("INSERT INTO periodic_runs (name, last_run_time) VALUES (?, ?)"
+                 " ON CONFLICT (name) DO UPDATE SET last_run_time = excluded.last_run_time",
+                 (name, now))
+    return True, previous
+
+
+def restore_periodic(conn, name: str, previous: float | None) -> None:
+    """Undo a claim whose run failed, so the job is due again."""
+    if previous is None:
+        conn.execute("DELETE FROM periodic_runs WHERE name = ?", (name,))
+    else:
+        conn.execute("UPDATE periodic_runs SET last_run_time = ? WHERE name = ?", (previous, name))
+
+
+def periodic_runs(conn) -> dict[str, float]:
+    return dict(conn.execute("SELECT name, last_run_time FROM periodic_runs").fetchall())

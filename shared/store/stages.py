@@ -7,7 +7,10 @@ crash and the reconciler re-enqueues from them.
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
 
 STAGES = ("embed", "atoms", "graph")
 
@@ -23,6 +26,7 @@ DDL = [
         lease_owner TEXT,
         lease_until REAL,
         next_attempt_time REAL,
+        enqueued_time REAL,
         last_error TEXT,
         update_time REAL NOT NULL,
         PRIMARY KEY (memory_id, stage)
@@ -32,7 +36,151 @@ DDL = [
 ]
 
 
-def delete_for_memory(conn: sqlite3.Connection, memory_id: int) -> dict[str, int]:
+@dataclass(frozen=True)
+class StageKey:
+    """One unit of work: a stage of a memory, for one version of its content."""
+
+    memory_id: int
+    stage: str
+    content_hash: str
+
+
+# New and edited memories are journalled as already enqueued: the front queues them right
+# after its commit (one write instead of two). If that enqueue fails or the front dies first,
+# the reconciler queues them again once the queue has drained.
+
+
+def create_for_memory(conn: sqlite3.Connection, memory_id: int, content_hash: str, now: float) -> None:
+    """Journal every stage of a new memory as pending (inside the document's transaction)."""
+    conn.executemany(
+        "INSERT INTO memory_stages (memory_id, stage, content_hash, enqueued_time, update_time)"
+        " VALUES (?, ?, ?, ?, ?)",
+        [(memory_id, stage, content_hash, now, now) for stage in STAGES])
+
+
+def reset_for_memory(conn: sqlite3.Connection, memory_id: int, content_hash: str, now: float) -> None:
+    """After an edit of the content: every stage must run again for the new content."""
+    conn.execute(
+        "INSERT INTO memory_stages (memory_id, stage, content_hash, enqueued_time, update_time)"
+        " SELECT ?, value, ?, ?, ? FROM json_each(?) WHERE true"
+        " ON CONFLICT (memory_id, stage) DO UPDATE SET status = 'pending', content_hash = excluded.content_hash,"
+        " attempts = 0, lease_owner = NULL, lease_until = NULL, next_attempt_time = NULL,"
+        " enqueued_time = excluded.enqueued_time, last_error = NULL, update_time = excluded.update_time",
+        (memory_id, content_hash, now, now, json.dumps(STAGES)))
+
+
+# A retry message may arrive a moment before its backoff ends (scheduler granularity).
+_EARLY_TOLERANCE_S = 1.0
+
+
+def claim(conn: sqlite3.Connection, key: StageKey, owner: str, now: float, lease_s: float) -> bool:
+    """Lease a due pending stage of this content version; False if done, gone, edited,
+    leased elsewhere or still backing off."""
+    cur = conn.execute(
+        "UPDATE memory_stages SET status = 'running', lease_owner = ?, lease_until = ?,"
+        " attempts = attempts + 1, update_time = ? WHERE memory_id = ? AND stage = ?"
+        " AND content_hash = ? AND status = 'pending'"
+        " AND (next_attempt_time IS NULL OR next_attempt_time <= ?)",
+        (owner, now + lease_s, now, key.memory_id, key.stage, key.content_hash,
+         now + _EARLY_TOLERANCE_S))
+    return cur.rowcount == 1
+
+
+def claim_more(conn: sqlite3.Connection, stage: str, owner: str, now: float, lease_s: float,
+               limit: int) -> list[StageKey]:
+    """Lease up to `limit` other ready pending rows of a stage, oldest first (for batching)."""
+    rows = conn.execute(
+        "SELECT memory_id, content_hash FROM memory_stages WHERE stage = ? AND status = 'pending'"
+        " AND (next_attempt_time IS NULL OR next_attempt_time <= ?) ORDER BY memory_id LIMIT ?",
+        (stage, now, limit)).fetchall()
+    keys = [StageKey(r[0], stage, r[1]) for r in rows]
+    return [k for k in keys if claim(conn, k, owner, now, lease_s)]
+
+
+def complete(conn: sqlite3.Connection, key: StageKey, owner: str, now: float) -> bool:
+    """Mark a leased stage done; False if the lease was lost or the content changed meanwhile."""
+    cur = conn.execute(
+        "UPDATE memory_stages SET status = 'done', lease_owner = NULL, lease_until = NULL,"
+        " last_error = NULL, next_attempt_time = NULL, update_time = ?"
+        " WHERE memory_id = ? AND stage = ? AND content_hash = ? AND status = 'running'"
+        " AND lease_owner = ?",
+        (now, key.memory_id, key.stage, key.content_hash, owner))
+    return cur.rowcount == 1
+
+
+def fail(conn: sqlite3.Connection, key: StageKey, owner: str, error: str, now: float,
+         max_attempts: int, retry_delay: Callable[[int], float]) -> float | None:
+    """Record a failed attempt: pending again after a backoff, or failed for good.
+
+    Returns the backoff in seconds when the stage will be retried, else None."""
+    row = conn.execute(
+        "SELECT attempts FROM memory_stages WHERE memory_id = ? AND stage = ? AND content_hash = ?"
+        " AND status = 'running' AND lease_owner = ?",
+        (key.memory_id, key.stage, key.content_hash, owner)).fetchone()
+    if row is None:
+        return None
+    status = "failed" if row[0] >= max_attempts else "pending"
+    delay = retry_delay(row[0])
+    conn.execute(
+        "UPDATE memory_stages SET status = ?, lease_owner = NULL, lease_until = NULL, last_error = ?,"
+        " next_attempt_time = ?, enqueued_time = ?, update_time = ? WHERE memory_id = ? AND stage = ?",
+        (status, error[:2000], now + delay, now, now, key.memory_id, key.stage))
+    return delay if status == "pending" else None
+
+
+def mark_enqueued(conn: sqlite3.Connection, keys: Iterable[StageKey], now: float | None) -> None:
+    """Record that messages were queued (now) or that queueing failed (None)."""
+    conn.executemany(
+        "UPDATE memory_stages SET enqueued_time = ? WHERE memory_id = ? AND stage = ? AND content_hash = ?",
+        [(now, k.memory_id, k.stage, k.content_hash) for k in keys])
+
+
+def reclaim_abandoned(conn: sqlite3.Connection, now: float, live_owners: Sequence[str]) -> int:
+    """Running stages whose lease ran out or whose worker is dead become pending again."""
+    dead_owner = f"lease_owner NOT IN ({','.join('?' * len(live_owners))})" if live_owners else "1"
+    cur = conn.execute(
+        "UPDATE memory_stages SET status = 'pending', lease_owner = NULL, lease_until = NULL,"
+        " enqueued_time = NULL, update_time = ? WHERE status = 'running'"
+        f" AND (lease_until < ? OR lease_owner IS NULL OR {dead_owner})",
+        (now, now, *live_owners))
+    return cur.rowcount
+
+
+def ready_to_enqueue(conn: sqlite3.Connection, now: float, include_enqueued: bool,
+                     limit: int = 10_000) -> list[StageKey]:
+    """Pending stages due now that nothing has queued (or all of them, when the queue is empty)."""
+    extra = "" if include_enqueued else " AND enqueued_time IS NULL"
+    rows = conn.execute(
+        "SELECT memory_id, stage, content_hash FROM memory_stages WHERE status = 'pending'"
+        f" AND (next_attempt_time IS NULL OR next_attempt_time <= ?){extra} ORDER BY memory_id LIMIT ?",
+        (now, limit)).fetchall()
+    return [StageKey(*r) for r in rows]
+
+
+def retry_failed(conn: sqlite3.Connection, now: float) -> int:
+    """Give every failed stage a fresh set of attempts (aokun repair --apply)."""
+    return conn.execute(
+        "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
+        " enqueued_time = NULL, update_time = ? WHERE status = 'failed'", (now,)).rowcount
+
+
+def queue_figures(conn: sqlite3.Connection, now: float) -> dict:
+    """Counts by status from the stage rows, and the age of the oldest pending one."""
+    counts = dict(conn.execute("SELECT status, COUNT(*) FROM memory_stages GROUP BY status").fetchall())
+    oldest = conn.execute("SELECT MIN(update_time) FROM memory_stages WHERE status = 'pending'").fetchone()[0]
+    return {"pending": counts.get("pending", 0), "running": counts.get("running", 0),
+            "failed": counts.get("failed", 0), "done": counts.get("done", 0),
+            "oldest_pending_age_s": round(now - oldest, 1) if oldest is not None else 0.0}
+
+
+def failed_stages(conn: sqlite3.Connection, limit: int = 50) -> list[tuple]:
+    """(memory_id, stage, attempts, last_error) of failed stages, for doctor and repair."""
+    return conn.execute(
+        "SELECT memory_id, stage, attempts, last_error FROM memory_stages WHERE status = 'failed'"
+        " ORDER BY memory_id LIMIT ?", (limit,)).fetchall()
+
+
+def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float) -> dict[str, int]:
     """Remove a memory's stage rows; return {table: rows removed}."""
     cur = conn.execute("DELETE FROM memory_stages WHERE memory_id = ?", (memory_id,))
     return {"memory_stages": cur.rowcount}

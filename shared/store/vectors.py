@@ -1,8 +1,22 @@
-"""Embedding vectors: the truth for every vector space; FAISS indexes are derived from it."""
+"""Embedding vectors: the truth for every vector space; FAISS indexes are derived from it.
+
+Every write that touches vectors takes the next number of a change sequence (meta
+'vector_seq'): upserted rows carry it, deletions leave a tombstone with it. A front that has
+seen sequence N loads only what changed after N, so its in-memory index stays current at the
+cost of one tiny read per recall.
+"""
 
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+KINDS = ("document", "graph_entry")
+SEQ_KEY = "vector_seq"
+FLOOR_KEY = "vector_tombstone_floor"
 
 DDL = [
     """
@@ -14,18 +28,144 @@ DDL = [
         dim INTEGER NOT NULL,
         vector BLOB NOT NULL,
         content_hash TEXT NOT NULL,
+        seq INTEGER NOT NULL,
         create_time REAL NOT NULL,
         PRIMARY KEY (kind, owner_id)
     ) WITHOUT ROWID
     """,
     "CREATE INDEX vectors_memory ON vectors (memory_id)",
+    "CREATE INDEX vectors_seq ON vectors (seq)",
+    """
+    CREATE TABLE vector_tombstones (
+        seq INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        owner_id INTEGER NOT NULL,
+        create_time REAL NOT NULL
+    )
+    """,
 ]
 
 
-def delete_for_memory(conn: sqlite3.Connection, memory_id: int) -> dict[str, int]:
-    """Remove every vector derived from a memory (its document and its graph entries)."""
-    return {"vectors": conn.execute("DELETE FROM vectors WHERE memory_id = ?", (memory_id,)).rowcount}
+@dataclass(frozen=True)
+class VectorRow:
+    kind: str
+    owner_id: int
+    memory_id: int
+    model: str
+    vector: np.ndarray
+    content_hash: str
+
+
+def next_seq(conn: sqlite3.Connection) -> int:
+    """Take the next change number (call inside a write transaction)."""
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, 1)"
+                 " ON CONFLICT (key) DO UPDATE SET value = value + 1", (SEQ_KEY,))
+    return conn.execute("SELECT value FROM meta WHERE key = ?", (SEQ_KEY,)).fetchone()[0]
+
+
+def current_seq(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (SEQ_KEY,)).fetchone()
+    return row[0] if row else 0
+
+
+def upsert(conn: sqlite3.Connection, row: VectorRow, now: float) -> None:
+    """Store one L2-normalised float32 vector, replacing any older one for the same owner."""
+    vector = np.ascontiguousarray(row.vector, dtype=np.float32)
+    conn.execute(
+        "INSERT INTO vectors (kind, owner_id, memory_id, model, dim, vector, content_hash, seq, create_time)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (kind, owner_id) DO UPDATE SET"
+        " memory_id = excluded.memory_id, model = excluded.model, dim = excluded.dim,"
+        " vector = excluded.vector, content_hash = excluded.content_hash, seq = excluded.seq,"
+        " create_time = excluded.create_time",
+        (row.kind, row.owner_id, row.memory_id, row.model, vector.shape[0], vector.tobytes(),
+         row.content_hash, next_seq(conn), now))
+
+
+def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float) -> dict[str, int]:
+    """Remove every vector derived from a memory, leaving tombstones for the fronts."""
+    owners = conn.execute("SELECT kind, owner_id FROM vectors WHERE memory_id = ?", (memory_id,)).fetchall()
+    for kind, owner_id in owners:
+        conn.execute("INSERT INTO vector_tombstones (seq, kind, owner_id, create_time) VALUES (?, ?, ?, ?)",
+                     (next_seq(conn), kind, owner_id, now))
+    conn.execute("DELETE FROM vectors WHERE memory_id = ?", (memory_id,))
+    return {"vectors": len(owners)}
+
+
+def iter_space(conn: sqlite3.Connection, kind: str, model: str, dim: int,
+               after_seq: int = 0, batch: int = 5000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(ids, matrix) batches of one vector space changed after `after_seq` (0 = everything)."""
+    cursor = conn.execute(
+        "SELECT owner_id, vector FROM vectors WHERE kind = ? AND model = ? AND dim = ? AND seq > ?",
+        (kind, model, dim, after_seq))
+    while rows := cursor.fetchmany(batch):
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        yield ids, matrix
+
+
+def changed_owners(conn: sqlite3.Connection, kind: str, after_seq: int) -> list[int]:
+    """Owners of `kind` whose vector was replaced or deleted after `after_seq`."""
+    rows = conn.execute(
+        "SELECT owner_id FROM vectors WHERE kind = ? AND seq > ?"
+        " UNION SELECT owner_id FROM vector_tombstones WHERE kind = ? AND seq > ?",
+        (kind, after_seq, kind, after_seq)).fetchall()
+    return [r[0] for r in rows]
+
+
+def stored_dim(conn: sqlite3.Connection, kind: str, model: str) -> int:
+    """The dimension of stored vectors of this kind and model, or 0 if there are none."""
+    row = conn.execute("SELECT dim FROM vectors WHERE kind = ? AND model = ? LIMIT 1", (kind, model)).fetchone()
+    return row[0] if row else 0
+
+
+def tombstone_floor(conn: sqlite3.Connection) -> int:
+    """Tombstones at or below this sequence were pruned: a front older than it must rebuild."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (FLOOR_KEY,)).fetchone()
+    return row[0] if row else 0
+
+
+def prune_tombstones(conn: sqlite3.Connection, older_than: float) -> int:
+    """Drop old tombstones and raise the floor so lagging fronts know to rebuild."""
+    top = conn.execute("SELECT MAX(seq) FROM vector_tombstones WHERE create_time < ?", (older_than,)).fetchone()[0]
+    if top is None:
+        return 0
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                 (FLOOR_KEY, top))
+    return conn.execute("DELETE FROM vector_tombstones WHERE seq <= ?", (top,)).rowcount
+
+
+def space_figures(conn: sqlite3.Connection) -> list[tuple[str, str, int, int]]:
+    """(kind, model, dim, count) for every stored vector space."""
+    return conn.execute("SELECT kind, model, dim, COUNT(*) FROM vectors GROUP BY kind, model, dim").fetchall()
+
+
+def documents_with_vector(conn: sqlite3.Connection, model: str, dim: int) -> int:
+    """Live documents that have a vector in the given space."""
+    return conn.execute(
+        "SELECT COUNT(*) FROM vectors v JOIN documents d ON d.id = v.owner_id"
+        " WHERE v.kind = 'document' AND v.model = ? AND v.dim = ?", (model, dim)).fetchone()[0]
 
 
 def table_counts(conn: sqlite3.Connection) -> dict[str, int]:
     return {"vectors": conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]}
+
+
+def foreign_spaces(conn: sqlite3.Connection, model: str, dim: int) -> list[tuple[str, str, int, int]]:
+    """Stored vector spaces other than (model, dim): made by another model or dimension.
+    dim 0 means the dimension is not known yet (an API model): only the model is compared."""
+    return foreign_spaces_from(space_figures(conn), model, dim)
+
+
+def foreign_spaces_from(spaces, model: str, dim: int) -> list[tuple[str, str, int, int]]:
+    return [row for row in spaces if row[1] != model or (dim and row[2] != dim)]
+
+
+def foreign_space_warning(conn: sqlite3.Connection, model: str, dim: int) -> str | None:
+    """A plain message when stored vectors come from another model or dimension, else None."""
+    foreign = foreign_spaces(conn, model, dim)
+    if not foreign:
+        return None
+    spaces = "; ".join(f"{count} {kind} vectors from {m} ({d} dims)" for kind, m, d, count in foreign)
+    return (f"stored vectors do not match the configured embedder {model} ({dim} dims): {spaces}. "
+            "Vector recall uses only vectors of the configured model; the other channels serve "
+            "the rest. Run `aokun rebuild-index` to re-embed everything with the configured model.")

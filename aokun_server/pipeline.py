@@ -1,0 +1,61 @@
+"""Hands committed memories to the workers, and keeps an eye on whether one is running."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from aokun_server.models import QueueFigures, VectorFigures, WorkerFigures
+from shared.config import WorkerConfig
+from shared.search.vectors import VectorIndex
+from shared.store import runtime, stages, vectors
+from shared.store.db import Database
+from shared.store.stages import StageKey
+from shared.tasks import Enqueuer
+
+log = logging.getLogger("aokun.front")
+
+
+class StageSubmitter:
+    """Queues every stage of a memory version right after its commit."""
+
+    def __init__(self, db: Database, enqueuer: Enqueuer):
+        self.db = db
+        self.enqueuer = enqueuer
+
+    def submit(self, memory_id: int, content_hash: str) -> None:
+        """Never raises: the memory is already safe, and the reconciler re-queues on failure."""
+        keys = [StageKey(memory_id, stage, content_hash) for stage in stages.STAGES]
+        try:
+            self.enqueuer.enqueue(keys)
+        except Exception as exc:
+            log.warning("could not queue memory %s (the reconciler will): %s", memory_id, exc)
+            try:
+                with self.db.write() as tx:
+                    stages.mark_enqueued(tx, keys, None)
+            except Exception:
+                log.exception("could not record the failed queueing of memory %s", memory_id)
+
+
+def pipeline_figures(db: Database, index: VectorIndex, worker: WorkerConfig) -> dict:
+    """memory_stats' queue, vectors and workers sections, from the stage and vector rows."""
+    now = time.time()
+    with db.snapshot() as conn:
+        queue = stages.queue_figures(conn, now)
+        spaces = vectors.space_figures(conn)
+        with_vector = vectors.documents_with_vector(conn, index.model, index.dim) if index.dim else 0
+        total = conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+        live = runtime.live_workers(conn, now - worker.heartbeat_timeout_s)
+        newest = runtime.newest_heartbeat(conn)
+    mine = [(kind, count) for kind, model, dim, count in spaces
+            if model == index.model and (not index.dim or dim == index.dim)]
+    return {
+        "queue": QueueFigures(**queue),
+        "vectors": VectorFigures(
+            documents=with_vector,
+            graph_entries=sum(c for kind, c in mine if kind == "graph_entry"),
+            model=index.model, dim=index.dim, behind=total - with_vector,
+            foreign=sum(count for _, _, _, count in vectors.foreign_spaces_from(spaces, index.model, index.dim))),
+        "workers": WorkerFigures(live=len(live),
+                                 heartbeat_age_s=round(now - newest, 1) if newest else None),
+    }

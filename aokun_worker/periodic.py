@@ -1,0 +1,73 @@
+"""Periodic jobs that survive downtime.
+
+Each job's last run lives in SQLite (periodic_runs). A scheduler thread in every worker
+checks once a second which jobs are due and claims each due run with a compare-and-set, so
+however many workers run, one of them runs it. A job gets the time of its previous run, so
+one that fell due while no worker was up runs at start and can catch up on what it missed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from shared.store import runtime
+from shared.store.db import Database
+
+log = logging.getLogger("aokun.periodic")
+
+
+@dataclass(frozen=True)
+class PeriodicJob:
+    name: str
+    interval_s: float
+    run: Callable[[float | None, float], str]
+    """run(previous_run_time_or_None, now) -> a one-line summary of what it changed."""
+
+
+class PeriodicScheduler:
+    def __init__(self, db: Database, jobs: Sequence[PeriodicJob], tick_s: float = 1.0,
+                 clock: Callable[[], float] = time.time):
+        self.db = db
+        self.jobs = list(jobs)
+        self.tick_s = tick_s
+        self.clock = clock
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="periodic", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def run_due(self) -> list[str]:
+        """Run every job that is due now; return the names of those run."""
+        ran = []
+        for job in self.jobs:
+            now = self.clock()
+            with self.db.write() as tx:
+                due, previous = runtime.claim_periodic(tx, job.name, job.interval_s, now)
+            if not due:
+                continue
+            try:
+                summary = job.run(previous, now)
+                log.info("periodic %s: %s", job.name, summary)
+                ran.append(job.name)
+            except Exception:
+                log.exception("periodic job %s failed; it stays due", job.name)
+                with self.db.write() as tx:
+                    runtime.restore_periodic(tx, job.name, previous)
+        return ran
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.run_due()
+            except Exception:
+                log.exception("periodic scheduler tick failed")
+            self._stop.wait(self.tick_s)

@@ -1,0 +1,68 @@
+"""Embedders behind one small interface, chosen by `embedding.provider`.
+
+Every embedder returns L2-normalised float32 rows and names its vector space (`model`, `dim`)
+so that vectors of two spaces are never mixed. Heavy libraries load on first use.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from shared.config import EmbeddingConfig
+
+
+class Embedder(Protocol):
+    model: str
+    """Names the vector space, e.g. 'local:e5-small-q4'; stored beside every vector."""
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32, each row L2-normalised; raises EmbeddingError."""
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """(dim,) float32, L2-normalised; raises EmbeddingError."""
+
+
+def normalise(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero)."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
+
+
+class SerialEmbedder:
+    """Lets one call at a time into an embedder: OpenMP models slow down badly when
+    two threads each run a multi-threaded batch on the same cores."""
+
+    def __init__(self, inner: Embedder):
+        self._inner = inner
+        self._lock = threading.Lock()
+        self.model = inner.model
+
+    @property
+    def dim(self) -> int:
+        return self._inner.dim
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            return self._inner.embed_passages(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._lock:
+            return self._inner.embed_query(text)
+
+
+def build_embedder(config: EmbeddingConfig, threads: int, env: dict | None = None) -> Embedder:
+    """The configured embedder; `threads` is the local model's OpenMP thread count (0 = default)."""
+    if config.provider == "openai":
+        from shared.embedders.openai import OpenAIEmbedder
+
+        return SerialEmbedder(OpenAIEmbedder.from_config(config, env))
+    from shared.embedders.local import local_embedder
+
+    return SerialEmbedder(local_embedder(config.local_model, threads))

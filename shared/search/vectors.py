@@ -1,0 +1,116 @@
+"""The vector channel: a FAISS index per vector space, derived from the vectors in SQLite.
+
+IndexIDMap2(IndexFlatIP) with SQLite row ids as FAISS ids; exact inner product over unit
+vectors is cosine. The index follows the change sequence that vector writes bump: before each
+search one tiny read tells whether anything changed, and only the changes are loaded. FAISS
+runs on one thread: on small machines its OpenMP threads fight the embedder for the cores.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Sequence
+
+import numpy as np
+
+from shared.embedders import Embedder
+from shared.store import vectors
+from shared.store.db import Database
+from shared.store.documents import DocumentFilter, DocumentStore
+
+log = logging.getLogger("aokun.vectors")
+
+MAX_QUERY_CHARS = 2000
+
+
+def cosine_to_unit(cosine: float) -> float:
+    """Map cosine similarity in [-1, 1] to [0, 1]."""
+    return (cosine + 1.0) / 2.0
+
+
+class VectorIndex:
+    """The in-memory index of one space (kind, model, dim); safe to use from many threads.
+    dim 0: not known yet (taken from the first stored vector of the model)."""
+
+    def __init__(self, db: Database, kind: str, model: str, dim: int):
+        self.db, self.kind, self.model, self.dim = db, kind, model, dim
+        self._lock = threading.RLock()
+        self._index = None
+        self._seq = -1
+
+    def __len__(self) -> int:
+        return 0 if self._index is None else self._index.ntotal
+
+    def sync(self) -> None:
+        """Bring the index up to date with SQLite (cheap when nothing changed)."""
+        if vectors.current_seq(self.db.connection()) == self._seq:
+            return
+        with self._lock, self.db.snapshot() as conn:
+            seq = vectors.current_seq(conn)
+            if seq == self._seq:
+                return
+            if not self.dim:
+                # An API model of unstated dimension: learn it from its first stored vector.
+                self.dim = vectors.stored_dim(conn, self.kind, self.model)
+                if not self.dim:
+                    return
+            if self._index is None or self._seq < vectors.tombstone_floor(conn):
+                self._rebuild(conn)
+            else:
+                self._apply_changes(conn)
+            self._seq = seq
+
+    def _rebuild(self, conn) -> None:
+        import faiss
+
+        faiss.omp_set_num_threads(1)
+        index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
+        for ids, matrix in vectors.iter_space(conn, self.kind, self.model, self.dim):
+            index.add_with_ids(matrix, ids)
+        self._index = index
+
+    def _apply_changes(self, conn) -> None:
+        changed = vectors.changed_owners(conn, self.kind, self._seq)
+        if changed:
+            # remove_ids rewrites the whole flat index: one call per sync, never per id.
+            self._index.remove_ids(np.asarray(changed, dtype=np.int64))
+        for ids, matrix in vectors.iter_space(conn, self.kind, self.model, self.dim, self._seq):
+            self._index.add_with_ids(matrix, ids)
+
+    def search(self, query: np.ndarray, limit: int, allowed: Sequence[int] | None = None
+               ) -> list[tuple[int, float]]:
+        """(id, cosine) best first; `allowed` restricts the search to those ids."""
+        import faiss
+
+        self.sync()
+        with self._lock:
+            if not len(self) or limit <= 0:
+                return []
+            params = None
+            if allowed is not None:
+                if not len(allowed):
+                    return []
+                params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64)))
+            scores, ids = self._index.search(query.reshape(1, -1).astype(np.float32),
+                                             min(limit, len(self)), params=params)
+        return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]
+
+
+class VectorChannel:
+    """Embeds the query and searches the document space within the recall's scope."""
+
+    def __init__(self, store: DocumentStore, index: VectorIndex, embedder: Embedder):
+        self.store = store
+        self.index = index
+        self.embedder = embedder
+
+    def search(self, query: str, scope: DocumentFilter, limit: int) -> list[tuple[int, float]]:
+        vector = self.embedder.embed_query(query[:MAX_QUERY_CHARS])
+        if scope.persona_id is not None or scope.session_id is not None:
+            hits = self.index.search(vector, limit, allowed=self.store.ids_in_scope(scope))
+        else:
+            # Archived or out-of-range hits are dropped afterwards: fetch a margin more.
+            hits = self.index.search(vector, limit * 3 + 20)
+        admitted = self.store.filter_ids([i for i, _ in hits], scope)
+        return [(i, cosine_to_unit(c)) for i, c in hits if i in admitted][:limit]

@@ -1,0 +1,50 @@
+"""Task definitions shared by the front (which enqueues) and the worker (which runs them).
+
+One message per memory version: process(memory_id, content_hash, stages). Messages are only
+hints — the stage rows say what still needs doing — so a lost or duplicated message is
+harmless: the reconciler re-enqueues what is pending, and a stage that is already done,
+leased elsewhere, or for an older content hash is skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from typing import Callable, Iterable, Sequence
+
+from shared.store.stages import StageKey
+
+log = logging.getLogger("aokun.queue")
+
+Processor = Callable[[int, str, Sequence[str]], None]
+
+
+class Enqueuer:
+    """Puts memory stages on the Huey queue. Built with a processor in the worker only."""
+
+    def __init__(self, huey, processor: Processor | None = None):
+        self.huey = huey
+
+        @huey.task(name="aokun.process")
+        def process(memory_id: int, content_hash: str, stages: list[str]) -> None:
+            if processor is None:
+                raise RuntimeError("this process only enqueues; run aokun-worker to process")
+            processor(memory_id, content_hash, stages)
+
+        self._process = process
+
+    def enqueue(self, keys: Iterable[StageKey], delay_s: float = 0.0) -> int:
+        """Queue the stages, one message per memory version; return the number of messages."""
+        grouped: dict[tuple[int, str], list[str]] = defaultdict(list)
+        for key in keys:
+            grouped[(key.memory_id, key.content_hash)].append(key.stage)
+        for (memory_id, content_hash), stages in grouped.items():
+            if delay_s > 0:
+                self._process.schedule((memory_id, content_hash, stages), delay=delay_s)
+            else:
+                self._process(memory_id, content_hash, stages)
+        return len(grouped)
+
+    def pending_count(self) -> int:
+        """Messages waiting in the queue (scheduled retries not counted)."""
+        return self.huey.pending_count()

@@ -106,12 +106,15 @@ def http_server(config: Path, port: int, env: dict | None = None):
 
 
 def db_rows(config: Path, sql: str, params: tuple = ()) -> list[tuple]:
-    """Read the main database directly, as an independent check on what tools report."""
+    """Read the main database directly, as an independent check on what tools report.
+    No rows while the database does not exist yet (a process is still starting)."""
     import sqlite3
 
     data_dir = Path(yaml.safe_load(config.read_text())["storage"]["data_dir"])
     if not data_dir.is_absolute():
         data_dir = config.parent / data_dir
+    if not (data_dir / "aokun.db").exists():
+        return []
     conn = sqlite3.connect(data_dir / "aokun.db")
     try:
         return conn.execute(sql, params).fetchall()
@@ -122,3 +125,49 @@ def db_rows(config: Path, sql: str, params: tuple = ()) -> list[tuple]:
 def as_json(result) -> str:
     return json.dumps(result, ensure_ascii=False)
 
+
+
+def wait_for(predicate, timeout: float = 60.0, interval: float = 0.1, what: str = "condition"):
+    """Poll predicate until it returns something truthy; return that, or fail after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+def start_worker(config: Path, env: dict | None = None) -> subprocess.Popen:
+    """A real aokun-worker process; its log goes to data_dir/test-worker-<pid>.log."""
+    log = open(config.parent / "worker-test.log", "ab")
+    try:
+        return subprocess.Popen([str(BIN / "aokun-worker"), "--config", str(config)],
+                                env={**os.environ, **(env or {})}, stdout=log, stderr=log)
+    finally:
+        log.close()
+
+
+def stop(proc: subprocess.Popen, timeout: float = 20.0) -> int:
+    """SIGTERM, wait, and SIGKILL if it will not go."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+def stage_summary(config: Path) -> dict:
+    """{status: count} over every stage row."""
+    return dict(db_rows(config, "SELECT status, COUNT(*) FROM memory_stages GROUP BY status"))
+
+
+def all_processed(config: Path, expected_memories: int) -> bool:
+    """Every stage of every memory done, and exactly one document vector per memory."""
+    done = db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE status = 'done'")[0][0]
+    vecs = db_rows(config, "SELECT COUNT(*) FROM vectors WHERE kind = 'document'")[0][0]
+    return done == 3 * expected_memories and vecs == expected_memories

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import socket
+
 DDL = [
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID",
     """
@@ -40,9 +43,31 @@ def newest_heartbeat(conn) -> float | None:
 
 
 def live_workers(conn, alive_since: float) -> list[str]:
-    """Ids of workers whose heartbeat is newer than alive_since."""
-    return [r[0] for r in conn.execute(
-        "SELECT worker_id FROM workers WHERE heartbeat_time >= ?", (alive_since,)).fetchall()]
+    """Ids of workers whose heartbeat is newer than alive_since and, when they run on this
+    host, whose process still exists (a worker killed a second ago is dead at once)."""
+    here = socket.gethostname()
+    rows = conn.execute("SELECT worker_id, pid, hostname FROM workers WHERE heartbeat_time >= ?",
+                        (alive_since,)).fetchall()
+    return [worker_id for worker_id, pid, host in rows if host != here or _pid_alive(pid)]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return _not_zombie(pid)
+
+
+def _not_zombie(pid: int) -> bool:
+    # A killed child not yet reaped by its parent still answers kill(0) on Linux.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return True
 
 
 def prune_workers(conn, dead_before: float) -> int:

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import sys
+import time
 from pathlib import Path
 
 from shared.config import AppConfig, load_config
@@ -24,30 +25,162 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _with_config(commands.add_parser("config", help="print the effective configuration"))
     _with_config(commands.add_parser("stats", help="print memory and table counts as JSON"))
+    _with_config(commands.add_parser("doctor", help="check consistency; exit 0 only when consistent"))
+    repair = _with_config(commands.add_parser("repair", help="find failed stages; --apply retries them"))
+    repair.add_argument("--apply", action="store_true", help="retry what was found")
+    _with_config(commands.add_parser(
+        "rebuild-index", help="re-embed every memory with the configured embedder"))
     return parser
 
 
-def cmd_config(config: AppConfig) -> int:
-    print(json.dumps(_jsonable(dataclasses.asdict(config)), indent=2, ensure_ascii=False))
+class Admin:
+    """Opens what a command needs, lazily, and closes it at the end."""
+
+    def __init__(self, config: AppConfig):
+        self.config = config
+        self._db = None
+
+    @property
+    def db(self):
+        if self._db is None:
+            from shared.store.schema import open_database
+
+            self._db = open_database(self.config.storage)
+        return self._db
+
+    def documents(self):
+        from shared.store.documents import DocumentStore
+        from shared.text.segment import Segmenter
+
+        return DocumentStore(self.db, Segmenter(self.config.text))
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+
+
+def cmd_config(admin: Admin, args) -> int:
+    print(json.dumps(_jsonable(dataclasses.asdict(admin.config)), indent=2, ensure_ascii=False))
     return 0
 
 
-def cmd_stats(config: AppConfig) -> int:
-    from shared.store.documents import DocumentStore
-    from shared.store.schema import open_database
-    from shared.text.segment import Segmenter
+def cmd_stats(admin: Admin, args) -> int:
+    from shared.store import stages
 
-    db = open_database(config.storage)
+    store = admin.documents()
+    print(json.dumps({"documents": store.stats(), "tables": store.table_counts(),
+                      "queue": stages.queue_figures(admin.db.connection(), time.time()),
+                      "database": str(admin.db.path)}, indent=2))
+    return 0
+
+
+def cmd_doctor(admin: Admin, args) -> int:
+    """Report every inconsistency found; exit status 1 if there is any."""
+    from shared.store import stages, vectors
+
+    conn = admin.db.connection()
+    problems = []
+    counts = admin.documents().table_counts()
+    if counts["documents"] != counts["documents_fts"]:
+        problems.append(f"{counts['documents']} documents but {counts['documents_fts']} BM25 rows")
+    for memory_id, stage, attempts, error in stages.failed_stages(conn):
+        problems.append(f"memory {memory_id}: {stage} stage failed after {attempts} attempts: {error}")
+    missing = conn.execute(
+        "SELECT COUNT(*) FROM documents d WHERE NOT EXISTS (SELECT 1 FROM memory_stages s"
+        " WHERE s.memory_id = d.id)").fetchone()[0]
+    if missing:
+        problems.append(f"{missing} memories have no stage rows")
+    embedder_model, dim = _embedder_space(admin.config)
+    warning = vectors.foreign_space_warning(conn, embedder_model, dim)
+    if warning:
+        problems.append(warning)
+    queue = stages.queue_figures(conn, time.time())
+    print(f"documents {counts['documents']}, stages pending {queue['pending']}, running "
+          f"{queue['running']}, failed {queue['failed']}, done {queue['done']}")
+    for problem in problems:
+        print(f"PROBLEM: {problem}")
+    print("consistent" if not problems else f"{len(problems)} problem(s) found")
+    return 0 if not problems else 1
+
+
+def cmd_repair(admin: Admin, args) -> int:
+    from shared.store import stages
+
+    failed = stages.failed_stages(admin.db.connection(), limit=1_000_000)
+    for memory_id, stage, attempts, error in failed[:50]:
+        print(f"failed: memory {memory_id} {stage} ({attempts} attempts): {error}")
+    if not args.apply:
+        print(f"{len(failed)} failed stage(s); run with --apply to retry them")
+        return 0
+    with admin.db.write() as tx:
+        retried = stages.retry_failed(tx, time.time())
+    queued = _requeue(admin)
+    print(f"{retried} failed stage(s) set to retry; {queued} queued for the workers")
+    return 0
+
+
+def cmd_rebuild_index(admin: Admin, args) -> int:
+    """Re-embed every memory here, with a progress bar, claiming stages like a worker does."""
+    from tqdm import tqdm
+
+    from aokun_worker.handlers import EmbedHandler
+    from aokun_worker.heartbeat import Heartbeat
+    from aokun_worker.runner import RunnerParts, StageRunner
+    from shared.embedders import build_embedder
+    from shared.store import stages, vectors
+
+    embedder = build_embedder(admin.config.embedding, threads=admin.config.embedding.threads)
+    dim = embedder.dim
+    with admin.db.write() as tx:
+        now = time.time()
+        dropped = vectors.delete_foreign(tx, embedder.model, dim, now)
+        total = stages.restart_stage(tx, "embed", now)
+    print(f"re-embedding {total} memories with {embedder.model} ({dim} dims); "
+          f"{dropped} vectors of other models removed", file=sys.stderr)
+    # A heartbeat like a worker's, so that workers' reconcilers leave our leases alone.
+    heartbeat = Heartbeat(admin.db, admin.config.worker.heartbeat_interval_s)
+    heartbeat.start()
+    runner = StageRunner(RunnerParts(
+        db=admin.db, documents=admin.documents(),
+        handlers={"embed": EmbedHandler(embedder, admin.config.embedding.batch_size)},
+        queue=admin.config.queue, owner=heartbeat.worker_id))
     try:
-        store = DocumentStore(db, Segmenter(config.text))
-        print(json.dumps({"documents": store.stats(), "tables": store.table_counts(),
-                          "database": str(db.path)}, indent=2))
+        with tqdm(total=total, unit="memory", file=sys.stderr) as bar:
+            while True:
+                claimed, done = runner.run_next("embed")
+                if not claimed:
+                    break
+                if not done:
+                    print("embedding failed; workers will retry the remaining stages", file=sys.stderr)
+                    return 1
+                bar.update(claimed)
     finally:
-        db.close()
+        heartbeat.stop()
+    print(f"rebuilt: {vectors.documents_with_vector(admin.db.connection(), embedder.model, dim)} "
+          "memories have vectors")
     return 0
 
 
-COMMANDS = {"config": cmd_config, "stats": cmd_stats}
+def _requeue(admin: Admin) -> int:
+    from shared.queue import open_queue
+    from shared.reconcile import reconcile
+    from shared.tasks import Enqueuer
+
+    report = reconcile(admin.db, Enqueuer(open_queue(admin.config.storage)),
+                       admin.config.worker.heartbeat_timeout_s)
+    return report.enqueued
+
+
+def _embedder_space(config: AppConfig) -> tuple[str, int]:
+    from shared.embedders import build_embedder
+
+    embedder = build_embedder(config.embedding, threads=1)
+    dim = config.embedding.dimensions if config.embedding.provider == "openai" else embedder.dim
+    return embedder.model, dim
+
+
+COMMANDS = {"config": cmd_config, "stats": cmd_stats, "doctor": cmd_doctor,
+            "repair": cmd_repair, "rebuild-index": cmd_rebuild_index}
 
 
 def _jsonable(value):
@@ -63,11 +196,17 @@ def _jsonable(value):
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        config = load_config(getattr(args, "config", None))
-        return COMMANDS[args.command](config)
+        admin = Admin(load_config(getattr(args, "config", None)))
     except AokunError as exc:
         print(f"aokun {args.command}: {exc}", file=sys.stderr)
         return 2
+    try:
+        return COMMANDS[args.command](admin, args)
+    except AokunError as exc:
+        print(f"aokun {args.command}: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        admin.close()
 
 
 if __name__ == "__main__":

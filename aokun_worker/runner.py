@@ -14,7 +14,7 @@ from shared.store import stages
 from shared.store.db import Database
 from shared.store.documents import DocumentStore
 from shared.store.stages import StageKey
-from shared.tasks import Enqueuer
+from shared.tasks import DRAIN, Enqueuer
 
 log = logging.getLogger("aokun.worker")
 
@@ -37,17 +37,36 @@ class StageRunner:
         self.enqueuer = enqueuer
 
     def process(self, memory_id: int, content_hash: str, stage_names: Sequence[str]) -> None:
-        """Entry point for the queue task: run each named stage of one memory version."""
+        """Entry point for the queue task: run each named stage of one memory version, or
+        for a drain message, the next waiting batch of each named stage."""
         for stage in stages.STAGES:
-            if stage in stage_names:
+            if stage not in stage_names:
+                continue
+            if memory_id == DRAIN:
+                self.run_next(stage)
+            else:
                 self.run(StageKey(memory_id, stage, content_hash))
 
     def run(self, key: StageKey) -> int:
         """Run one stage (plus whatever else of that stage is waiting); return stages done."""
         handler = self.parts.handlers[key.stage]
-        keys = self._claim(key, handler.batch_size)
+        return self._run_claimed(handler, self._claim(key, handler.batch_size))
+
+    def run_next(self, stage: str) -> tuple[int, int]:
+        """Claim and run the next batch of due pending rows of a stage: (claimed, done)."""
+        handler = self.parts.handlers[stage]
+        p = self.parts
+        with p.db.write() as tx:
+            keys = stages.claim_more(tx, stage, p.owner, p.clock(), p.queue.lease_s, handler.batch_size)
+        return len(keys), self._run_claimed(handler, keys)
+
+    def _run_claimed(self, handler: StageHandler, keys: list[StageKey]) -> int:
         if not keys:
             return 0
+        if len(keys) >= handler.batch_size and self.enqueuer is not None:
+            # A full batch: more is probably waiting. Chain a drain so a backlog empties at
+            # full speed without one queue message per memory.
+            self.enqueuer.drain(handler.stage)
         docs = self.parts.documents.get_many([k.memory_id for k in keys])
         live = [k for k in keys if k.memory_id in docs]
         try:

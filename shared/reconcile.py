@@ -18,6 +18,9 @@ from shared.tasks import Enqueuer
 
 log = logging.getLogger("aokun.reconcile")
 
+# Per run, at most this many per-memory messages; a larger backlog is drained in batches.
+MAX_MESSAGES = 1000
+
 
 @dataclass(frozen=True)
 class ReconcileReport:
@@ -33,11 +36,16 @@ def reconcile(db: Database, enqueuer: Enqueuer, heartbeat_timeout_s: float,
         live = runtime.live_workers(tx, now - heartbeat_timeout_s)
         reclaimed = stages.reclaim_abandoned(tx, now, live)
     queue_empty = enqueuer.pending_count() == 0
-    keys = stages.ready_to_enqueue(db.connection(), now, include_enqueued=queue_empty)
+    keys = stages.ready_to_enqueue(db.connection(), now, include_enqueued=queue_empty,
+                                   limit=MAX_MESSAGES)
     if keys:
         enqueuer.enqueue(keys)
         with db.write() as tx:
             stages.mark_enqueued(tx, keys, now)
+    if len(keys) >= MAX_MESSAGES:
+        # A big backlog: drain messages work through the rest in batches, chaining themselves.
+        for stage in sorted({k.stage for k in keys}):
+            enqueuer.drain(stage)
     if reclaimed or keys:
         log.info("reconciled: %d stage(s) reclaimed, %d queued", reclaimed, len(keys))
     return ReconcileReport(reclaimed=reclaimed, enqueued=len(keys))

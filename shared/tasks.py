@@ -1,6 +1,8 @@
 """Task definitions shared by the front (which enqueues) and the worker (which runs them).
 
-One message per memory version: process(memory_id, content_hash, stages). Messages are only
+One message per memory version: process(memory_id, content_hash, stages), or a drain message
+process(0, "", [stage]) that means "run the next batch of whatever of this stage is waiting"
+(used for large backlogs, and chained while batches come back full). Messages are only
 hints — the stage rows say what still needs doing — so a lost or duplicated message is
 harmless: the reconciler re-enqueues what is pending, and a stage that is already done,
 leased elsewhere, or for an older content hash is skipped.
@@ -17,6 +19,7 @@ from shared.store.stages import StageKey
 log = logging.getLogger("aokun.queue")
 
 Processor = Callable[[int, str, Sequence[str]], None]
+DRAIN = 0  # memory id of a drain message (real ids start at 1)
 
 
 class Enqueuer:
@@ -44,6 +47,10 @@ class Enqueuer:
             else:
                 self._process(memory_id, content_hash, stages)
         return len(grouped)
+
+    def drain(self, stage: str) -> None:
+        """Queue a message that runs the next waiting batch of `stage`, whichever memories."""
+        self._process(DRAIN, "", [stage])
 
     def pending_count(self) -> int:
         """Messages waiting in the queue (scheduled retries not counted)."""

@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -29,6 +30,7 @@ class FakeEmbeddingsServer:
         self.dim = dim
         self.fail_next = 0
         self.answer_dim: int | None = None
+        self.delay_s = 0.0
         self.requests = 0
         self.texts: list[str] = []
         self.last_auth: str | None = None
@@ -41,6 +43,7 @@ class FakeEmbeddingsServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests += 1
+                time.sleep(server.delay_s)
                 server.last_auth = self.headers.get("Authorization")
                 if not self.path.endswith("/embeddings"):
                     return self._reply(404, {"error": "not found"})

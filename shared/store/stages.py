@@ -157,6 +157,14 @@ def ready_to_enqueue(conn: sqlite3.Connection, now: float, include_enqueued: boo
     return [StageKey(*r) for r in rows]
 
 
+def restart_stage(conn: sqlite3.Connection, stage: str, now: float) -> int:
+    """Every row of a stage back to pending with fresh attempts (e.g. re-embed everything)."""
+    return conn.execute(
+        "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
+        " lease_owner = NULL, lease_until = NULL, enqueued_time = NULL, last_error = NULL,"
+        " update_time = ? WHERE stage = ?", (now, stage)).rowcount
+
+
 def retry_failed(conn: sqlite3.Connection, now: float) -> int:
     """Give every failed stage a fresh set of attempts (aokun repair --apply)."""
     return conn.execute(

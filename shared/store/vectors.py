@@ -160,6 +160,17 @@ def foreign_spaces_from(spaces, model: str, dim: int) -> list[tuple[str, str, in
     return [row for row in spaces if row[1] != model or (dim and row[2] != dim)]
 
 
+def delete_foreign(conn: sqlite3.Connection, model: str, dim: int, now: float) -> int:
+    """Remove every vector not of (model, dim), leaving tombstones; return how many."""
+    rows = conn.execute("SELECT kind, owner_id FROM vectors WHERE model != ? OR dim != ?",
+                        (model, dim)).fetchall()
+    for kind, owner_id in rows:
+        conn.execute("INSERT INTO vector_tombstones (seq, kind, owner_id, create_time) VALUES (?, ?, ?, ?)",
+                     (next_seq(conn), kind, owner_id, now))
+    conn.execute("DELETE FROM vectors WHERE model != ? OR dim != ?", (model, dim))
+    return len(rows)
+
+
 def foreign_space_warning(conn: sqlite3.Connection, model: str, dim: int) -> str | None:
     """A plain message when stored vectors come from another model or dimension, else None."""
     foreign = foreign_spaces(conn, model, dim)

@@ -63,6 +63,8 @@ def seed(data_dir: Path, target: int, texts: list[str]) -> None:
             break
         store.insert_many(batch)
         have += len(batch)
+    with db.write() as tx:  # seeded memories count as processed: no worker runs here
+        tx.execute("UPDATE memory_stages SET status = 'done'")
     print(f"  seeded to {have} memories in {time.perf_counter() - started:.1f} s", flush=True)
     db.close()
 
@@ -100,7 +102,7 @@ def main() -> None:
     texts, queries = corpus()
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "config.yaml"
-        config.write_text("storage:\n  data_dir: data\n")
+        config.write_text("storage:\n  data_dir: data\nworker:\n  autostart: false\n")
         rows = []
         for size in sorted(args.sizes):
             print(f"size {size}:", flush=True)

@@ -106,6 +106,9 @@ class VectorChannel:
         self.embedder = embedder
 
     def search(self, query: str, scope: DocumentFilter, limit: int) -> list[tuple[int, float]]:
+        self.index.sync()
+        if not len(self.index):
+            return []  # nothing embedded yet: skip the query embedding
         vector = self.embedder.embed_query(query[:MAX_QUERY_CHARS])
         if scope.persona_id is not None or scope.session_id is not None:
             hits = self.index.search(vector, limit, allowed=self.store.ids_in_scope(scope))

@@ -223,3 +223,22 @@ def test_two_fronts_starting_at_once_autostart_exactly_one_worker(tmp_path, fake
         for pid in pids:
             os.kill(pid, signal.SIGTERM)
         wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM workers")[0][0] == 0, 20, what="worker exit")
+
+
+@pytest.mark.slow
+def test_sigterm_lets_the_running_job_finish(tmp_path, fake_api):
+    config = openai_config(tmp_path, fake_api)
+    fake_api.delay_s = 2.0
+    worker = start_worker(config)
+    try:
+        with mcp_session(stdio_params(config)) as s:
+            wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM workers")[0][0] == 1, 30, what="worker")
+            s.ok("memorize", {"content": "slow to embed"})
+            wait_for(lambda: db_rows(config, "SELECT status FROM memory_stages WHERE stage = 'embed'") == [("running",)],
+                     30, what="the embed job running")
+            worker.send_signal(signal.SIGTERM)
+            assert worker.wait(timeout=30) == 0
+    finally:
+        stop(worker)
+    assert db_rows(config, "SELECT status FROM memory_stages WHERE stage = 'embed'") == [("done",)]
+    assert db_rows(config, "SELECT COUNT(*) FROM vectors") == [(1,)]

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from mcp.server.mcpserver import MCPServer
 
 from aokun_server.autostart import ensure_worker
-from aokun_server.pipeline import StageSubmitter
-from aokun_server.recall import Recaller
+from aokun_server.pipeline import Reinforcer, StageSubmitter
 from aokun_server.tools import ToolDeps, register_tools
 from shared import __version__
 from shared.config import AppConfig
@@ -18,6 +17,8 @@ from shared.embedders import Embedder, build_embedder
 from shared.queue import open_queue
 from shared.reconcile import reconcile
 from shared.search.bm25 import Bm25Channel
+from shared.search.graph import GraphKeywordChannel, GraphVectorChannel
+from shared.search.recall import Channels, Recaller
 from shared.search.vectors import VectorChannel, VectorIndex
 from shared.store import vectors
 from shared.store.db import Database
@@ -86,19 +87,35 @@ def build_front(config: AppConfig) -> Front:
     segmenter = Segmenter(config.text)
     store = DocumentStore(db, segmenter)
     embedder = build_embedder(config.embedding, threads=1)
-    index = VectorIndex(db, "document", embedder.model, _space_dim(config, embedder))
+    dim = _space_dim(config, embedder)
+    index = VectorIndex(db, "document", embedder.model, dim)
+    entry_index = VectorIndex(db, "graph_entry", embedder.model, dim)
     _warn_foreign_vectors(db, index)
     enqueuer = Enqueuer(open_queue(config.storage))
-    recaller = Recaller(store, Bm25Channel(store, segmenter), VectorChannel(store, index, embedder),
-                        config.memory.rrf_k)
+    recaller = Recaller(store, build_channels(config, store, segmenter, embedder, index, entry_index),
+                        config.retrieval)
     deps = ToolDeps(store=store, recaller=recaller, memory=config.memory, index=index,
-                    submitter=StageSubmitter(db, enqueuer), worker=config.worker,
+                    submitter=StageSubmitter(db, enqueuer),
+                    reinforcer=Reinforcer(store, config.retrieval.access_reinforcement),
+                    worker=config.worker,
                     max_content_chars=config.server.max_content_chars)
     server = AokunMCPServer("aokun-memory", version=__version__, instructions=INSTRUCTIONS,
                             log_level=config.server.log_level,
                             exposed_tools=config.server.exposed_tools)
     register_tools(server, deps)
     return Front(server, config, db, segmenter, embedder, index, enqueuer)
+
+
+def build_channels(config: AppConfig, store: DocumentStore, segmenter: Segmenter,
+                   embedder: Embedder, index: VectorIndex, entry_index: VectorIndex) -> Channels:
+    """The channels retrieval.channels switches on."""
+    on = set(config.retrieval.channels)
+    return Channels(
+        bm25=Bm25Channel(store, segmenter) if "bm25" in on else None,
+        vector=VectorChannel(store, index) if "vector" in on else None,
+        graph_keyword=GraphKeywordChannel(store, segmenter, config.retrieval) if "graph_keyword" in on else None,
+        graph_vector=GraphVectorChannel(store, entry_index) if "graph_vector" in on else None,
+        embedder=embedder)
 
 
 def _space_dim(config: AppConfig, embedder: Embedder) -> int:

@@ -153,6 +153,8 @@ class RecallHit(BaseModel):
     participants: list[str]
     session_id: str | None
     persona_id: str | None
+    explain: dict | None = Field(None, description="with explain=true: channels (rank and "
+                                 "score in each) and the parts of the score")
 
 
 class RecallResult(BaseModel):

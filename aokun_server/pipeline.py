@@ -4,16 +4,38 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from aokun_server.models import QueueFigures, VectorFigures, WorkerFigures
 from shared.config import WorkerConfig
 from shared.search.vectors import VectorIndex
 from shared.store import runtime, stages, vectors
 from shared.store.db import Database
+from shared.store.documents import DocumentStore
 from shared.store.stages import StageKey
 from shared.tasks import Enqueuer
 
 log = logging.getLogger("aokun.front")
+
+
+class Reinforcer:
+    """Access reinforcement off the reply path: recalled memories grow stronger after the
+    answer has gone out (one background thread, so writes never pile up concurrently)."""
+
+    def __init__(self, store: DocumentStore, enabled: bool):
+        self.store = store
+        self.enabled = enabled
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reinforce")
+
+    def touch(self, ids: list[int]) -> None:
+        if self.enabled and ids:
+            self._executor.submit(self._touch, ids, time.time())
+
+    def _touch(self, ids: list[int], now: float) -> None:
+        try:
+            self.store.touch(ids, now)
+        except Exception:
+            log.exception("access reinforcement failed for %s", ids)
 
 
 class StageSubmitter:

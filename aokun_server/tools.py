@@ -16,14 +16,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from aokun_server.models import (
     DeleteResult, DocumentCounts, EditResult, ListResult, MemorizeResult, MemoryMetadata, MemoryOut,
-    PinResult, RecallHit, RecallResult, StatsResult, reject_lone_surrogates,
+    PinResult, RecallHit, RecallResult, StatsResult, parse_iso, reject_lone_surrogates,
 )
-from aokun_server.pipeline import StageSubmitter, pipeline_figures
-from aokun_server.recall import Recaller, RecallRequest
+from aokun_server.pipeline import Reinforcer, StageSubmitter, pipeline_figures
 from shared.config import MemoryConfig, WorkerConfig
+from shared.search.recall import Hit, Recaller, RecallRequest
 from shared.search.vectors import VectorIndex
 from shared.errors import AokunError
-from shared.store.documents import DocumentFilter, DocumentStore
+from shared.store.documents import DocumentFilter, DocumentStore, epoch
 
 F = TypeVar("F", bound=Callable)
 
@@ -40,6 +40,7 @@ class ToolDeps:
     memory: MemoryConfig
     index: VectorIndex
     submitter: StageSubmitter
+    reinforcer: Reinforcer
     worker: WorkerConfig
     max_content_chars: int
 
@@ -101,21 +102,29 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
     @server.tool()
     @translate_errors
     def recall(query: str, k: int | None = None, session_id: str | None = None,
-               persona_id: str | None = None, include_archived: bool = False) -> RecallResult:
+               persona_id: str | None = None, include_archived: bool = False,
+               since: str | None = None, until: str | None = None,
+               explain: bool = False) -> RecallResult:
         """Find the memories most relevant to query, best first (k results, at most 15).
 
-        Filter by session_id or persona_id to stay within one conversation or one user."""
+        Filter by session_id or persona_id to stay within one conversation or one user;
+        since / until (ISO-8601) bound when the memory happened (original_time).
+        explain=true adds, per result, the channels that found it and the score parts."""
         reject_lone_surrogates("query", query)
         if not query.strip():
             raise ToolError("query is empty: say what to look for")
         if k is not None and k < 1:
             raise ToolError(f"k must be at least 1, got {k}")
+        start, end = time_bound(since, "since"), time_bound(until, "until")
+        if start is not None and end is not None and start > end:
+            raise ToolError(f"since ({since}) is after until ({until})")
         scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
                                persona_id=checked_id(persona_id, "persona_id"),
-                               include_archived=include_archived)
+                               include_archived=include_archived, since=start, until=end)
         k = min(k or memory.recall_top_k, memory.recall_max_k)
-        hits = deps.recaller.recall(RecallRequest(query[:MAX_QUERY_CHARS], k, scope))
-        return RecallResult(results=[_hit(h.document, h.score) for h in hits])
+        hits = deps.recaller.recall(RecallRequest(query[:MAX_QUERY_CHARS], k, scope, explain))
+        deps.reinforcer.touch([h.document.id for h in hits])
+        return RecallResult(results=[_hit(h) for h in hits])
 
     @server.tool()
     @translate_errors
@@ -174,12 +183,20 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
                            database={"path": str(path), "size_bytes": size}, **figures)
 
 
-def _hit(doc, score: float) -> RecallHit:
-    f = doc.fields
+def _hit(hit: Hit) -> RecallHit:
+    doc, f = hit.document, hit.document.fields
     return RecallHit(
-        id=doc.id, text=f.persona_summary or doc.text, score=round(score, 6),
+        id=doc.id, text=f.persona_summary or doc.text, score=round(hit.score, 6),
         importance=f.importance, pinned=f.pinned,
         original_time=f.original_time.isoformat() if f.original_time else None,
         topics=list(f.topics), participants=list(f.participants),
-        session_id=f.session_id, persona_id=f.persona_id)
+        session_id=f.session_id, persona_id=f.persona_id, explain=hit.explain)
+
+
+def time_bound(value: str | None, name: str) -> float | None:
+    """An optional ISO-8601 bound as epoch seconds (naive times are UTC)."""
+    if value is None:
+        return None
+    reject_lone_surrogates(name, value)
+    return epoch(parse_iso(value, name))
 

@@ -77,7 +77,57 @@ class ServerConfig:
 class MemoryConfig:
     recall_top_k: int = _opt(5, minimum=1)
     recall_max_k: int = _opt(15, minimum=1)
+
+
+CHANNELS = ("bm25", "vector", "graph_keyword", "graph_vector")
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    channels: tuple[str, ...] = _opt(CHANNELS, subset_of=CHANNELS)
+    fallback_enabled: bool = _opt(True)
     rrf_k: int = _opt(60, minimum=1)
+    candidate_depth: int = _opt(50, minimum=1, maximum=1000)
+    # document route: final = rrf * a + importance * b + recency * g
+    doc_rrf_weight: float = _opt(0.5, minimum=0.0)
+    doc_importance_weight: float = _opt(0.25, minimum=0.0)
+    doc_recency_weight: float = _opt(0.25, minimum=0.0)
+    recency_days: float = _opt(30.0, minimum=0.001)
+    mmr_enabled: bool = _opt(True)
+    mmr_lambda: float = _opt(0.7, minimum=0.0, maximum=1.0)
+    # graph route
+    graph_rrf_weight: float = _opt(0.55, minimum=0.0)
+    graph_importance_weight: float = _opt(0.20, minimum=0.0)
+    graph_recency_weight: float = _opt(0.15, minimum=0.0)
+    graph_confidence_weight: float = _opt(0.10, minimum=0.0)
+    graph_entry_weight: float = _opt(1.0, minimum=0.0)
+    graph_node_weight: float = _opt(0.7, minimum=0.0)
+    graph_hop1_weight: float = _opt(0.7, minimum=0.0)
+    graph_hop2_weight: float = _opt(0.4, minimum=0.0)
+    graph_multi_entry_boost: float = _opt(0.35, minimum=0.0)
+    graph_expansion_hops: int = _opt(2, minimum=0, maximum=2)
+    graph_expansion_limit: int = _opt(24, minimum=0)
+    # dual-route fusion and intent routing
+    document_route_weight: float = _opt(0.65, minimum=0.0)
+    graph_route_weight: float = _opt(0.35, minimum=0.0)
+    both_routes_bonus: float = _opt(0.08, minimum=0.0)
+    relational_graph_boost: float = _opt(0.20, minimum=0.0)
+    temporal_graph_boost: float = _opt(0.10, minimum=0.0)
+    factual_document_boost: float = _opt(0.15, minimum=0.0)
+    relational_cues: tuple[str, ...] = _opt((
+        "who", "whom", "relationship", "related", "friend", "friends", "colleague", "coworker",
+        "partner", "family", "know each other", "谁", "关系", "朋友", "同事", "家人", "认识"))
+    temporal_cues: tuple[str, ...] = _opt((
+        "when", "last time", "yesterday", "ago", "before", "after", "recently", "date",
+        "上次", "昨天", "什么时候", "以前", "之前", "最近", "哪天"))
+    factual_cues: tuple[str, ...] = _opt((
+        "what is", "what's", "why", "how does", "how do", "difference", "define", "explain",
+        "是什么", "为什么", "区别", "怎么", "如何"))
+    # around it
+    cache_enabled: bool = _opt(True)
+    cache_ttl_s: float = _opt(45.0, minimum=0.0)
+    cache_size: int = _opt(256, minimum=1)
+    access_reinforcement: bool = _opt(True)
 
 
 @dataclass(frozen=True)
@@ -124,6 +174,7 @@ class AppConfig:
     text: TextConfig = field(default_factory=TextConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     worker: WorkerConfig = field(default_factory=WorkerConfig)
     queue: QueueConfig = field(default_factory=QueueConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)

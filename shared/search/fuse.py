@@ -1,8 +1,8 @@
-"""Rank fusion as pure functions over (id, score) lists, best first."""
+"""Rank fusion and score combination as pure functions over (id, score) lists, best first."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 Ranking = Sequence[tuple[int, float]]
 
@@ -16,5 +16,38 @@ def rrf(rankings: Sequence[Ranking], k: int = 60) -> list[tuple[int, float]]:
     for ranking in rankings:
         for rank, (doc_id, _) in enumerate(ranking, start=1):
             scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
-    order = {doc_id: i for i, doc_id in enumerate(scores)}
-    return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+    return ordered(scores)
+
+
+def ordered(scores: Mapping[int, float]) -> list[tuple[int, float]]:
+    """Best first; ties keep insertion order."""
+    position = {doc_id: i for i, doc_id in enumerate(scores)}
+    return sorted(scores.items(), key=lambda item: (-item[1], position[item[0]]))
+
+
+def normalise(ranking: Ranking) -> list[tuple[int, float]]:
+    """Scores divided by the best one, so the top is 1.0 (an empty or all-zero list is kept)."""
+    top = max((score for _, score in ranking), default=0.0)
+    if top <= 0:
+        return list(ranking)
+    return [(doc_id, score / top) for doc_id, score in ranking]
+
+
+def weighted_sum(parts: Mapping[str, float], weights: Mapping[str, float]) -> float:
+    """sum(weights[name] * parts[name]) over the weights given."""
+    return sum(weight * parts[name] for name, weight in weights.items())
+
+
+def fuse_routes(document: Ranking, graph: Ranking, document_weight: float, graph_weight: float,
+                both_bonus: float) -> list[tuple[int, float]]:
+    """Dual-route fusion: each route normalised to its best, weighted, plus a bonus for
+    memories both routes found, capped at 1.0. Weights are used as given (callers
+    normalise them)."""
+    doc, gra = dict(normalise(document)), dict(normalise(graph))
+    combined = {}
+    for doc_id in list(doc) + [i for i in gra if i not in doc]:
+        score = document_weight * doc.get(doc_id, 0.0) + graph_weight * gra.get(doc_id, 0.0)
+        if doc_id in doc and doc_id in gra:
+            score += both_bonus
+        combined[doc_id] = min(score, 1.0)
+    return ordered(combined)

@@ -14,7 +14,6 @@ from typing import Sequence
 
 import numpy as np
 
-from shared.embedders import Embedder
 from shared.store import vectors
 from shared.store.db import Database
 from shared.store.documents import DocumentFilter, DocumentStore
@@ -98,18 +97,14 @@ class VectorIndex:
 
 
 class VectorChannel:
-    """Embeds the query and searches the document space within the recall's scope."""
+    """Searches the document space within the recall's scope."""
 
-    def __init__(self, store: DocumentStore, index: VectorIndex, embedder: Embedder):
+    def __init__(self, store: DocumentStore, index: VectorIndex):
         self.store = store
         self.index = index
-        self.embedder = embedder
 
-    def search(self, query: str, scope: DocumentFilter, limit: int) -> list[tuple[int, float]]:
-        self.index.sync()
-        if not len(self.index):
-            return []  # nothing embedded yet: skip the query embedding
-        vector = self.embedder.embed_query(query[:MAX_QUERY_CHARS])
+    def search_vector(self, vector: np.ndarray, scope: DocumentFilter, limit: int) -> list[tuple[int, float]]:
+        """(id, cosine mapped to [0, 1]) best first, for an already embedded query."""
         if scope.persona_id is not None or scope.session_id is not None:
             hits = self.index.search(vector, limit, allowed=self.store.ids_in_scope(scope))
         else:

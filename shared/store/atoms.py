@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+
+from shared.decay import DAY, atom_time_factor
 
 ATOM_TYPES = ("episodic", "planned", "factual", "relational", "preference", "unknown")
 ATOM_STATES = ("active", "expired", "forgotten", "purged", "dormant", "superseded")
@@ -37,6 +40,24 @@ DDL = [
     "CREATE INDEX memory_atoms_persona_state ON memory_atoms (persona_id, state)",
     "CREATE VIRTUAL TABLE atoms_fts USING fts5(tokens, tokenize = 'porter unicode61 remove_diacritics 2')",
 ]
+
+
+def temporal_factors(conn: sqlite3.Connection, memory_ids: list[int], now: float) -> dict[int, float]:
+    """Per memory that has atoms: the time factor of its most valid atom (an atom that is no
+    longer active counts 0). Memories without atoms are left out (factor 1)."""
+    if not memory_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT memory_id, type, state, ttl_days, deadline, create_time FROM memory_atoms"
+        " WHERE memory_id IN (SELECT value FROM json_each(?))", (json.dumps(memory_ids),)).fetchall()
+    factors: dict[int, float] = {}
+    for memory_id, atom_type, state, ttl_days, deadline, created in rows:
+        factor = 0.0
+        if state == "active":
+            to_deadline = None if deadline is None else (deadline - now) / DAY
+            factor = atom_time_factor(atom_type, (now - created) / DAY, ttl_days, to_deadline)
+        factors[memory_id] = max(factor, factors.get(memory_id, 0.0))
+    return factors
 
 
 def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float) -> dict[str, int]:

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from typing import Callable, Sequence
 
 from shared.errors import MemoryNotFound
-from shared.store import atoms, graph, stages, vectors
+from shared.store import atoms, graph, runtime, stages, vectors
 from shared.store.db import Database
 from shared.text.segment import Segmenter
 
@@ -163,6 +163,7 @@ class DocumentStore:
         cur = tx.execute(_INSERT_SQL, (*_row_values(text, fields), now, now))
         tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)", (cur.lastrowid, tokens))
         stages.create_for_memory(tx, cur.lastrowid, content_hash(text), now)
+        runtime.bump_epoch(tx)
         return cur.lastrowid
 
     def update(self, memory_id: int, content: str | None, changes: dict) -> Document:
@@ -185,6 +186,7 @@ class DocumentStore:
             tx.execute("DELETE FROM documents_fts WHERE rowid = ?", (memory_id,))
             tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)",
                        (memory_id, self._index_tokens(text, fields)))
+            runtime.bump_epoch(tx)
             return self._get(tx, memory_id)
 
     def set_pinned(self, memory_id: int, pinned: bool) -> Document:
@@ -192,6 +194,7 @@ class DocumentStore:
             self._get(tx, memory_id)
             tx.execute("UPDATE documents SET pinned = ?, update_time = ? WHERE id = ?",
                        (int(pinned), self.clock(), memory_id))
+            runtime.bump_epoch(tx)
             return self._get(tx, memory_id)
 
     def delete(self, memory_id: int) -> dict[str, int]:
@@ -206,6 +209,7 @@ class DocumentStore:
                 "DELETE FROM documents_fts WHERE rowid = ?", (memory_id,)).rowcount
             receipt["documents"] = tx.execute(
                 "DELETE FROM documents WHERE id = ?", (memory_id,)).rowcount
+            runtime.bump_epoch(tx)
             return receipt
 
     # -- reads ----------------------------------------------------------------------------
@@ -241,6 +245,22 @@ class DocumentStore:
             f" WHERE documents_fts MATCH ? AND {where} ORDER BY raw DESC LIMIT ?",
             (match, *params, limit)).fetchall()
         return [(r[0], r[1]) for r in rows]
+
+    def touch(self, ids: Sequence[int], now: float) -> None:
+        """Access reinforcement: recalled memories count one more access, dated now.
+        Not a change of content: the recall cache stays valid."""
+        if ids:
+            with self.db.write() as tx:
+                tx.executemany("UPDATE documents SET access_count = access_count + 1,"
+                               " last_access_time = ? WHERE id = ?", [(now, i) for i in ids])
+
+    def terms_of(self, ids: Sequence[int]) -> dict[int, list[str]]:
+        """The indexed terms of documents (as stored in the FTS table: no re-segmenting)."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        return {r[0]: r[1].split() for r in self.db.connection().execute(
+            f"SELECT rowid, tokens FROM documents_fts WHERE rowid IN ({marks})", tuple(ids))}
 
     def ids_in_scope(self, scope: DocumentFilter) -> list[int]:
         """Every document id the filter admits (for restricting a vector search)."""

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from dataclasses import dataclass
+from typing import Sequence
+
+from shared.store import runtime, vectors
 
 DDL = [
     """
@@ -48,6 +53,156 @@ DDL = [
     "CREATE INDEX graph_entries_memory ON graph_entries (source_memory_id)",
     "CREATE VIRTUAL TABLE graph_entries_fts USING fts5(tokens, tokenize = 'porter unicode61 remove_diacritics 2')",
 ]
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    type: str          # topic | person | fact
+    value: str         # as written
+    canonical: str     # resolved form (case, width, aliases); nodes are keyed on it
+
+    @property
+    def key(self) -> str:
+        return f"{self.type}:{self.value}:{self.canonical}"
+
+
+@dataclass(frozen=True)
+class EdgeSpec:
+    src: NodeSpec
+    dst: NodeSpec
+    type: str          # describes | mentioned_in | co_occurs_with
+    confidence: float
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class EntrySpec:
+    text: str          # searchable, e.g. "Fact: ... Summary: ..."
+    tokens: str        # segmented terms of text, for FTS
+    node: NodeSpec | None
+    confidence: float
+
+
+@dataclass(frozen=True)
+class MemoryGraph:
+    """Everything the graph holds for one memory."""
+
+    nodes: Sequence[NodeSpec]
+    edges: Sequence[EdgeSpec]
+    entries: Sequence[EntrySpec]
+
+
+def replace_for_memory(conn: sqlite3.Connection, memory_id: int, persona_id: str | None,
+                       graph: MemoryGraph, content_hash: str, now: float) -> list[int]:
+    """Replace a memory's graph output (old output deleted first, with its entry vectors);
+    return the new entry ids."""
+    delete_for_memory(conn, memory_id, now)
+    vectors.delete_for_memory(conn, memory_id, now, kind="graph_entry")
+    persona = persona_id or ""
+    ids = {}
+    for node in {n.key: n for n in [*graph.nodes, *(e.src for e in graph.edges),
+                                    *(e.dst for e in graph.edges),
+                                    *(e.node for e in graph.entries if e.node)]}.values():
+        conn.execute("INSERT INTO graph_nodes (persona_id, key, type, value, canonical, create_time)"
+                     " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (persona_id, key) DO NOTHING",
+                     (persona, node.key, node.type, node.value, node.canonical, now))
+        ids[node.key] = conn.execute("SELECT id FROM graph_nodes WHERE persona_id = ? AND key = ?",
+                                     (persona, node.key)).fetchone()[0]
+    conn.executemany(
+        "INSERT INTO graph_edges (source_memory_id, src_node_id, dst_node_id, type, confidence,"
+        " weight, create_time) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(memory_id, ids[e.src.key], ids[e.dst.key], e.type, e.confidence, e.weight, now)
+         for e in graph.edges])
+    entry_ids = []
+    for entry in graph.entries:
+        cur = conn.execute(
+            "INSERT INTO graph_entries (source_memory_id, node_id, persona_id, text, confidence,"
+            " content_hash, create_time) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (memory_id, ids[entry.node.key] if entry.node else None, persona_id, entry.text,
+             entry.confidence, content_hash, now))
+        conn.execute("INSERT INTO graph_entries_fts (rowid, tokens) VALUES (?, ?)",
+                     (cur.lastrowid, entry.tokens))
+        entry_ids.append(cur.lastrowid)
+    runtime.bump_epoch(conn)
+    return entry_ids
+
+
+def search_entries(conn: sqlite3.Connection, match: str, limit: int) -> list[tuple[int, int, float, float]]:
+    """(entry_id, memory_id, raw bm25 score (higher is better), confidence), best first."""
+    return conn.execute(
+        "SELECT e.id, e.source_memory_id, -bm25(graph_entries_fts) AS raw, e.confidence"
+        " FROM graph_entries_fts JOIN graph_entries e ON e.id = graph_entries_fts.rowid"
+        " WHERE graph_entries_fts MATCH ? ORDER BY raw DESC LIMIT ?", (match, limit)).fetchall()
+
+
+def nodes_named(conn: sqlite3.Connection, canonicals: Sequence[str], persona_id: str | None,
+                limit: int) -> list[int]:
+    """Ids of nodes whose canonical form is one of the given terms (in one persona's graph
+    when persona_id is given)."""
+    if not canonicals:
+        return []
+    marks = ",".join("?" * len(canonicals))
+    scope, params = ("AND persona_id = ?", (persona_id,)) if persona_id is not None else ("", ())
+    return [r[0] for r in conn.execute(
+        f"SELECT id FROM graph_nodes WHERE canonical IN ({marks}) {scope} LIMIT ?",
+        (*canonicals, *params, limit))]
+
+
+def neighbours(conn: sqlite3.Connection, node_ids: Sequence[int], limit: int) -> list[int]:
+    """Nodes one edge away from any of node_ids (not themselves), strongest edges first."""
+    if not node_ids or limit <= 0:
+        return []
+    marks = ",".join("?" * len(node_ids))
+    rows = conn.execute(
+        f"SELECT other, MAX(weight) AS w FROM ("
+        f" SELECT dst_node_id AS other, weight FROM graph_edges WHERE src_node_id IN ({marks})"
+        f" UNION ALL SELECT src_node_id, weight FROM graph_edges WHERE dst_node_id IN ({marks}))"
+        f" WHERE other NOT IN ({marks}) GROUP BY other ORDER BY w DESC LIMIT ?",
+        (*node_ids, *node_ids, *node_ids, limit)).fetchall()
+    return [r[0] for r in rows]
+
+
+def memories_of_nodes(conn: sqlite3.Connection, node_ids: Sequence[int],
+                      limit: int) -> list[tuple[int, int, float]]:
+    """(node_id, memory_id, confidence) for memories whose graph output touches a node,
+    most confident and newest first, at most `limit` rows."""
+    if not node_ids:
+        return []
+    marks = ",".join("?" * len(node_ids))
+    return conn.execute(
+        f"SELECT node, memory, MAX(confidence) AS c FROM ("
+        f" SELECT src_node_id AS node, source_memory_id AS memory, confidence FROM graph_edges WHERE src_node_id IN ({marks})"
+        f" UNION ALL SELECT dst_node_id, source_memory_id, confidence FROM graph_edges WHERE dst_node_id IN ({marks})"
+        f" UNION ALL SELECT node_id, source_memory_id, confidence FROM graph_entries WHERE node_id IN ({marks}))"
+        f" GROUP BY node, memory ORDER BY c DESC, memory DESC LIMIT ?",
+        (*node_ids, *node_ids, *node_ids, limit)).fetchall()
+
+
+def entry_nodes(conn: sqlite3.Connection, entry_ids: Sequence[int]) -> list[int]:
+    """The nodes the given entries describe."""
+    if not entry_ids:
+        return []
+    marks = ",".join("?" * len(entry_ids))
+    return [r[0] for r in conn.execute(
+        f"SELECT DISTINCT node_id FROM graph_entries WHERE id IN ({marks}) AND node_id IS NOT NULL",
+        tuple(entry_ids))]
+
+
+def entry_ids_of_memories(conn: sqlite3.Connection, memory_ids: Sequence[int]) -> list[int]:
+    """Ids of the graph entries of the given memories."""
+    return [r[0] for r in conn.execute(
+        "SELECT id FROM graph_entries WHERE source_memory_id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(memory_ids)),))]
+
+
+def entries_memories(conn: sqlite3.Connection, entry_ids: Sequence[int]) -> dict[int, tuple[int, float]]:
+    """{entry_id: (memory_id, confidence)}."""
+    if not entry_ids:
+        return {}
+    marks = ",".join("?" * len(entry_ids))
+    return {r[0]: (r[1], r[2]) for r in conn.execute(
+        f"SELECT id, source_memory_id, confidence FROM graph_entries WHERE id IN ({marks})",
+        tuple(entry_ids))}
 
 
 def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float) -> dict[str, int]:

@@ -101,3 +101,19 @@ def restore_periodic(conn, name: str, previous: float | None) -> None:
 
 def periodic_runs(conn) -> dict[str, float]:
     return dict(conn.execute("SELECT name, last_run_time FROM periodic_runs").fetchall())
+
+
+EPOCH_KEY = "write_epoch"
+
+
+def bump_epoch(conn) -> None:
+    """Note a change that recall results depend on (call inside the write transaction)."""
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, 1)"
+                 " ON CONFLICT (key) DO UPDATE SET value = value + 1", (EPOCH_KEY,))
+
+
+def recall_epoch(conn) -> int:
+    """Changes whenever any process changes what recall can return: document writes bump
+    write_epoch, vector writes bump vector_seq; both only grow, so their sum does too."""
+    return conn.execute("SELECT COALESCE(SUM(value), 0) FROM meta WHERE key IN (?, 'vector_seq')",
+                        (EPOCH_KEY,)).fetchone()[0]

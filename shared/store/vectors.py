@@ -81,13 +81,16 @@ def upsert(conn: sqlite3.Connection, row: VectorRow, now: float) -> None:
          row.content_hash, next_seq(conn), now))
 
 
-def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float) -> dict[str, int]:
-    """Remove every vector derived from a memory, leaving tombstones for the fronts."""
-    owners = conn.execute("SELECT kind, owner_id FROM vectors WHERE memory_id = ?", (memory_id,)).fetchall()
-    for kind, owner_id in owners:
+def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float,
+                      kind: str | None = None) -> dict[str, int]:
+    """Remove the vectors derived from a memory (all kinds, or one), leaving tombstones."""
+    where, params = ("memory_id = ?", (memory_id,)) if kind is None else \
+        ("memory_id = ? AND kind = ?", (memory_id, kind))
+    owners = conn.execute(f"SELECT kind, owner_id FROM vectors WHERE {where}", params).fetchall()
+    for owner_kind, owner_id in owners:
         conn.execute("INSERT INTO vector_tombstones (seq, kind, owner_id, create_time) VALUES (?, ?, ?, ?)",
-                     (next_seq(conn), kind, owner_id, now))
-    conn.execute("DELETE FROM vectors WHERE memory_id = ?", (memory_id,))
+                     (next_seq(conn), owner_kind, owner_id, now))
+    conn.execute(f"DELETE FROM vectors WHERE {where}", params)
     return {"vectors": len(owners)}
 
 

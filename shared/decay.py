@@ -1,0 +1,39 @@
+"""Time curves as pure functions: recency of a memory, time factor of an atom."""
+
+from __future__ import annotations
+
+import math
+
+DAY = 86_400.0
+
+# How an atom of each type fades over its shelf life (ttl).
+EXPONENTIAL, STEP, LINEAR = "exponential", "step", "linear"
+ATOM_CURVES = {
+    "episodic": EXPONENTIAL, "factual": EXPONENTIAL, "preference": EXPONENTIAL,
+    "planned": STEP, "relational": LINEAR, "unknown": LINEAR,
+}
+
+
+def recency(age_days: float, scale_days: float) -> float:
+    """exp(-age/scale): 1.0 for now, 0.37 after one scale; negative ages count as now."""
+    return math.exp(-max(age_days, 0.0) / scale_days)
+
+
+def atom_time_factor(atom_type: str, age_days: float, ttl_days: float | None,
+                     days_to_deadline: float | None = None) -> float:
+    """How valid an atom still is, in [0, 1].
+
+    exponential: exp(-age/ttl); step (planned): 1 until the deadline, 0 after it;
+    linear: 1 - age/ttl, floored at 0. No ttl means no fading.
+    """
+    curve = ATOM_CURVES.get(atom_type, LINEAR)
+    if curve == STEP:
+        if days_to_deadline is not None:
+            return 1.0 if days_to_deadline >= 0 else 0.0
+        return 1.0 if not ttl_days or age_days <= ttl_days else 0.0
+    if not ttl_days:
+        return 1.0
+    age = max(age_days, 0.0)
+    if curve == EXPONENTIAL:
+        return math.exp(-age / ttl_days)
+    return max(0.0, 1.0 - age / ttl_days)

@@ -56,6 +56,7 @@ class Front:
     embedder: Embedder
     index: VectorIndex
     enqueuer: Enqueuer
+    recaller: Recaller
 
     def start_background(self, autostart_worker: bool) -> None:
         """Warm caches, reconcile the queue and (stdio) make sure a worker runs — off the
@@ -103,7 +104,7 @@ def build_front(config: AppConfig) -> Front:
                             log_level=config.server.log_level,
                             exposed_tools=config.server.exposed_tools)
     register_tools(server, deps)
-    return Front(server, config, db, segmenter, embedder, index, enqueuer)
+    return Front(server, config, db, segmenter, embedder, index, enqueuer, recaller)
 
 
 def build_channels(config: AppConfig, store: DocumentStore, segmenter: Segmenter,

@@ -30,3 +30,78 @@ def test_rrf_ties_keep_first_seen_order_and_empty_inputs():
     assert [i for i, _ in rrf([[(7, 1.0)], [(8, 1.0)]], k=60)] == [7, 8]
     assert rrf([], k=60) == []
     assert rrf([[], []], k=60) == []
+
+
+from shared.config import RetrievalConfig  # noqa: E402
+from shared.decay import atom_time_factor, recency  # noqa: E402
+from shared.search.cache import RecallCache  # noqa: E402
+from shared.search.fuse import fuse_routes, normalise  # noqa: E402
+from shared.search.intent import has_cue, route_weights  # noqa: E402
+from shared.search.mmr import jaccard, mmr  # noqa: E402
+
+
+def test_normalise_divides_by_the_best():
+    assert normalise([(1, 0.04), (2, 0.01)]) == [(1, 1.0), (2, 0.25)]
+    assert normalise([]) == []
+
+
+def test_fuse_routes_hand_worked():
+    document = [(1, 0.8), (2, 0.4)]          # normalised: 1 -> 1.0, 2 -> 0.5
+    graph = [(2, 0.3), (3, 0.15)]            # normalised: 2 -> 1.0, 3 -> 0.5
+    fused = dict(fuse_routes(document, graph, 0.65, 0.35, 0.08))
+    assert fused[1] == pytest.approx(0.65)
+    assert fused[2] == pytest.approx(0.65 * 0.5 + 0.35 * 1.0 + 0.08)   # found by both
+    assert fused[3] == pytest.approx(0.35 * 0.5)
+    assert fuse_routes([(1, 1.0)], [(1, 1.0)], 0.65, 0.35, 0.08) == [(1, 1.0)]  # capped
+
+
+def test_jaccard_and_mmr_hand_worked():
+    assert jaccard(["a", "b"], ["b", "c"]) == pytest.approx(1 / 3)
+    assert jaccard([], []) == 0.0
+    bags = {1: {"tea", "green"}, 2: {"tea", "green"}, 3: {"coffee"}}
+    sim = lambda a, b: jaccard(bags[a], bags[b])  # noqa: E731
+    # lambda 0.7: after picking 1, doc 2 scores 0.7*0.9 - 0.3*1.0 = 0.33, doc 3 0.7*0.5 = 0.35
+    picked = mmr([(1, 1.0), (2, 0.9), (3, 0.5)], sim, 0.7, 3)
+    assert [i for i, _ in picked] == [1, 3, 2]
+    assert [v for _, v in picked] == pytest.approx([0.7, 0.35, 0.33])
+    assert [i for i, _ in mmr([(1, 1.0), (2, 0.9), (3, 0.5)], sim, 1.0, 2)] == [1, 2]
+
+
+def test_intent_routing():
+    config = RetrievalConfig()
+    plain = route_weights("peanut allergy", config)
+    assert (plain.document, plain.graph, plain.intents) == (pytest.approx(0.65), pytest.approx(0.35), ())
+    who = route_weights("Who is Alice's colleague?", config)
+    assert who.intents == ("relational",)
+    assert who.graph == pytest.approx(0.55 / 1.2) and who.document == pytest.approx(0.65 / 1.2)
+    zh = route_weights("Alice 和 Bob 是什么关系", config)
+    assert set(zh.intents) == {"relational", "factual"}
+    assert has_cue("When did we meet?", ["when"]) and not has_cue("whenever", ["when"])
+    assert route_weights("上次体检是什么时候", config).intents == ("temporal",)
+
+
+def test_recency_and_atom_curves():
+    assert recency(0, 30) == 1.0 and recency(30, 30) == pytest.approx(0.3679, abs=1e-4)
+    assert recency(-5, 30) == 1.0
+    assert atom_time_factor("episodic", 7, 7) == pytest.approx(0.3679, abs=1e-4)
+    assert atom_time_factor("planned", 1, 2, days_to_deadline=0.5) == 1.0
+    assert atom_time_factor("planned", 3, 2, days_to_deadline=-0.1) == 0.0
+    assert atom_time_factor("relational", 45, 90) == pytest.approx(0.5)
+    assert atom_time_factor("unknown", 40, 30) == 0.0
+    assert atom_time_factor("factual", 100, None) == 1.0
+
+
+def test_recall_cache_ttl_lru_and_epoch():
+    now = [0.0]
+    cache = RecallCache(ttl_s=45, size=2, clock=lambda: now[0])
+    cache.put("a", 1, "A")
+    assert cache.get("a", 1) == "A"
+    assert cache.get("a", 2) is None            # a write happened: gone
+    cache.put("a", 2, "A2")
+    now[0] = 46
+    assert cache.get("a", 2) is None            # too old
+    cache.put("x", 2, "X")
+    cache.put("y", 2, "Y")
+    cache.get("x", 2)
+    cache.put("z", 2, "Z")                      # evicts y, the least recently used
+    assert cache.get("y", 2) is None and cache.get("x", 2) == "X" and len(cache) == 2

@@ -18,31 +18,48 @@ class RouteWeights:
     intents: tuple[str, ...]
 
 
+def _spans(text: str, cue: str):
+    """Where a cue occurs: as whole words in Latin text, as a substring in Chinese."""
+    if _ASCII.match(cue):
+        pattern = rf"(?<![a-z0-9]){re.escape(cue)}(?![a-z0-9])"
+    else:
+        pattern = re.escape(cue)
+    return [m.span() for m in re.finditer(pattern, text)]
+
+
+def find_intents(query: str, cues: dict[str, Sequence[str]]) -> set[str]:
+    """Intents whose cues occur in the query. Longer cues claim their text first, so the
+    "是什么" inside "是什么时候" (when) does not also count as a factual question."""
+    text = query.lower()
+    candidates = sorted(((cue.lower(), intent) for intent, words in cues.items() for cue in words),
+                        key=lambda item: -len(item[0]))
+    taken: list[tuple[int, int]] = []
+    found = set()
+    for cue, intent in candidates:
+        for start, end in _spans(text, cue):
+            if all(end <= s or start >= e for s, e in taken):
+                taken.append((start, end))
+                found.add(intent)
+    return found
+
+
 def has_cue(query: str, cues: Sequence[str]) -> bool:
-    """A cue matches as whole words in Latin text, as a substring in Chinese."""
-    lowered = query.lower()
-    for cue in cues:
-        cue = cue.lower()
-        if _ASCII.match(cue):
-            if re.search(rf"(?<![a-z0-9]){re.escape(cue)}(?![a-z0-9])", lowered):
-                return True
-        elif cue in lowered:
-            return True
-    return False
+    return bool(find_intents(query, {"any": cues}))
 
 
 def route_weights(query: str, config: RetrievalConfig) -> RouteWeights:
     """Route weights after intent boosts, scaled to sum to 1."""
-    document, graph, intents = config.document_route_weight, config.graph_route_weight, []
-    if has_cue(query, config.relational_cues):
+    found = find_intents(query, {"relational": config.relational_cues,
+                                 "temporal": config.temporal_cues,
+                                 "factual": config.factual_cues})
+    document, graph = config.document_route_weight, config.graph_route_weight
+    if "relational" in found:
         graph += config.relational_graph_boost
-        intents.append("relational")
-    if has_cue(query, config.temporal_cues):
+    if "temporal" in found:
         graph += config.temporal_graph_boost
-        intents.append("temporal")
-    if has_cue(query, config.factual_cues):
+    if "factual" in found:
         document += config.factual_document_boost
-        intents.append("factual")
+    intents = [name for name in ("relational", "temporal", "factual") if name in found]
     total = document + graph
     if total <= 0:
         return RouteWeights(1.0, 0.0, tuple(intents))

@@ -33,6 +33,18 @@ def normalise(ranking: Ranking) -> list[tuple[int, float]]:
     return [(doc_id, score / top) for doc_id, score in ranking]
 
 
+def spread(ranking: Ranking) -> list[tuple[int, float]]:
+    """Min-max rescaling to [0, 1]. Fused scores share constant parts (importance, recency)
+    that squeeze their range; MMR weighs relevance against a similarity in [0, 1], so it
+    needs relevance on that scale too. A flat list becomes all 1.0."""
+    if not ranking:
+        return []
+    low, high = min(s for _, s in ranking), max(s for _, s in ranking)
+    if high - low <= 1e-12:
+        return [(doc_id, 1.0) for doc_id, _ in ranking]
+    return [(doc_id, (score - low) / (high - low)) for doc_id, score in ranking]
+
+
 def weighted_sum(parts: Mapping[str, float], weights: Mapping[str, float]) -> float:
     """sum(weights[name] * parts[name]) over the weights given."""
     return sum(weight * parts[name] for name, weight in weights.items())

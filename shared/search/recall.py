@@ -22,7 +22,7 @@ from shared.embedders import Embedder
 from shared.errors import AokunError
 from shared.search.bm25 import Bm25Channel
 from shared.search.cache import RecallCache
-from shared.search.fuse import fuse_routes, normalise, ordered, rrf
+from shared.search.fuse import fuse_routes, normalise, ordered, rrf, spread
 from shared.search.graph import GraphKeywordChannel, GraphRanking, GraphVectorChannel
 from shared.search.intent import route_weights
 from shared.search.mmr import jaccard, mmr
@@ -217,7 +217,7 @@ class _Fusion:
         k = self.request.k
         if not self.c.mmr_enabled or len(fused) <= 1:
             return [i for i, _ in fused[:k]]
-        pool = fused[:max(3 * k, 30)]
+        pool = spread(fused[:max(3 * k, 30)])
         terms = terms_of([i for i, _ in pool])
         picked = mmr(pool, lambda a, b: jaccard(terms.get(a, ()), terms.get(b, ())),
                      self.c.mmr_lambda, k)

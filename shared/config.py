@@ -86,14 +86,19 @@ CHANNELS = ("bm25", "vector", "graph_keyword", "graph_vector")
 class RetrievalConfig:
     channels: tuple[str, ...] = _opt(CHANNELS, subset_of=CHANNELS)
     fallback_enabled: bool = _opt(True)
+    query_focus: bool = _opt(True)
     rrf_k: int = _opt(60, minimum=1)
-    candidate_depth: int = _opt(50, minimum=1, maximum=1000)
-    # document route: final = rrf * a + importance * b + recency * g
+    candidate_depth: int = _opt(30, minimum=1, maximum=1000)
+    # document route: channels fused (score: weighted min-max; rrf: reciprocal rank fusion),
+    # then final = fused * a + importance * b + recency * g
+    doc_fusion: str = _opt("score", choices=("score", "rrf"))
+    bm25_weight: float = _opt(0.6, minimum=0.0)
+    vector_weight: float = _opt(0.4, minimum=0.0)
     doc_rrf_weight: float = _opt(0.5, minimum=0.0)
     doc_importance_weight: float = _opt(0.25, minimum=0.0)
     doc_recency_weight: float = _opt(0.25, minimum=0.0)
     recency_days: float = _opt(30.0, minimum=0.001)
-    mmr_enabled: bool = _opt(True)
+    mmr_enabled: bool = _opt(False)
     mmr_lambda: float = _opt(0.7, minimum=0.0, maximum=1.0)
     # graph route
     graph_rrf_weight: float = _opt(0.55, minimum=0.0)

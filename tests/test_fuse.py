@@ -105,3 +105,27 @@ def test_recall_cache_ttl_lru_and_epoch():
     cache.get("x", 2)
     cache.put("z", 2, "Z")                      # evicts y, the least recently used
     assert cache.get("y", 2) is None and cache.get("x", 2) == "X" and len(cache) == 2
+
+
+from shared.search.focus import focus  # noqa: E402
+from shared.search.fuse import spread, weighted_minmax  # noqa: E402
+
+
+def test_weighted_minmax_hand_worked():
+    bm25 = [(1, 9.0), (2, 5.0), (3, 1.0)]        # scaled: 1.0, 0.5, 0.0
+    vector = [(3, 0.9), (4, 0.7), (1, 0.5)]      # scaled: 1.0, 0.5, 0.0
+    fused = dict(weighted_minmax([bm25, vector], [0.6, 0.4]))
+    assert fused == {1: pytest.approx(0.6), 2: pytest.approx(0.3), 3: pytest.approx(0.4), 4: pytest.approx(0.2)}
+    assert [i for i, _ in weighted_minmax([bm25, vector], [0.6, 0.4])] == [1, 3, 2, 4]
+    assert spread([(7, 0.3)]) == [(7, 1.0)] and spread([]) == []
+
+
+def test_focus_keeps_the_last_speakers_lines_of_a_transcript():
+    dialogue = "Bart: 元旦晚会我要表演魔术！\nAssistant: 太棒了！\nBart: 我要穿什么好呢？"
+    assert focus(dialogue) == "Bart: 元旦晚会我要表演魔术！\nBart: 我要穿什么好呢？"
+    assert focus("Amy：I got a puppy\nAssistant：Lovely!\namy: he chews shoes") == \
+        "Amy：I got a puppy\namy: he chews shoes"
+    assert focus("When did Caroline go to the support group?") == "When did Caroline go to the support group?"
+    mixed = "Note: buy milk\nand also eggs"  # not a transcript: unchanged
+    assert focus(mixed) == mixed
+    assert focus("Q: one line only") == "Q: one line only"

@@ -102,7 +102,7 @@ def test_explain_parts_follow_the_formula(tmp_path, api):
         hit = s.ok("recall", {"query": "spare key", "explain": True})["results"][0]
         assert hit["id"] == mid
         doc = hit["explain"]["parts"]["document"]
-        assert doc["rrf"] == 1.0 and doc["importance"] == 0.9 and doc["recency"] == pytest.approx(1.0, abs=1e-3)
+        assert doc["fused"] == 1.0 and doc["importance"] == 0.9 and doc["recency"] == pytest.approx(1.0, abs=1e-3)
         assert doc["score"] == pytest.approx(0.5 * 1.0 + 0.25 * 0.9 + 0.25 * doc["recency"])
         assert hit["explain"]["channels"]["bm25"]["rank"] == 1
         assert s.ok("recall", {"query": "spare key"})["results"][0].get("explain") is None

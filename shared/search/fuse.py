@@ -45,9 +45,14 @@ def spread(ranking: Ranking) -> list[tuple[int, float]]:
     return [(doc_id, (score - low) / (high - low)) for doc_id, score in ranking]
 
 
-def weighted_sum(parts: Mapping[str, float], weights: Mapping[str, float]) -> float:
-    """sum(weights[name] * parts[name]) over the weights given."""
-    return sum(weight * parts[name] for name, weight in weights.items())
+def weighted_minmax(rankings: Sequence[Ranking], weights: Sequence[float]) -> list[tuple[int, float]]:
+    """Score fusion: each ranking min-max scaled to [0, 1], then the weighted sum (an id a
+    ranking lacks gets 0 from it). Unlike RRF it keeps how far ahead a strong match is."""
+    scores: dict[int, float] = {}
+    for ranking, weight in zip(rankings, weights):
+        for doc_id, score in spread(ranking):
+            scores[doc_id] = scores.get(doc_id, 0.0) + weight * score
+    return ordered(scores)
 
 
 def fuse_routes(document: Ranking, graph: Ranking, document_weight: float, graph_weight: float,

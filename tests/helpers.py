@@ -115,9 +115,13 @@ def db_rows(config: Path, sql: str, params: tuple = ()) -> list[tuple]:
         data_dir = config.parent / data_dir
     if not (data_dir / "aokun.db").exists():
         return []
-    conn = sqlite3.connect(data_dir / "aokun.db")
+    conn = sqlite3.connect(data_dir / "aokun.db", timeout=30)
     try:
         return conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):  # the file exists, its schema is being created
+            return []
+        raise
     finally:
         conn.close()
 

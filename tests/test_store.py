@@ -100,3 +100,25 @@ def test_concurrent_writers_in_separate_processes(tmp_path):
     for name in ("a", "b", "c"):
         assert store.list(1, 0, DocumentFilter(persona_id=name))[1] == 150
     assert db.connection().execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+OPENER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from shared.config import StorageConfig
+    from shared.store.schema import open_database
+    db = open_database(StorageConfig(data_dir=Path(sys.argv[1])))
+    db.connection().execute("SELECT COUNT(*) FROM documents").fetchone()
+""")
+
+
+@pytest.mark.slow
+def test_processes_creating_one_database_at_once(tmp_path):
+    # Switching a fresh database to WAL does not wait on busy_timeout; opening must retry.
+    for attempt in range(4):
+        data = tmp_path / f"fresh{attempt}"
+        procs = [subprocess.Popen([sys.executable, "-c", OPENER, str(data)], stderr=subprocess.PIPE,
+                                  text=True) for _ in range(4)]
+        for proc in procs:
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err

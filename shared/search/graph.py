@@ -14,7 +14,7 @@ import numpy as np
 from shared.config import RetrievalConfig
 from shared.search.bm25 import MAX_QUERY_TERMS, match_expression, squash
 from shared.search.fuse import ordered
-from shared.search.vectors import VectorIndex, cosine_to_unit
+from shared.search.vectors import ScopeIds, VectorIndex, cosine_to_unit, is_scoped
 from shared.store import graph
 from shared.store.documents import DocumentFilter, DocumentStore
 from shared.text.segment import Segmenter
@@ -61,7 +61,7 @@ class GraphKeywordChannel:
         conn = self.store.db.connection()
         points = _Points()
         hit_nodes: set[int] = set(graph.nodes_named(conn, terms, scope.persona_id, c.graph_expansion_limit))
-        entries = graph.search_entries(conn, match_expression(terms), limit)
+        entries = graph.search_entries(conn, match_expression(terms), scope.persona_id, limit)
         for entry_id, memory_id, raw, confidence in entries:
             points.add(memory_id, ("entry", entry_id), c.graph_entry_weight * squash(raw), confidence)
         hit_nodes |= set(graph.entry_nodes(conn, [e[0] for e in entries]))
@@ -95,11 +95,13 @@ class GraphVectorChannel:
     def __init__(self, store: DocumentStore, index: VectorIndex):
         self.store = store
         self.index = index
+        self.scope_ids = ScopeIds(store, self._entry_ids_in_scope)
+
+    def _entry_ids_in_scope(self, scope: DocumentFilter) -> list[int]:
+        return graph.entry_ids_of_memories(self.store.db.connection(), self.store.ids_in_scope(scope))
 
     def search(self, query_vector: np.ndarray, scope: DocumentFilter, limit: int) -> GraphRanking:
-        allowed = None
-        if scope.persona_id is not None or scope.session_id is not None:
-            allowed = graph.entry_ids_of_memories(self.store.db.connection(), self.store.ids_in_scope(scope))
+        allowed = self.scope_ids.get(scope) if is_scoped(scope) else None
         hits = self.index.search(query_vector, limit * 3, allowed=allowed)
         owners = graph.entries_memories(self.store.db.connection(), [e for e, _ in hits])
         best: dict[int, float] = {}

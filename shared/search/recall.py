@@ -75,7 +75,7 @@ class Recaller:
         self.store = store
         self.channels = channels
         self.config = config
-        self.executor = executor or ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall")
+        self.executor = executor or ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall")
         self.clock = clock
         self.cache = RecallCache(config.cache_ttl_s, config.cache_size) if config.cache_enabled else None
 
@@ -105,32 +105,59 @@ class Recaller:
                        request).hits(self.store.terms_of)
 
     def _run_channels(self, request: RecallRequest, depth: int) -> _Found:
-        c, q, scope = self.channels, request.query, request.scope
-        jobs: dict[str, Future] = {}
-        if c.bm25:
-            jobs["bm25"] = self.executor.submit(c.bm25.search, q, scope, depth)
-        if c.graph_keyword:
-            jobs["graph_keyword"] = self.executor.submit(c.graph_keyword.search, q, scope, depth)
-        vector_channels = {n: ch for n, ch in (("vector", c.vector), ("graph_vector", c.graph_vector)) if ch}
-        query_vector = self.executor.submit(self._embed, q) if vector_channels else None
+        """Two lanes, one per core: the query embedding and the vector searches that need it
+        in a pool thread; BM25 and graph keywords (SQLite) meanwhile in this thread. More
+        threads only slow the embedding down on a two-core machine."""
+        c = self.channels
+        vector_lane = self.executor.submit(self._vector_lane, request, depth) \
+            if c.vector or c.graph_vector else None
         found = _Found()
-        for name in vector_channels:
-            jobs[name] = self.executor.submit(self._vector_search, name, query_vector, request, depth)
-        for name, job in jobs.items():
-            try:
-                result = job.result()
-            except AokunError as exc:
-                if not self.config.fallback_enabled:
-                    raise
-                log.warning("%s channel failed, the others serve: %s", name, exc)
-                continue
-            if result is None:
-                continue
-            if isinstance(result, GraphRanking):
-                found.graph[name] = result
-            else:
-                found.document[name] = result
+        for name, channel in (("bm25", c.bm25), ("graph_keyword", c.graph_keyword)):
+            if channel:
+                self._collect(found, name, lambda ch=channel: ch.search(request.query, request.scope, depth))
+        if vector_lane is not None:
+            for name, outcome in vector_lane.result():
+                self._collect(found, name, outcome)
         return found
+
+    def _collect(self, found: _Found, name: str, run: Callable) -> None:
+        try:
+            result = run()
+        except AokunError as exc:
+            if not self.config.fallback_enabled:
+                raise
+            log.warning("%s channel failed, the others serve: %s", name, exc)
+            return
+        if result is None:
+            return
+        if isinstance(result, GraphRanking):
+            found.graph[name] = result
+        else:
+            found.document[name] = result
+
+    def _vector_lane(self, request: RecallRequest, depth: int) -> list[tuple[str, Callable]]:
+        """Embed the query once, search both vector spaces; each outcome as a thunk that
+        returns the result or raises the channel's error (so _collect treats all alike)."""
+        lanes = [(n, ch) for n, ch in (("vector", self.channels.vector),
+                                       ("graph_vector", self.channels.graph_vector)) if ch]
+        try:
+            vector = self._embed(request.query)
+        except AokunError as exc:
+            return [(name, _raiser(exc)) for name, _ in lanes]
+        outcomes = []
+        for name, channel in lanes:
+            try:
+                if vector is None:
+                    result = None
+                elif name == "vector":
+                    result = channel.search_vector(vector, request.scope, depth)
+                else:
+                    result = channel.search(vector, request.scope, depth)
+            except AokunError as exc:
+                outcomes.append((name, _raiser(exc)))
+                continue
+            outcomes.append((name, lambda r=result: r))
+        return outcomes
 
     def _embed(self, query: str):
         indexes = [ch.index for ch in (self.channels.vector, self.channels.graph_vector) if ch]
@@ -139,14 +166,6 @@ class Recaller:
         if not any(len(index) for index in indexes):
             return None  # nothing embedded yet: skip the query embedding
         return self.channels.embedder.embed_query(query[:MAX_QUERY_CHARS])
-
-    def _vector_search(self, name: str, query_vector: Future, request: RecallRequest, depth: int):
-        vector = query_vector.result()
-        if vector is None:
-            return None
-        if name == "vector":
-            return self.channels.vector.search_vector(vector, request.scope, depth)
-        return self.channels.graph_vector.search(vector, request.scope, depth)
 
     def _temporal(self, documents: dict[int, Document]) -> dict[int, float]:
         return atoms.temporal_factors(self.store.db.connection(), list(documents), self.clock())
@@ -244,6 +263,12 @@ class _Fusion:
         parts["final"] = round(final, 6)
         parts["query"] = self.request.query
         return {"channels": channels, "parts": parts}
+
+
+def _raiser(exc: Exception) -> Callable:
+    def run():
+        raise exc
+    return run
 
 
 def _rank_of(name: str, ranking, doc_id: int) -> dict:

@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
-from shared.store import vectors
+from shared.store import runtime, vectors
 from shared.store.db import Database
 from shared.store.documents import DocumentFilter, DocumentStore
 
 log = logging.getLogger("aokun.vectors")
 
 MAX_QUERY_CHARS = 2000
+
+# Below this many vectors: exact float32 flat search (a few ms). From it on: flat search over
+# float16 codes, still exhaustive but half the memory traffic (100k x 384: 9.8 -> 5.3 ms here).
+# IVF would be faster still but needs k-means training (seconds at start) and HNSW cannot
+# delete; fp16 needs neither and keeps add/remove_ids cheap.
+FP16_FROM = 20_000
 
 
 def cosine_to_unit(cosine: float) -> float:
@@ -36,6 +42,7 @@ class VectorIndex:
         self.db, self.kind, self.model, self.dim = db, kind, model, dim
         self._lock = threading.RLock()
         self._index = None
+        self.kind_of_index = ""
         self._seq = -1
 
     def __len__(self) -> int:
@@ -54,7 +61,7 @@ class VectorIndex:
                 self.dim = vectors.stored_dim(conn, self.kind, self.model)
                 if not self.dim:
                     return
-            if self._index is None or self._seq < vectors.tombstone_floor(conn):
+            if self._index is None or self._seq < vectors.tombstone_floor(conn) or self._outgrown():
                 self._rebuild(conn)
             else:
                 self._apply_changes(conn)
@@ -64,10 +71,20 @@ class VectorIndex:
         import faiss
 
         faiss.omp_set_num_threads(1)
-        index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
+        count = vectors.space_count(conn, self.kind, self.model, self.dim)
+        if count >= FP16_FROM:
+            base = faiss.IndexScalarQuantizer(self.dim, faiss.ScalarQuantizer.QT_fp16,
+                                              faiss.METRIC_INNER_PRODUCT)
+        else:
+            base = faiss.IndexFlatIP(self.dim)
+        index = faiss.IndexIDMap2(base)
         for ids, matrix in vectors.iter_space(conn, self.kind, self.model, self.dim):
             index.add_with_ids(matrix, ids)
-        self._index = index
+        self._index, self.kind_of_index = index, type(base).__name__
+
+    def _outgrown(self) -> bool:
+        """A float32 index that has grown well past the fp16 threshold is rebuilt once."""
+        return self.kind_of_index == "IndexFlatIP" and len(self) >= 2 * FP16_FROM
 
     def _apply_changes(self, conn) -> None:
         changed = vectors.changed_owners(conn, self.kind, self._seq)
@@ -96,17 +113,49 @@ class VectorIndex:
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]
 
 
+class ScopeIds:
+    """The ids a filter admits, cached until anything is written (the recall epoch):
+    fetching a persona's ids on every recall costs more than the vector search itself."""
+
+    def __init__(self, store: DocumentStore, fetch: Callable[[DocumentFilter], Sequence[int]],
+                 size: int = 64):
+        self.store = store
+        self.fetch = fetch
+        self.size = size
+        self._cached: dict[DocumentFilter, tuple[int, np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, scope: DocumentFilter) -> np.ndarray:
+        epoch = runtime.recall_epoch(self.store.db.connection())
+        with self._lock:
+            hit = self._cached.get(scope)
+        if hit is not None and hit[0] == epoch:
+            return hit[1]
+        ids = np.asarray(self.fetch(scope), dtype=np.int64)
+        with self._lock:
+            if len(self._cached) >= self.size:
+                self._cached.clear()
+            self._cached[scope] = (epoch, ids)
+        return ids
+
+
+def is_scoped(scope: DocumentFilter) -> bool:
+    """Whether a filter narrows to few enough documents to search only their vectors."""
+    return scope.persona_id is not None or scope.session_id is not None
+
+
 class VectorChannel:
     """Searches the document space within the recall's scope."""
 
     def __init__(self, store: DocumentStore, index: VectorIndex):
         self.store = store
         self.index = index
+        self.scope_ids = ScopeIds(store, store.ids_in_scope)
 
     def search_vector(self, vector: np.ndarray, scope: DocumentFilter, limit: int) -> list[tuple[int, float]]:
         """(id, cosine mapped to [0, 1]) best first, for an already embedded query."""
-        if scope.persona_id is not None or scope.session_id is not None:
-            hits = self.index.search(vector, limit, allowed=self.store.ids_in_scope(scope))
+        if is_scoped(scope):
+            hits = self.index.search(vector, limit, allowed=self.scope_ids.get(scope))
         else:
             # Archived or out-of-range hits are dropped afterwards: fetch a margin more.
             hits = self.index.search(vector, limit * 3 + 20)

@@ -67,12 +67,27 @@ class Database:
                                    timeout=self._busy_timeout_ms / 1000)
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            self._enable_wal(conn)
             conn.execute(f"PRAGMA synchronous = {self._synchronous.upper()}")
             conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open database {self.path}: {exc}") from exc
         return conn
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch a new database to WAL. The switch needs an exclusive lock and does not wait
+        on busy_timeout: two processes creating the same database at once would see
+        "database is locked", so retry until the timeout."""
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000
+        while True:
+            try:
+                if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:

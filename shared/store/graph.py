@@ -35,8 +35,12 @@ DDL = [
         create_time REAL NOT NULL
     )
     """,
-    "CREATE INDEX graph_edges_src ON graph_edges (src_node_id)",
-    "CREATE INDEX graph_edges_dst ON graph_edges (dst_node_id)",
+    # Ordered so that "the strongest links of a node" is an index range scan with a LIMIT,
+    # however many memories a hub node (a person in every memory) touches.
+    "CREATE INDEX graph_edges_src ON graph_edges (src_node_id, confidence DESC, source_memory_id DESC)",
+    "CREATE INDEX graph_edges_dst ON graph_edges (dst_node_id, confidence DESC, source_memory_id DESC)",
+    "CREATE INDEX graph_edges_src_weight ON graph_edges (src_node_id, weight DESC, dst_node_id)",
+    "CREATE INDEX graph_edges_dst_weight ON graph_edges (dst_node_id, weight DESC, src_node_id)",
     "CREATE INDEX graph_edges_memory ON graph_edges (source_memory_id)",
     """
     CREATE TABLE graph_entries (
@@ -51,6 +55,7 @@ DDL = [
     )
     """,
     "CREATE INDEX graph_entries_memory ON graph_entries (source_memory_id)",
+    "CREATE INDEX graph_entries_node ON graph_entries (node_id, confidence DESC, source_memory_id DESC)",
     "CREATE VIRTUAL TABLE graph_entries_fts USING fts5(tokens, tokenize = 'porter unicode61 remove_diacritics 2')",
 ]
 
@@ -127,12 +132,15 @@ def replace_for_memory(conn: sqlite3.Connection, memory_id: int, persona_id: str
     return entry_ids
 
 
-def search_entries(conn: sqlite3.Connection, match: str, limit: int) -> list[tuple[int, int, float, float]]:
+def search_entries(conn: sqlite3.Connection, match: str, persona_id: str | None,
+                   limit: int) -> list[tuple[int, int, float, float]]:
     """(entry_id, memory_id, raw bm25 score (higher is better), confidence), best first."""
+    scope, params = ("AND e.persona_id = ?", (persona_id,)) if persona_id is not None else ("", ())
     return conn.execute(
         "SELECT e.id, e.source_memory_id, -bm25(graph_entries_fts) AS raw, e.confidence"
         " FROM graph_entries_fts JOIN graph_entries e ON e.id = graph_entries_fts.rowid"
-        " WHERE graph_entries_fts MATCH ? ORDER BY raw DESC LIMIT ?", (match, limit)).fetchall()
+        f" WHERE graph_entries_fts MATCH ? {scope} ORDER BY raw DESC LIMIT ?",
+        (match, *params, limit)).fetchall()
 
 
 def nodes_named(conn: sqlite3.Connection, canonicals: Sequence[str], persona_id: str | None,
@@ -149,33 +157,43 @@ def nodes_named(conn: sqlite3.Connection, canonicals: Sequence[str], persona_id:
 
 
 def neighbours(conn: sqlite3.Connection, node_ids: Sequence[int], limit: int) -> list[int]:
-    """Nodes one edge away from any of node_ids (not themselves), strongest edges first."""
+    """Up to `limit` nodes one edge away from any of node_ids (not themselves), strongest
+    edges first."""
     if not node_ids or limit <= 0:
         return []
-    marks = ",".join("?" * len(node_ids))
-    rows = conn.execute(
-        f"SELECT other, MAX(weight) AS w FROM ("
-        f" SELECT dst_node_id AS other, weight FROM graph_edges WHERE src_node_id IN ({marks})"
-        f" UNION ALL SELECT src_node_id, weight FROM graph_edges WHERE dst_node_id IN ({marks}))"
-        f" WHERE other NOT IN ({marks}) GROUP BY other ORDER BY w DESC LIMIT ?",
-        (*node_ids, *node_ids, *node_ids, limit)).fetchall()
-    return [r[0] for r in rows]
+    strength: dict[int, float] = {}
+    for node in node_ids:
+        for other, weight in conn.execute(
+                "SELECT dst_node_id, weight FROM graph_edges WHERE src_node_id = ?"
+                " ORDER BY weight DESC LIMIT ?", (node, limit)).fetchall() + conn.execute(
+                "SELECT src_node_id, weight FROM graph_edges WHERE dst_node_id = ?"
+                " ORDER BY weight DESC LIMIT ?", (node, limit)).fetchall():
+            strength[other] = max(weight, strength.get(other, 0.0))
+    hits = set(node_ids)
+    return [n for n, _ in sorted(strength.items(), key=lambda kv: -kv[1]) if n not in hits][:limit]
 
 
 def memories_of_nodes(conn: sqlite3.Connection, node_ids: Sequence[int],
                       limit: int) -> list[tuple[int, int, float]]:
-    """(node_id, memory_id, confidence) for memories whose graph output touches a node,
-    most confident and newest first, at most `limit` rows."""
-    if not node_ids:
-        return []
-    marks = ",".join("?" * len(node_ids))
-    return conn.execute(
-        f"SELECT node, memory, MAX(confidence) AS c FROM ("
-        f" SELECT src_node_id AS node, source_memory_id AS memory, confidence FROM graph_edges WHERE src_node_id IN ({marks})"
-        f" UNION ALL SELECT dst_node_id, source_memory_id, confidence FROM graph_edges WHERE dst_node_id IN ({marks})"
-        f" UNION ALL SELECT node_id, source_memory_id, confidence FROM graph_entries WHERE node_id IN ({marks}))"
-        f" GROUP BY node, memory ORDER BY c DESC, memory DESC LIMIT ?",
-        (*node_ids, *node_ids, *node_ids, limit)).fetchall()
+    """(node_id, memory_id, confidence) for memories whose graph output touches a node: per
+    node its `limit` most confident (then newest) links."""
+    found: dict[tuple[int, int], float] = {}
+    for node in node_ids:
+        for sql in _NODE_MEMORIES:
+            for memory_id, confidence in conn.execute(sql, (node, limit)):
+                key = (node, memory_id)
+                found[key] = max(confidence, found.get(key, 0.0))
+    return [(node, memory, confidence) for (node, memory), confidence in found.items()]
+
+
+_NODE_MEMORIES = [
+    "SELECT source_memory_id, confidence FROM graph_edges WHERE src_node_id = ?"
+    " ORDER BY confidence DESC, source_memory_id DESC LIMIT ?",
+    "SELECT source_memory_id, confidence FROM graph_edges WHERE dst_node_id = ?"
+    " ORDER BY confidence DESC, source_memory_id DESC LIMIT ?",
+    "SELECT source_memory_id, confidence FROM graph_entries WHERE node_id = ?"
+    " ORDER BY confidence DESC, source_memory_id DESC LIMIT ?",
+]
 
 
 def entry_nodes(conn: sqlite3.Connection, entry_ids: Sequence[int]) -> list[int]:

@@ -106,6 +106,11 @@ def iter_space(conn: sqlite3.Connection, kind: str, model: str, dim: int,
         yield ids, matrix
 
 
+def space_count(conn: sqlite3.Connection, kind: str, model: str, dim: int) -> int:
+    return conn.execute("SELECT COUNT(*) FROM vectors WHERE kind = ? AND model = ? AND dim = ?",
+                        (kind, model, dim)).fetchone()[0]
+
+
 def changed_owners(conn: sqlite3.Connection, kind: str, after_seq: int) -> list[int]:
     """Owners of `kind` whose vector was replaced or deleted after `after_seq`."""
     rows = conn.execute(

@@ -16,6 +16,7 @@ from shared.config import AppConfig
 from shared.embedders import Embedder, build_embedder
 from shared.queue import open_queue
 from shared.reconcile import reconcile
+from shared.search.atoms import AtomSearch
 from shared.search.bm25 import Bm25Channel
 from shared.search.graph import GraphKeywordChannel, GraphVectorChannel
 from shared.search.recall import Channels, Recaller
@@ -98,6 +99,7 @@ def build_front(config: AppConfig) -> Front:
     deps = ToolDeps(store=store, recaller=recaller, memory=config.memory, index=index,
                     submitter=StageSubmitter(db, enqueuer),
                     reinforcer=Reinforcer(store, config.retrieval.access_reinforcement),
+                    atom_search=AtomSearch(db, segmenter),
                     worker=config.worker,
                     max_content_chars=config.server.max_content_chars)
     server = AokunMCPServer("aokun-memory", version=__version__, instructions=INSTRUCTIONS,

@@ -221,3 +221,38 @@ class StatsResult(BaseModel):
     workers: WorkerFigures
     tables: dict[str, int]
     database: dict[str, str | int]
+
+
+AtomType = Literal["episodic", "planned", "factual", "relational", "preference", "unknown"]
+
+
+class AtomOut(BaseModel):
+    id: int
+    type: AtomType
+    text: str
+    state: str
+    memory_id: int
+    score: float
+    confidence: float
+    time_factor: float
+    subject: str | None
+    attribute: str | None
+    value: str | None
+    deadline: str | None
+    ttl_days: float | None
+    reinforcement_count: int
+    persona_id: str | None
+    session_id: str | None
+
+    @classmethod
+    def of(cls, row: dict, score: float, factor: float) -> "AtomOut":
+        return cls(id=row["id"], type=row["type"], text=row["text"], state=row["state"],
+                   memory_id=row["memory_id"], score=round(score, 6), confidence=row["confidence"],
+                   time_factor=round(factor, 6), subject=row["subject"], attribute=row["attribute"],
+                   value=row["value"], deadline=_iso_utc(row["deadline"]), ttl_days=row["ttl_days"],
+                   reinforcement_count=row["reinforcement_count"], persona_id=row["persona_id"],
+                   session_id=row["session_id"])
+
+
+class AtomsResult(BaseModel):
+    atoms: list[AtomOut]

@@ -16,10 +16,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from aokun_server.models import (
     DeleteResult, DocumentCounts, EditResult, ListResult, MemorizeResult, MemoryMetadata, MemoryOut,
-    PinResult, RecallHit, RecallResult, StatsResult, parse_iso, reject_lone_surrogates,
+    AtomOut, AtomsResult, AtomType, PinResult, RecallHit, RecallResult, StatsResult, parse_iso,
+    reject_lone_surrogates,
 )
 from aokun_server.pipeline import Reinforcer, StageSubmitter, pipeline_figures
 from shared.config import MemoryConfig, WorkerConfig
+from shared.search.atoms import AtomSearch
 from shared.search.recall import Hit, Recaller, RecallRequest
 from shared.search.vectors import VectorIndex
 from shared.errors import AokunError
@@ -41,6 +43,7 @@ class ToolDeps:
     index: VectorIndex
     submitter: StageSubmitter
     reinforcer: Reinforcer
+    atom_search: AtomSearch
     worker: WorkerConfig
     max_content_chars: int
 
@@ -125,6 +128,22 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         hits = deps.recaller.recall(RecallRequest(query[:MAX_QUERY_CHARS], k, scope, explain))
         deps.reinforcer.touch([h.document.id for h in hits])
         return RecallResult(results=[_hit(h) for h in hits])
+
+    @server.tool()
+    @translate_errors
+    def search_atoms(query: str, k: int = 5, types: list[AtomType] | None = None,
+                     persona_id: str | None = None, session_id: str | None = None) -> AtomsResult:
+        """Search memory atoms (typed facts: episodic, planned, factual, relational, preference,
+        unknown) by text; active atoms only, scored by relevance times how valid they still are."""
+        reject_lone_surrogates("query", query)
+        if not query.strip():
+            raise ToolError("query is empty: say what to look for")
+        if not 1 <= k <= memory.recall_max_k:
+            raise ToolError(f"k must be between 1 and {memory.recall_max_k}, got {k}")
+        hits = deps.atom_search.search(query[:MAX_QUERY_CHARS], k, types,
+                                       checked_id(persona_id, "persona_id"),
+                                       checked_id(session_id, "session_id"))
+        return AtomsResult(atoms=[AtomOut.of(h.row, h.score, h.time_factor) for h in hits])
 
     @server.tool()
     @translate_errors

@@ -10,9 +10,13 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Protocol, Sequence
 
+from shared.config import AtomsConfig
 from shared.embedders import Embedder
-from shared.store import vectors
+from shared.extract.atoms import AtomRules, draft_atoms, split_facts, ttl_days
+from shared.extract.graph_rules import GraphBuilder
+from shared.store import atoms, graph, vectors
 from shared.store.documents import Document
+from shared.text.segment import Segmenter
 
 
 class StageHandler(Protocol):
@@ -51,18 +55,54 @@ class EmbedHandler:
             model=self.embedder.model, vector=result, content_hash=document.content_hash), now)
 
 
-class NoOutputHandler:
-    """The atoms and graph stages before their extractors exist: journalled and marked done,
-    so the machinery (leases, retries, reconciling) carries them end to end. The migration
-    that adds an extractor sets these stages back to pending to process existing memories."""
+class AtomsHandler:
+    """Classifies a memory's facts into typed atoms; reinforces, supersedes, stores them."""
 
-    batch_size = 64
+    stage = "atoms"
+    batch_size = 32
 
-    def __init__(self, stage: str):
-        self.stage = stage
+    def __init__(self, rules: AtomRules, segmenter: Segmenter, config: AtomsConfig):
+        self.rules, self.segmenter, self.config = rules, segmenter, config
 
     def compute(self, documents: Sequence[Document]):
-        return [None] * len(documents)
+        return [[atoms.AtomRow(d.type, d.text, " ".join(self.segmenter.terms(d.text)), d.confidence,
+                               d.subject, d.attribute, d.value, d.deadline, d.ttl_days)
+                 for d in draft_atoms(doc, self.rules, self.config)] for doc in documents]
 
     def store(self, tx, document: Document, result, now: float) -> None:
-        return None
+        f = document.fields
+        owner = atoms.MemoryAtoms(document.id, f.persona_id, f.session_id, f.importance,
+                                  document.content_hash, self.config.reinforce_jaccard,
+                                  lambda kind, importance, n: ttl_days(kind, importance, n, self.config))
+        atoms.replace_for_memory(tx, owner, result, now)
+
+
+class GraphHandler:
+    """Builds a memory's graph output and embeds its entries into the graph-entry space."""
+
+    stage = "graph"
+    batch_size = 16
+
+    def __init__(self, rules: AtomRules, builder: GraphBuilder, embedder: Embedder, config: AtomsConfig):
+        self.rules, self.builder, self.embedder, self.config = rules, builder, embedder, config
+
+    def compute(self, documents: Sequence[Document]):
+        graphs = []
+        for doc in documents:
+            speaker, _ = split_facts(doc)
+            graphs.append(self.builder.build(doc, speaker, draft_atoms(doc, self.rules, self.config)))
+        texts = [entry.text for g in graphs for entry in g.entries]
+        matrix = self.embedder.embed_passages(texts)
+        results, start = [], 0
+        for g in graphs:
+            results.append((g, matrix[start:start + len(g.entries)]))
+            start += len(g.entries)
+        return results
+
+    def store(self, tx, document: Document, result, now: float) -> None:
+        memory_graph, entry_vectors = result
+        entry_ids = graph.replace_for_memory(tx, document.id, document.fields.persona_id,
+                                             memory_graph, document.content_hash, now)
+        for entry_id, vector in zip(entry_ids, entry_vectors):
+            vectors.upsert(tx, vectors.VectorRow("graph_entry", entry_id, document.id,
+                                                 self.embedder.model, vector, document.content_hash), now)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import time
 
-from aokun_worker.handlers import EmbedHandler, NoOutputHandler
+from aokun_worker.handlers import AtomsHandler, EmbedHandler, GraphHandler
 from aokun_worker.heartbeat import Heartbeat
 from aokun_worker.periodic import PeriodicJob, PeriodicScheduler
 from aokun_worker.runner import RunnerParts, StageRunner
 from shared.config import AppConfig
 from shared.embedders import build_embedder
+from shared.extract.atoms import AtomRules
+from shared.extract.graph_rules import GraphBuilder
 from shared.queue import open_queue
 from shared.reconcile import reconcile
 from shared.store import runtime, vectors
@@ -35,9 +37,14 @@ class WorkerService:
         self.huey = huey
         self.heartbeat = Heartbeat(db, config.worker.heartbeat_interval_s)
         self.embedder = build_embedder(config.embedding, threads=config.embedding.threads)
-        handlers = {"embed": EmbedHandler(self.embedder, config.queue.embed_batch_size),
-                    "atoms": NoOutputHandler("atoms"), "graph": NoOutputHandler("graph")}
-        parts = RunnerParts(db=db, documents=DocumentStore(db, Segmenter(config.text)),
+        segmenter = Segmenter(config.text)
+        rules = AtomRules.load(config.atoms.rules_file)
+        handlers = {
+            "embed": EmbedHandler(self.embedder, config.queue.embed_batch_size),
+            "atoms": AtomsHandler(rules, segmenter, config.atoms),
+            "graph": GraphHandler(rules, GraphBuilder(segmenter, config.graph), self.embedder, config.atoms),
+        }
+        parts = RunnerParts(db=db, documents=DocumentStore(db, segmenter),
                             handlers=handlers, queue=config.queue, owner=self.heartbeat.worker_id)
         runner = StageRunner(parts)
         self.enqueuer = Enqueuer(huey, processor=runner.process)

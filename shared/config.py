@@ -28,6 +28,7 @@ ALL_TOOLS = (
     "delete_memory",
     "pin_memory",
     "memory_stats",
+    "search_atoms",
 )
 
 
@@ -136,6 +137,32 @@ class RetrievalConfig:
 
 
 @dataclass(frozen=True)
+class AtomsConfig:
+    rules_file: Path | None = _opt(None)
+    ttl_episodic_days: float = _opt(7.0, minimum=0.0)
+    ttl_planned_days: float = _opt(2.0, minimum=0.0)
+    ttl_factual_days: float = _opt(180.0, minimum=0.0)
+    ttl_relational_days: float = _opt(90.0, minimum=0.0)
+    ttl_preference_days: float = _opt(60.0, minimum=0.0)
+    ttl_unknown_days: float = _opt(30.0, minimum=0.0)
+    reinforce_jaccard: float = _opt(0.6, minimum=0.0, maximum=1.0)
+
+    def base_ttl_days(self, atom_type: str) -> float:
+        return getattr(self, f"ttl_{atom_type}_days")
+
+
+@dataclass(frozen=True)
+class GraphConfig:
+    aliases: tuple[str, ...] = _opt(())
+    max_topics: int = _opt(3, minimum=0, maximum=20)
+
+    def alias_map(self) -> dict[str, str]:
+        """{alias: canonical name} from "alias=canonical" entries."""
+        pairs = (entry.split("=", 1) for entry in self.aliases)
+        return {alias.strip(): name.strip() for alias, name in pairs}
+
+
+@dataclass(frozen=True)
 class WorkerConfig:
     threads: int = _opt(2, minimum=1, maximum=32)
     autostart: bool = _opt(True)
@@ -180,6 +207,8 @@ class AppConfig:
     server: ServerConfig = field(default_factory=ServerConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    atoms: AtomsConfig = field(default_factory=AtomsConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
     worker: WorkerConfig = field(default_factory=WorkerConfig)
     queue: QueueConfig = field(default_factory=QueueConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
@@ -261,9 +290,10 @@ def _build_section(section: str, cls: type, values: dict, base_dir: Path) -> Any
             raise ConfigError(f"unknown config key {section}.{key}; allowed: {', '.join(known)}")
         kwargs[key] = _coerce(f"{section}.{key}", hints[key], value, known[key].metadata)
     for key, f in known.items():
-        if hints[key] is Path:
+        if hints[key] in (Path, Path | None):
             raw_path = kwargs.get(key, f.default)
-            kwargs[key] = (base_dir / Path(raw_path).expanduser()).resolve()
+            if raw_path is not None:
+                kwargs[key] = (base_dir / Path(raw_path).expanduser()).resolve()
     return cls(**kwargs)
 
 
@@ -278,9 +308,13 @@ def _coerce(key: str, hint: Any, value: Any, rules: typing.Mapping) -> Any:
             raise ConfigError(f"{key} must be a{'n integer' if hint is int else ' number'}, got {value!r}")
         _check_range(key, value, rules)
         return hint(value)
-    if hint is Path:
+    if hint in (Path, Path | None):
+        if value is None or value == "":
+            if hint is Path:
+                raise ConfigError(f"{key} must be a non-empty path string, got {value!r}")
+            return None
         if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"{key} must be a non-empty path string, got {value!r}")
+            raise ConfigError(f"{key} must be a path string, got {value!r}")
         return value
     if hint is str:
         if not isinstance(value, str):
@@ -316,6 +350,9 @@ def _check_cross_rules(config: AppConfig) -> None:
     embedding = config.embedding
     if embedding.provider == "openai" and not (embedding.base_url and embedding.model):
         raise ConfigError("embedding.provider openai needs embedding.base_url and embedding.model")
+    bad_aliases = [a for a in config.graph.aliases if "=" not in a or not all(p.strip() for p in a.split("=", 1))]
+    if bad_aliases:
+        raise ConfigError(f"graph.aliases entries must look like alias=name; got {', '.join(bad_aliases)}")
     if config.memory.recall_top_k > config.memory.recall_max_k:
         raise ConfigError(
             f"memory.recall_top_k ({config.memory.recall_top_k}) must not exceed "

@@ -10,6 +10,12 @@ MIGRATIONS = [
     Migration(1, "initial schema", [
         *documents.DDL, *stages.DDL, *atoms.DDL, *graph.DDL, *vectors.DDL, *runtime.DDL,
     ]),
+    # Before this version the atoms and graph stages ran without extractors: run them again.
+    Migration(2, "rule-based atoms and graph", [
+        "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
+        " enqueued_time = NULL, lease_owner = NULL, lease_until = NULL, last_error = NULL"
+        " WHERE stage IN ('atoms', 'graph')",
+    ]),
 ]
 
 

@@ -39,6 +39,10 @@ class Segmenter:
         """Load the jieba dictionary now (about a second) instead of on the first call."""
         self._jieba()
 
+    def tokenizer(self):
+        """The loaded jieba tokenizer (for part-of-speech tagging and keywords)."""
+        return self._jieba()
+
     def _jieba(self):
         if self._tokenizer is None:
             with self._lock:

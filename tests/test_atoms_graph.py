@@ -1,0 +1,171 @@
+"""Atoms and the knowledge graph, built by a real worker from memories stored through MCP."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from fake_openai import FakeEmbeddingsServer
+from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from shared.config import AtomsConfig, StorageConfig, TextConfig
+from shared.extract.graph_rules import canonical
+from shared.store import atoms
+from shared.store.documents import DocumentStore, MemoryFields
+from shared.store.schema import open_database
+from shared.text.segment import Segmenter
+
+
+@pytest.fixture
+def system(tmp_path):
+    """A config on a fake embeddings API, a running worker and an MCP session."""
+    with FakeEmbeddingsServer(dim=32) as api:
+        config = write_config(
+            tmp_path, embedding={"provider": "openai", "base_url": api.base_url, "model": "fake",
+                                 "dimensions": 32},
+            queue={"retry_base_s": 0.2}, graph={"aliases": ["Bobby=Bob"]},
+            server={"exposed_tools": ["memorize", "recall", "search_atoms", "edit_memory"]})
+        worker = start_worker(config)
+        try:
+            with mcp_session(stdio_params(config)) as session:
+                yield session, config
+        finally:
+            stop(worker)
+
+
+def settle(config, count):
+    wait_for(lambda: all_processed(config, count) and db_rows(
+        config, "SELECT COUNT(*) FROM memory_stages WHERE status != 'done'") == [(0,)], 60,
+        what=f"{count} memories processed")
+
+
+@pytest.mark.slow
+def test_atoms_and_graph_shape_of_a_memory(system):
+    s, config = system
+    mid = s.ok("memorize", {"content": "Alice 是 Bob 的同事，她们每天一起吃午饭。",
+                            "metadata": {"topics": ["工作"], "persona_id": "p"}})["id"]
+    settle(config, 1)
+    assert db_rows(config, "SELECT type, state FROM memory_atoms WHERE memory_id = ?", (mid,)) == [("relational", "active")]
+    nodes = set(db_rows(config, "SELECT type, canonical FROM graph_nodes"))
+    assert {("person", "alice"), ("person", "bob"), ("topic", "工作")} <= nodes
+    assert ("fact", canonical("Alice 是 Bob 的同事，她们每天一起吃午饭。", {})) in nodes
+    edges = db_rows(config, "SELECT s.canonical, e.type, d.type FROM graph_edges e JOIN graph_nodes s"
+                            " ON s.id = e.src_node_id JOIN graph_nodes d ON d.id = e.dst_node_id")
+    assert ("alice", "describes", "fact") in edges and ("bob", "describes", "fact") in edges
+    assert any(t == "co_occurs_with" for _, t, _ in edges)
+    entries = db_rows(config, "SELECT text FROM graph_entries WHERE source_memory_id = ?", (mid,))
+    assert entries and entries[0][0].startswith("Fact: Alice 是 Bob 的同事") and "Summary:" in entries[0][0]
+    assert db_rows(config, "SELECT COUNT(*) FROM vectors WHERE kind = 'graph_entry'") == [(1,)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("memory, query", [
+    ("Alice 和 Bob 上周一起去爬了黄山", "Alice 和 Bob 是什么关系"),
+    ("Alice and Bobby started a small bakery together last spring",
+     "what is the relationship between Alice and Bob"),
+])
+def test_relationship_question_found_through_the_graph(system, memory, query):
+    s, config = system
+    mid = s.ok("memorize", {"content": memory})["id"]
+    s.ok("memorize", {"content": "the weather was cold and rainy all week"})
+    settle(config, 2)
+    hit = s.ok("recall", {"query": query, "explain": True})["results"][0]
+    assert hit["id"] == mid
+    assert "graph_keyword" in hit["explain"]["channels"]
+    assert "relational" in hit["explain"]["parts"]["routes"]["intents"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first, again", [
+    ("I really love green tea", "I love green tea"),
+    ("我很喜欢喝绿茶", "我喜欢喝绿茶"),
+])
+def test_reinforcement_instead_of_a_duplicate(system, first, again):
+    s, config = system
+    s.ok("memorize", {"content": first, "metadata": {"persona_id": "u1"}})
+    settle(config, 1)
+    s.ok("memorize", {"content": again, "metadata": {"persona_id": "u1"}})
+    settle(config, 2)
+    rows = db_rows(config, "SELECT type, reinforcement_count, ttl_days FROM memory_atoms")
+    assert len(rows) == 1 and rows[0][0] == "preference" and rows[0][1] == 1
+    assert rows[0][2] == pytest.approx(60 * 1.0 * 1.5)
+    # Another persona's identical fact is its own atom.
+    s.ok("memorize", {"content": again, "metadata": {"persona_id": "u2"}})
+    settle(config, 3)
+    assert len(db_rows(config, "SELECT id FROM memory_atoms")) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("old, new, value", [
+    ("我住在北京", "我现在住在上海", "上海"),
+    ("My favourite drink is coffee", "my favourite drink is tea now", "tea"),
+])
+def test_superseding_keeps_the_old_atom_linked(system, old, new, value):
+    s, config = system
+    s.ok("memorize", {"content": old, "metadata": {"persona_id": "u1"}})
+    settle(config, 1)
+    s.ok("memorize", {"content": new, "metadata": {"persona_id": "u1"}})
+    settle(config, 2)
+    rows = db_rows(config, "SELECT id, state, superseded_by, value FROM memory_atoms ORDER BY id")
+    assert len(rows) == 2
+    (old_id, old_state, link, _), (new_id, new_state, _, new_value) = rows
+    assert (old_state, link, new_state, new_value) == ("superseded", new_id, "active", value)
+    found = s.ok("search_atoms", {"query": new, "persona_id": "u1"})["atoms"]
+    assert [a["id"] for a in found] == [new_id]  # active atoms only
+
+
+@pytest.mark.slow
+def test_search_atoms_filters_and_expired_plans(system):
+    s, config = system
+    s.ok("memorize", {"content": "明天上午十点去医院复查", "metadata": {"persona_id": "u1",
+                                                            "original_time": "2020-01-01T09:00:00"}})
+    s.ok("memorize", {"content": "I have a dentist appointment tomorrow", "metadata": {"persona_id": "u1"}})
+    s.ok("memorize", {"content": "I love hiking in the mountains", "metadata": {"persona_id": "u2"}})
+    settle(config, 3)
+    planned = s.ok("search_atoms", {"query": "dentist appointment", "types": ["planned"]})["atoms"]
+    assert len(planned) == 1 and planned[0]["type"] == "planned" and planned[0]["deadline"]
+    assert s.ok("search_atoms", {"query": "医院复查"})["atoms"] == []  # its deadline passed in 2020
+    assert s.ok("search_atoms", {"query": "hiking", "persona_id": "u1"})["atoms"] == []
+    assert s.ok("search_atoms", {"query": "hiking", "persona_id": "u2"})["atoms"][0]["type"] == "preference"
+    assert "types" in s.error("search_atoms", {"query": "x", "types": ["dream"]})
+
+
+@pytest.mark.slow
+def test_edit_rebuilds_the_graph(system):
+    s, config = system
+    mid = s.ok("memorize", {"content": "Carol mentors Dave at work"})["id"]
+    settle(config, 1)
+    s.ok("edit_memory", {"id": mid, "content": "Erin mentors Frank at work"})
+    settle(config, 1)
+    people = {c for (c,) in db_rows(config, "SELECT canonical FROM graph_nodes WHERE type = 'person'")}
+    assert people == {"erin", "frank"}
+    assert len(db_rows(config, "SELECT id FROM graph_entries")) == 1
+
+
+def test_entity_resolution():
+    aliases = {"Bobby": "Bob"}
+    assert canonical("Ａｌｉｃｅ", aliases) == canonical(" alice ", aliases) == "alice"
+    assert canonical("Bobby", aliases) == canonical("BOB", aliases) == "bob"
+    assert canonical("Mary  Ann", aliases) == "mary ann"
+
+
+def test_batch_insert_falls_back_row_by_row(tmp_path):
+    db = open_database(StorageConfig(data_dir=tmp_path))
+    doc = DocumentStore(db, Segmenter(TextConfig())).insert("two facts", MemoryFields(persona_id="p"))
+    owner = atoms.MemoryAtoms(doc.id, "p", None, 0.5, doc.content_hash, 0.6, lambda *a: 30.0)
+    rows = [atoms.AtomRow("factual", "I live in Oslo", "live oslo", 0.8),
+            atoms.AtomRow("dream", "a row that breaks the type check", "row break", 0.5),
+            atoms.AtomRow("preference", "I like skiing", "like ski", 0.7)]
+    with db.write() as tx:
+        outcome = atoms.replace_for_memory(tx, owner, rows, time.time())
+    assert (outcome.inserted, outcome.needs_repair) == (2, 1)
+    stored = db.connection().execute(
+        "SELECT type, needs_repair FROM memory_atoms ORDER BY id").fetchall()
+    assert [tuple(r) for r in stored] == [("factual", 0), ("unknown", 1), ("preference", 0)]
+    db.close()
+
+
+def test_ttl_config_defaults():
+    config = AtomsConfig()
+    assert [config.base_ttl_days(t) for t in ("episodic", "planned", "factual", "relational",
+                                               "preference", "unknown")] == [7, 2, 180, 90, 60, 30]

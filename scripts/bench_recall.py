@@ -103,9 +103,10 @@ async def run(work: Path, dataset: str, config: Path, out: Path) -> dict:
             ids = await ingest(client, memories)
             print(f"  ingested {len(ids)} memories in {time.perf_counter() - started:.1f} s",
                   file=sys.stderr)
-            await wait_drained(client)
-            print(file=sys.stderr)
             ids_file.write_text(json.dumps(ids))
+        # Also after a reused ingest: an upgrade may have queued new stages (atoms, graph).
+        await wait_drained(client)
+        print(file=sys.stderr)
         latencies = []
         with out.open("w", encoding="utf-8") as handle:
             for query in queries:

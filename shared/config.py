@@ -101,7 +101,11 @@ class RetrievalConfig:
     recency_days: float = _opt(30.0, minimum=0.001)
     mmr_enabled: bool = _opt(False)
     mmr_lambda: float = _opt(0.7, minimum=0.0, maximum=1.0)
-    # graph route
+    # graph route: channels fused like the document route's, then
+    # final = (rrf * a + importance * b + recency * g + confidence * d) x temporal factor
+    graph_fusion: str = _opt("score", choices=("score", "rrf"))
+    graph_keyword_weight: float = _opt(0.5, minimum=0.0)
+    graph_vector_weight: float = _opt(0.5, minimum=0.0)
     graph_rrf_weight: float = _opt(0.55, minimum=0.0)
     graph_importance_weight: float = _opt(0.20, minimum=0.0)
     graph_recency_weight: float = _opt(0.15, minimum=0.0)

@@ -18,6 +18,9 @@ from shared.store.documents import Document, unmarked
 
 TYPES = ("planned", "episodic", "factual", "relational", "preference")
 MAX_FACTS = 8
+MIN_FACT_WORDS = 4
+# Words for the size of a statement: Latin words, or Chinese characters two to a word.
+_WORDS = re.compile(r"[A-Za-z0-9']+|[\u4e00-\u9fff]{2}")
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,40}?)\s*[:：]\s*(?=\S)")
 _SENTENCE = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s+|\n+")
 
@@ -115,7 +118,9 @@ def split_facts(document: Document) -> tuple[str | None, list[str]]:
         facts = [(_SPEAKER.sub("", f, count=1) if speaker else f).strip() for f in given]
         return speaker, facts[:MAX_FACTS]
     sentences = [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
-    statements = [s for s in sentences if not s.endswith(("?", "？")) and len(s) >= 4]
+    # Questions and small talk ("Hey Mel!", "Good to see you!") state nothing to remember.
+    statements = [s for s in sentences if not s.endswith(("?", "？")) and len(s) >= 4
+                  and len(_WORDS.findall(s)) >= MIN_FACT_WORDS]
     return speaker, (statements or [text.strip()])[:MAX_FACTS]
 
 

@@ -6,6 +6,7 @@ memory, the best confidence of the graph output that led to it.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -52,6 +53,7 @@ class GraphKeywordChannel:
         self.store = store
         self.segmenter = segmenter
         self.config = config
+        self._total = 1
 
     def search(self, query: str, scope: DocumentFilter, limit: int) -> GraphRanking:
         c = self.config
@@ -59,6 +61,7 @@ class GraphKeywordChannel:
         if not terms:
             return GraphRanking()
         conn = self.store.db.connection()
+        self._total = max(conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0], 1)
         points = _Points()
         hit_nodes: set[int] = set(graph.nodes_named(conn, terms, scope.persona_id, c.graph_expansion_limit))
         entries = graph.search_entries(conn, match_expression(terms), scope.persona_id, limit)
@@ -77,10 +80,21 @@ class GraphKeywordChannel:
             self._add_node_memories(conn, points, frontier, f"hop{hop}", weight)
         return self._in_scope(points, scope, limit)
 
-    @staticmethod
-    def _add_node_memories(conn, points: _Points, nodes, kind: str, weight: float) -> None:
-        for node_id, memory_id, confidence in graph.memories_of_nodes(conn, sorted(nodes), MEMORIES_PER_EXPANSION):
-            points.add(memory_id, (kind, node_id), weight, confidence)
+    def _add_node_memories(self, conn, points: _Points, nodes, kind: str, weight: float) -> None:
+        nodes = sorted(nodes)
+        specificity = self._specificity(conn, nodes)
+        for node_id, memory_id, confidence in graph.memories_of_nodes(conn, nodes, MEMORIES_PER_EXPANSION):
+            points.add(memory_id, (kind, node_id), weight * specificity[node_id], confidence)
+
+    def _specificity(self, conn, nodes: list[int]) -> dict[int, float]:
+        """IDF of a node over memories, scaled to [0, 1]: a person named in every memory of a
+        conversation says little about which memory a question is about (as BM25 does for
+        terms). Counting stops at a cap, so hubs cost no more than that."""
+        total = self._total
+        cap = max(total // 4, 50)
+        counts = graph.node_memory_counts(conn, nodes, cap)
+        top = math.log(total + 1)
+        return {n: max(0.0, math.log((total + 1) / (counts[n] + 1))) / top if top else 1.0 for n in nodes}
 
     def _in_scope(self, points: _Points, scope: DocumentFilter, limit: int) -> GraphRanking:
         ranking = points.ranking(self.config.graph_multi_entry_boost)

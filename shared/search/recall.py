@@ -218,13 +218,18 @@ class _Fusion:
         return ordered(scores)
 
     def _graph_route(self) -> list[tuple[int, float]]:
-        rankings = [g.ranking for g in self.found.graph.values()]
+        found = {name: g.ranking for name, g in self.found.graph.items()}
+        if self.c.graph_fusion == "rrf":
+            fused_list = rrf(list(found.values()), self.c.rrf_k)
+        else:
+            weights = {"graph_keyword": self.c.graph_keyword_weight, "graph_vector": self.c.graph_vector_weight}
+            fused_list = weighted_minmax(list(found.values()), [weights[name] for name in found])
         confidence: dict[int, float] = {}
         for g in self.found.graph.values():
             for doc_id, value in g.confidence.items():
                 confidence[doc_id] = max(value, confidence.get(doc_id, 0.0))
         scores = {}
-        for doc_id, fused in normalise(rrf(rankings, self.c.rrf_k)):
+        for doc_id, fused in normalise(fused_list):
             if doc_id not in self.documents:
                 continue
             importance, fresh = self._meta(doc_id)
@@ -235,7 +240,7 @@ class _Fusion:
                               + self.c.graph_confidence_weight * confidence.get(doc_id, 0.0))
             scores[doc_id] = score
             self.parts[doc_id]["graph"] = {
-                "rrf": round(fused, 6), "importance": importance, "recency": round(fresh, 6),
+                "fused": round(fused, 6), "importance": importance, "recency": round(fresh, 6),
                 "confidence": confidence.get(doc_id, 0.0), "temporal_factor": round(factor, 6),
                 "score": round(score, 6)}
         return ordered(scores)

@@ -196,6 +196,18 @@ _NODE_MEMORIES = [
 ]
 
 
+def node_memory_counts(conn: sqlite3.Connection, node_ids: Sequence[int], cap: int) -> dict[int, int]:
+    """How many distinct memories each node's edges come from (counted up to `cap`)."""
+    counts = {}
+    for node in node_ids:
+        counts[node] = conn.execute(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT source_memory_id FROM ("
+            " SELECT source_memory_id FROM graph_edges WHERE src_node_id = ?"
+            " UNION ALL SELECT source_memory_id FROM graph_edges WHERE dst_node_id = ?) LIMIT ?)",
+            (node, node, cap)).fetchone()[0]
+    return counts
+
+
 def entry_nodes(conn: sqlite3.Connection, entry_ids: Sequence[int]) -> list[int]:
     """The nodes the given entries describe."""
     if not entry_ids:

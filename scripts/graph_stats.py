@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Print what the atoms and graph stages made of a store: per-memory averages and atom types.
+
+    .venv/bin/python scripts/graph_stats.py --config bench_out/locomo/config.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from shared.config import load_config  # noqa: E402
+from shared.store.schema import open_database  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True)
+    db = open_database(load_config(parser.parse_args().config).storage)
+    conn = db.connection()
+    memories = conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0] or 1
+    counts = {name: conn.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0]
+              for name in ("memory_atoms", "graph_nodes", "graph_edges", "graph_entries")}
+    print(f"{memories} memories")
+    for name, count in counts.items():
+        print(f"  {name}: {count} ({count / memories:.2f} per memory)")
+    print("  atom types:", dict(conn.execute("SELECT type, COUNT(*) FROM memory_atoms GROUP BY type ORDER BY 2 DESC")))
+    print("  atom states:", dict(conn.execute("SELECT state, COUNT(*) FROM memory_atoms GROUP BY state")))
+    print("  reinforced atoms:", conn.execute("SELECT COUNT(*) FROM memory_atoms WHERE reinforcement_count > 0").fetchone()[0])
+    print("  node types:", dict(conn.execute("SELECT type, COUNT(*) FROM graph_nodes GROUP BY type")))
+    print("  edge types:", dict(conn.execute("SELECT type, COUNT(*) FROM graph_edges GROUP BY type")))
+    db.close()
+
+
+if __name__ == "__main__":
+    main()

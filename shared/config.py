@@ -29,6 +29,7 @@ ALL_TOOLS = (
     "pin_memory",
     "memory_stats",
     "search_atoms",
+    "memory_maintenance",
 )
 
 
@@ -167,6 +168,28 @@ class GraphConfig:
 
 
 @dataclass(frozen=True)
+class ForgettingConfig:
+    decay_rate: float = _opt(0.01, minimum=0.0, maximum=1.0)
+    decay_hour: int = _opt(0, minimum=0, maximum=23)
+    decay_minute: int = _opt(5, minimum=0, maximum=59)
+    access_decay_window_days: float = _opt(30.0, minimum=0.0)
+    access_count_decay_multiplier: float = _opt(0.5, minimum=0.0, maximum=1.0)
+    auto_cleanup_enabled: bool = _opt(True)
+    cleanup_days_threshold: float = _opt(180.0, minimum=0.0)
+    cleanup_importance_threshold: float = _opt(0.1, minimum=0.0, maximum=1.0)
+    atom_maintenance_interval_hours: float = _opt(24.0, minimum=0.01)
+    atom_forget_delay_days: float = _opt(7.0, minimum=0.0)
+    atom_purge_delay_days: float = _opt(30.0, minimum=0.0)
+
+
+@dataclass(frozen=True)
+class BackupConfig:
+    dir: Path | None = _opt(None)
+    keep_days: float = _opt(7.0, minimum=0.0)
+    daily: bool = _opt(True)
+
+
+@dataclass(frozen=True)
 class WorkerConfig:
     threads: int = _opt(2, minimum=1, maximum=32)
     autostart: bool = _opt(True)
@@ -213,6 +236,8 @@ class AppConfig:
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     atoms: AtomsConfig = field(default_factory=AtomsConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
+    forgetting: ForgettingConfig = field(default_factory=ForgettingConfig)
+    backup: BackupConfig = field(default_factory=BackupConfig)
     worker: WorkerConfig = field(default_factory=WorkerConfig)
     queue: QueueConfig = field(default_factory=QueueConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)

@@ -54,7 +54,7 @@ def test_atoms_and_graph_shape_of_a_memory(system):
     assert ("alice", "describes", "fact") in edges and ("bob", "describes", "fact") in edges
     assert any(t == "co_occurs_with" for _, t, _ in edges)
     entries = db_rows(config, "SELECT text FROM graph_entries WHERE source_memory_id = ?", (mid,))
-    assert entries == [("Fact: Alice 是 Bob 的同事，她们每天一起吃午饭。",)]  # the fact is the whole memory
+    assert entries == [("Fact: Alice 是 Bob 的同事，她们每天一起吃午饭。 Summary: Alice 是 Bob 的同事，她们每天一起吃午饭。",)]
     assert db_rows(config, "SELECT COUNT(*) FROM vectors WHERE kind = 'graph_entry'") == [(1,)]
 
 

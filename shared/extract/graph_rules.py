@@ -7,7 +7,8 @@ searchable entries. Zero model calls.
 - facts: one node per atom; edges: describes (person or topic -> each fact that mentions it,
   or every fact when none names it), mentioned_in (between the facts of one memory, in order),
   co_occurs_with (between the persons and topics of one memory);
-- entries: "Fact: ... Summary: <persona summary>" per fact, the text the graph channels search.
+- entries: "Fact: ... Summary: ..." per fact (the persona summary, else the memory's text),
+  the text the graph channels search.
 Entity resolution: one canonical form per name (Unicode NFKC, so full-width becomes half-width;
 case-folded; whitespace collapsed; config aliases), so one person never splits into two nodes.
 """
@@ -35,6 +36,7 @@ Summary Person Today Tomorrow Yesterday Last Next Good Great Nice Love Let Can C
 Did Do Does Is Are Was Were Have Has Had Not Don't Didn't Mr Mrs Ms Dr In On At For With From To Of
 Maybe Definitely Absolutely Totally Awesome Amazing Cool Glad Sorry Please Anyway Congrats""".split())
 MAX_PERSONS = 8
+SUMMARY_CHARS = 160
 
 
 def canonical(name: str, aliases: dict[str, str]) -> str:
@@ -104,12 +106,12 @@ class GraphBuilder:
                   for (a, da), (b, db) in zip(zip(fact_nodes, drafts), zip(fact_nodes[1:], drafts[1:]))]
         mean = sum(d.confidence for d in drafts) / len(drafts) if drafts else 0.5
         edges += [EdgeSpec(a, b, "co_occurs_with", mean) for a, b in combinations(people + subjects, 2)]
-        # The memory's own text is searched by the document route; an entry adds the fact and,
-        # when the memory has one, its persona summary (short texts keep embedding cheap).
-        summary = document.fields.persona_summary
+        # Each entry puts its fact in the context of the whole memory (measured: without the
+        # summary LoCoMo R@5 fell 0.583 -> 0.564, the entry then only repeating the document).
+        summary = document.fields.persona_summary or unmarked(document.text)[:SUMMARY_CHARS]
         entries = []
         for node, draft in zip(fact_nodes, drafts):
-            text = f"Fact: {draft.text}" + (f" Summary: {summary}" if summary else "")
+            text = f"Fact: {draft.text} Summary: {summary}"
             entries.append(EntrySpec(text, " ".join(self.segmenter.terms(text)), node, draft.confidence))
         return MemoryGraph(nodes=[*people, *subjects, *fact_nodes], edges=edges, entries=entries)
 

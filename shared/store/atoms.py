@@ -202,6 +202,41 @@ def time_factor(row, now: float) -> float:
     return atom_time_factor(row["type"], age, row["ttl_days"], to_deadline)
 
 
+def expire(conn: sqlite3.Connection, now: float) -> list[int]:
+    """Active atoms past their deadline or their shelf life become expired; return their ids."""
+    ids = [r[0] for r in conn.execute(
+        "SELECT id FROM memory_atoms WHERE state = 'active' AND ("
+        " (deadline IS NOT NULL AND deadline < ?) OR"
+        " (deadline IS NULL AND ttl_days IS NOT NULL AND COALESCE(state_time, create_time) + ttl_days * ? < ?))",
+        (now, DAY, now))]
+    _set_state(conn, ids, "expired", now)
+    return ids
+
+
+def forget(conn: sqlite3.Connection, expired_before: float, now: float) -> list[int]:
+    """Expired long enough: forgotten — out of the full-text index, the row kept."""
+    ids = [r[0] for r in conn.execute(
+        "SELECT id FROM memory_atoms WHERE state = 'expired' AND state_time < ?", (expired_before,))]
+    _set_state(conn, ids, "forgotten", now)
+    conn.executemany("DELETE FROM atoms_fts WHERE rowid = ?", [(i,) for i in ids])
+    return ids
+
+
+def purge(conn: sqlite3.Connection, forgotten_before: float, now: float) -> list[sqlite3.Row]:
+    """Forgotten long enough: purged. Returns the rows (their graph output goes too)."""
+    rows = conn.execute(
+        "SELECT * FROM memory_atoms WHERE state = 'forgotten' AND state_time < ?", (forgotten_before,)).fetchall()
+    _set_state(conn, [r["id"] for r in rows], "purged", now)
+    return rows
+
+
+def _set_state(conn: sqlite3.Connection, ids: list[int], state: str, now: float) -> None:
+    conn.executemany("UPDATE memory_atoms SET state = ?, state_time = ?, update_time = ? WHERE id = ?",
+                     [(state, now, now, i) for i in ids])
+    if ids:
+        runtime.bump_epoch(conn)
+
+
 def temporal_factors(conn: sqlite3.Connection, memory_ids: list[int], now: float) -> dict[int, float]:
     """Per memory that has atoms: the time factor of its most valid atom (an atom that is no
     longer active counts 0). Memories without atoms are left out (factor 1)."""

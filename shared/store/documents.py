@@ -262,6 +262,53 @@ class DocumentStore:
         return {r[0]: r[1].split() for r in self.db.connection().execute(
             f"SELECT rowid, tokens FROM documents_fts WHERE rowid IN ({marks})", tuple(ids))}
 
+    # -- forgetting --------------------------------------------------------------------------
+
+    def decay_importance(self, days: int, rate: float, window_s: float, multiplier: float,
+                         now: float) -> int:
+        """Apply `days` days of importance decay to every unpinned memory; return how many.
+
+        Per day: recent = access_count if accessed within the window, else 0;
+        importance = max(0.05, importance x (1 - rate x max(0.3, 1 - 0.1 x min(recent, 10))));
+        then access_count x multiplier."""
+        if days <= 0:
+            return 0
+        with self.db.write() as tx:
+            changed = 0
+            for _ in range(days):
+                changed = tx.execute(
+                    "UPDATE documents SET importance = MAX(0.05, importance * (1 - ? * MAX(0.3, 1 - 0.1 *"
+                    " MIN(CASE WHEN last_access_time >= ? THEN access_count ELSE 0 END, 10)))),"
+                    " access_count = access_count * ? WHERE pinned = 0",
+                    (rate, now - window_s, multiplier)).rowcount
+            runtime.bump_epoch(tx)
+        return changed
+
+    def archive_stale(self, created_before: float, importance_below: float) -> list[int]:
+        """Archive unpinned memories older than a time and less important than a level."""
+        with self.db.write() as tx:
+            ids = [r[0] for r in tx.execute(
+                "SELECT id FROM documents WHERE archived = 0 AND pinned = 0 AND create_time < ?"
+                " AND importance < ?", (created_before, importance_below))]
+            tx.executemany("UPDATE documents SET archived = 1 WHERE id = ?", [(i,) for i in ids])
+            if ids:
+                runtime.bump_epoch(tx)
+        return ids
+
+    def backfill_fts(self) -> int:
+        """Give every document without a BM25 row its row back (no API needed); return how many."""
+        missing = self.db.connection().execute(
+            "SELECT id FROM documents WHERE id NOT IN (SELECT rowid FROM documents_fts)").fetchall()
+        if not missing:
+            return 0
+        docs = self.get_many([r[0] for r in missing])
+        with self.db.write() as tx:
+            for doc in docs.values():
+                tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)",
+                           (doc.id, self._index_tokens(doc.text, doc.fields)))
+            runtime.bump_epoch(tx)
+        return len(docs)
+
     def ids_in_scope(self, scope: DocumentFilter) -> list[int]:
         """Every document id the filter admits (for restricting a vector search)."""
         where, params = _filter_sql(scope, alias="documents")

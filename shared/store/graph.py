@@ -235,6 +235,34 @@ def entries_memories(conn: sqlite3.Connection, entry_ids: Sequence[int]) -> dict
         tuple(entry_ids))}
 
 
+def delete_fact(conn: sqlite3.Connection, memory_id: int, canonical: str, now: float) -> dict[str, int]:
+    """Remove one fact of a memory from the graph: its entries (and their vectors), its edges,
+    and nodes nothing refers to any more."""
+    node = conn.execute("SELECT n.id FROM graph_nodes n WHERE n.type = 'fact' AND n.canonical = ?"
+                        " AND EXISTS (SELECT 1 FROM graph_entries e WHERE e.node_id = n.id"
+                        " AND e.source_memory_id = ?)", (canonical, memory_id)).fetchone()
+    if node is None:
+        return {"graph_entries": 0, "graph_edges": 0}
+    entries = [r[0] for r in conn.execute(
+        "SELECT id FROM graph_entries WHERE node_id = ? AND source_memory_id = ?", (node[0], memory_id))]
+    for entry_id in entries:
+        vectors.delete_owner(conn, "graph_entry", entry_id, now)
+        conn.execute("DELETE FROM graph_entries_fts WHERE rowid = ?", (entry_id,))
+        conn.execute("DELETE FROM graph_entries WHERE id = ?", (entry_id,))
+    edges = conn.execute("DELETE FROM graph_edges WHERE source_memory_id = ? AND (src_node_id = ? OR dst_node_id = ?)",
+                         (memory_id, node[0], node[0])).rowcount
+    _delete_orphan_nodes(conn)
+    runtime.bump_epoch(conn)
+    return {"graph_entries": len(entries), "graph_edges": edges}
+
+
+def _delete_orphan_nodes(conn: sqlite3.Connection) -> int:
+    return conn.execute(
+        "DELETE FROM graph_nodes WHERE id NOT IN (SELECT src_node_id FROM graph_edges) "
+        "AND id NOT IN (SELECT dst_node_id FROM graph_edges) "
+        "AND id NOT IN (SELECT node_id FROM graph_entries WHERE node_id IS NOT NULL)").rowcount
+
+
 def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float) -> dict[str, int]:
     """Remove a memory's graph output, then any node nothing refers to any more."""
     fts = conn.execute(
@@ -242,12 +270,7 @@ def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float) -> d
         "(SELECT id FROM graph_entries WHERE source_memory_id = ?)", (memory_id,)).rowcount
     entries = conn.execute("DELETE FROM graph_entries WHERE source_memory_id = ?", (memory_id,)).rowcount
     edges = conn.execute("DELETE FROM graph_edges WHERE source_memory_id = ?", (memory_id,)).rowcount
-    nodes = 0
-    if edges or entries:
-        nodes = conn.execute(
-            "DELETE FROM graph_nodes WHERE id NOT IN (SELECT src_node_id FROM graph_edges) "
-            "AND id NOT IN (SELECT dst_node_id FROM graph_edges) "
-            "AND id NOT IN (SELECT node_id FROM graph_entries WHERE node_id IS NOT NULL)").rowcount
+    nodes = _delete_orphan_nodes(conn) if edges or entries else 0
     return {"graph_entries": entries, "graph_entries_fts": fts, "graph_edges": edges, "graph_nodes": nodes}
 
 

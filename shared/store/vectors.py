@@ -94,6 +94,15 @@ def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float,
     return {"vectors": len(owners)}
 
 
+def delete_owner(conn: sqlite3.Connection, kind: str, owner_id: int, now: float) -> int:
+    """Remove one owner's vector, leaving a tombstone."""
+    if conn.execute("DELETE FROM vectors WHERE kind = ? AND owner_id = ?", (kind, owner_id)).rowcount:
+        conn.execute("INSERT INTO vector_tombstones (seq, kind, owner_id, create_time) VALUES (?, ?, ?, ?)",
+                     (next_seq(conn), kind, owner_id, now))
+        return 1
+    return 0
+
+
 def iter_space(conn: sqlite3.Connection, kind: str, model: str, dim: int,
                after_seq: int = 0, batch: int = 5000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(ids, matrix) batches of one vector space changed after `after_seq` (0 = everything)."""

@@ -30,6 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("--apply", action="store_true", help="retry what was found")
     _with_config(commands.add_parser(
         "rebuild-index", help="re-embed every memory with the configured embedder"))
+    maintenance = _with_config(commands.add_parser("maintenance", help="run upkeep now and report it"))
+    maintenance.add_argument("action", choices=("decay", "archive", "atoms", "backup", "reconcile", "all"))
+    _with_config(commands.add_parser("backup", help="write an online backup; prints its path last"))
+    restore = _with_config(commands.add_parser("restore", help="restore a backup into data_dir (processes stopped)"))
+    restore.add_argument("file", type=Path)
     return parser
 
 
@@ -76,7 +81,7 @@ def cmd_stats(admin: Admin, args) -> int:
 
 def cmd_doctor(admin: Admin, args) -> int:
     """Report every inconsistency found; exit status 1 if there is any."""
-    from shared.store import stages, vectors
+    from shared.store import consistency, stages, vectors
 
     conn = admin.db.connection()
     problems = []
@@ -85,12 +90,10 @@ def cmd_doctor(admin: Admin, args) -> int:
         problems.append(f"{counts['documents']} documents but {counts['documents_fts']} BM25 rows")
     for memory_id, stage, attempts, error in stages.failed_stages(conn):
         problems.append(f"memory {memory_id}: {stage} stage failed after {attempts} attempts: {error}")
-    missing = conn.execute(
-        "SELECT COUNT(*) FROM documents d WHERE NOT EXISTS (SELECT 1 FROM memory_stages s"
-        " WHERE s.memory_id = d.id)").fetchone()[0]
-    if missing:
-        problems.append(f"{missing} memories have no stage rows")
     embedder_model, dim = _embedder_space(admin.config)
+    for name, ids in consistency.missing_outputs(conn, embedder_model).items():
+        if ids:
+            problems.append(f"{len(ids)} memories lack {name} (e.g. {', '.join(map(str, ids[:5]))})")
     warning = vectors.foreign_space_warning(conn, embedder_model, dim)
     if warning:
         problems.append(warning)
@@ -104,18 +107,28 @@ def cmd_doctor(admin: Admin, args) -> int:
 
 
 def cmd_repair(admin: Admin, args) -> int:
-    from shared.store import stages
+    """Find failed stages and missing derived rows; with --apply, redo those stages."""
+    from shared.store import consistency, stages
 
-    failed = stages.failed_stages(admin.db.connection(), limit=1_000_000)
+    conn = admin.db.connection()
+    failed = stages.failed_stages(conn, limit=1_000_000)
     for memory_id, stage, attempts, error in failed[:50]:
         print(f"failed: memory {memory_id} {stage} ({attempts} attempts): {error}")
+    model, _ = _embedder_space(admin.config)
+    missing = consistency.missing_outputs(conn, model)
+    for name, ids in missing.items():
+        if ids:
+            print(f"missing {name}: {len(ids)} memories (e.g. {', '.join(map(str, ids[:5]))})")
     if not args.apply:
-        print(f"{len(failed)} failed stage(s); run with --apply to retry them")
+        print(f"{len(failed)} failed stage(s), {sum(map(len, missing.values()))} missing output(s);"
+              " run with --apply to redo them")
         return 0
     with admin.db.write() as tx:
         retried = stages.retry_failed(tx, time.time())
+        redone = consistency.redo_missing(tx, missing, time.time())
     queued = _requeue(admin)
-    print(f"{retried} failed stage(s) set to retry; {queued} queued for the workers")
+    print(f"{retried} failed stage(s) set to retry; {redone} stage(s) redone for missing output;"
+          f" {queued} queued for the workers")
     return 0
 
 
@@ -179,8 +192,48 @@ def _embedder_space(config: AppConfig) -> tuple[str, int]:
     return embedder.model, dim
 
 
+def _lifecycle(admin: Admin):
+    from shared.lifecycle import Lifecycle
+
+    return Lifecycle(admin.config, admin.db, admin.documents())
+
+
+def cmd_maintenance(admin: Admin, args) -> int:
+    from shared.lifecycle import run_action
+
+    report = run_action(args.action, _lifecycle(admin), lambda: {"queued": _requeue(admin)}, time.time())
+    print(json.dumps(report, indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_backup(admin: Admin, args) -> int:
+    print(_lifecycle(admin).backup(time.time())["path"])
+    return 0
+
+
+def cmd_restore(admin: Admin, args) -> int:
+    from shared.backup import restore
+    from shared.store import runtime
+    from shared.store.db import Database
+
+    storage = admin.config.storage
+    live = []
+    if storage.db_path.exists():
+        probe = Database.from_config(storage)
+        try:
+            live = runtime.live_workers(probe.connection(), time.time() - admin.config.worker.heartbeat_timeout_s)
+        except Exception:
+            live = []  # a damaged database is what a restore is for
+        finally:
+            probe.close()
+    target = restore(args.file.resolve(), storage, live)
+    print(f"restored {args.file} into {target}")
+    return 0
+
+
 COMMANDS = {"config": cmd_config, "stats": cmd_stats, "doctor": cmd_doctor,
-            "repair": cmd_repair, "rebuild-index": cmd_rebuild_index}
+            "repair": cmd_repair, "rebuild-index": cmd_rebuild_index,
+            "maintenance": cmd_maintenance, "backup": cmd_backup, "restore": cmd_restore}
 
 
 def _jsonable(value):

@@ -16,6 +16,7 @@ from shared.config import AppConfig
 from shared.embedders import Embedder, build_embedder
 from shared.queue import open_queue
 from shared.reconcile import reconcile
+from shared.lifecycle import Lifecycle
 from shared.search.atoms import AtomSearch
 from shared.search.bm25 import Bm25Channel
 from shared.search.graph import GraphKeywordChannel, GraphVectorChannel
@@ -69,6 +70,12 @@ class Front:
     def _warm_up(self) -> None:
         self.segmenter.warm_up()
         try:
+            restored = self.recaller.store.backfill_fts()
+            if restored:
+                log.warning("back-filled %d missing BM25 rows", restored)
+        except Exception:
+            log.exception("could not back-fill BM25 rows")
+        try:
             self.index.sync()
             self.embedder.embed_query("warm up")
         except Exception as exc:
@@ -100,6 +107,8 @@ def build_front(config: AppConfig) -> Front:
                     submitter=StageSubmitter(db, enqueuer),
                     reinforcer=Reinforcer(store, config.retrieval.access_reinforcement),
                     atom_search=AtomSearch(db, segmenter),
+                    lifecycle=Lifecycle(config, db, store),
+                    reconcile_queue=lambda: vars(reconcile(db, enqueuer, config.worker.heartbeat_timeout_s)),
                     worker=config.worker,
                     max_content_chars=config.server.max_content_chars)
     server = AokunMCPServer("aokun-memory", version=__version__, instructions=INSTRUCTIONS,

@@ -256,3 +256,11 @@ class AtomOut(BaseModel):
 
 class AtomsResult(BaseModel):
     atoms: list[AtomOut]
+
+
+MaintenanceAction = Literal["decay", "archive", "atoms", "backup", "reconcile", "all"]
+
+
+class MaintenanceResult(BaseModel):
+    action: MaintenanceAction
+    changed: dict = Field(description="per step, what it changed")

@@ -16,11 +16,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from aokun_server.models import (
     DeleteResult, DocumentCounts, EditResult, ListResult, MemorizeResult, MemoryMetadata, MemoryOut,
-    AtomOut, AtomsResult, AtomType, PinResult, RecallHit, RecallResult, StatsResult, parse_iso,
+    AtomOut, AtomsResult, AtomType, MaintenanceAction, MaintenanceResult, PinResult, RecallHit, RecallResult, StatsResult, parse_iso,
     reject_lone_surrogates,
 )
 from aokun_server.pipeline import Reinforcer, StageSubmitter, pipeline_figures
 from shared.config import MemoryConfig, WorkerConfig
+from shared.lifecycle import Lifecycle
 from shared.search.atoms import AtomSearch
 from shared.search.recall import Hit, Recaller, RecallRequest
 from shared.search.vectors import VectorIndex
@@ -44,6 +45,8 @@ class ToolDeps:
     submitter: StageSubmitter
     reinforcer: Reinforcer
     atom_search: AtomSearch
+    lifecycle: Lifecycle
+    reconcile_queue: Callable[[], dict]
     worker: WorkerConfig
     max_content_chars: int
 
@@ -144,6 +147,19 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
                                        checked_id(persona_id, "persona_id"),
                                        checked_id(session_id, "session_id"))
         return AtomsResult(atoms=[AtomOut.of(h.row, h.score, h.time_factor) for h in hits])
+
+    @server.tool()
+    @translate_errors
+    def memory_maintenance(action: MaintenanceAction) -> MaintenanceResult:
+        """Run upkeep now: decay (importance decay due since the last run), archive (old and
+        unimportant memories), atoms (expire / forget / purge atoms), backup, reconcile (re-queue
+        unfinished work), or all. Reports what each step changed."""
+        import time
+
+        from shared.lifecycle import run_action
+
+        changed = run_action(action, deps.lifecycle, deps.reconcile_queue, time.time())
+        return MaintenanceResult(action=action, changed=changed)
 
     @server.tool()
     @translate_errors

@@ -10,6 +10,8 @@ from aokun_worker.heartbeat import Heartbeat
 from aokun_worker.periodic import PeriodicJob, PeriodicScheduler
 from aokun_worker.runner import RunnerParts, StageRunner
 from shared.config import AppConfig
+from shared.decay import DAY
+from shared.lifecycle import Lifecycle
 from shared.embedders import build_embedder
 from shared.extract.atoms import AtomRules
 from shared.extract.graph_rules import GraphBuilder
@@ -49,15 +51,31 @@ class WorkerService:
         runner = StageRunner(parts)
         self.enqueuer = Enqueuer(huey, processor=runner.process)
         runner.enqueuer = self.enqueuer
-        self.scheduler = PeriodicScheduler(db, [
+        self.lifecycle = Lifecycle(config, db, parts.documents)
+        f = config.forgetting
+        jobs = [
             PeriodicJob("reconcile", config.queue.reconcile_interval_s, self.reconcile_job),
             PeriodicJob("housekeeping", HOUSEKEEPING_INTERVAL_S, self.housekeeping_job),
-        ])
+            # Hourly: the job itself applies every daily decay that fell due (catch-up).
+            PeriodicJob("decay", HOUSEKEEPING_INTERVAL_S, lambda prev, now: str(self.lifecycle.decay(now))),
+            PeriodicJob("archive", DAY, lambda prev, now: str(self.lifecycle.archive(now))),
+            PeriodicJob("atoms", f.atom_maintenance_interval_hours * 3600,
+                        lambda prev, now: str(self.lifecycle.sweep_atoms(now))),
+        ]
+        if config.backup.daily:
+            jobs.append(PeriodicJob("backup", DAY, lambda prev, now: str(self.lifecycle.backup(now, "daily"))))
+        self.scheduler = PeriodicScheduler(db, jobs)
 
     @classmethod
     def open(cls, config: AppConfig) -> "WorkerService":
         service = cls(config, open_database(config.storage), open_queue(config.storage))
         _warn_foreign_vectors(service.db, service.embedder)
+        restored = service.lifecycle.documents.backfill_fts()
+        if restored:
+            log.warning("back-filled %d missing BM25 rows", restored)
+        upgraded = service.lifecycle.backup_if_version_changed(time.time())
+        if upgraded:
+            log.info("new version: full backup written to %s", upgraded["path"])
         return service
 
     def reconcile_job(self, previous: float | None, now: float) -> str:

@@ -118,3 +118,18 @@ def _version_number(version: str) -> int:
     """'1.2.3' -> 1002003, for the integer meta table."""
     parts = [int(p) if p.isdigit() else 0 for p in version.split(".")[:3]] + [0, 0, 0]
     return parts[0] * 1_000_000 + parts[1] * 1_000 + parts[2]
+
+
+def run_action(action: str, lifecycle: Lifecycle, reconcile_queue, now: float) -> dict:
+    """One maintenance action (or all of them) by hand; {action: what it changed}."""
+    if action not in ACTIONS:
+        raise ValueError(f"action must be one of {', '.join(ACTIONS)}; got {action!r}")
+    steps = {
+        "decay": lambda: lifecycle.decay(now),
+        "archive": lambda: lifecycle.archive(now),
+        "atoms": lambda: lifecycle.sweep_atoms(now),
+        "backup": lambda: lifecycle.backup(now),
+        "reconcile": reconcile_queue,
+    }
+    chosen = list(steps) if action == "all" else [action]
+    return {name: steps[name]() for name in chosen}

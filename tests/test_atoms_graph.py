@@ -86,13 +86,15 @@ def test_reinforcement_instead_of_a_duplicate(system, first, again):
     settle(config, 1)
     s.ok("memorize", {"content": again, "metadata": {"persona_id": "u1"}})
     settle(config, 2)
-    rows = db_rows(config, "SELECT type, reinforcement_count, ttl_days FROM memory_atoms")
-    assert len(rows) == 1 and rows[0][0] == "preference" and rows[0][1] == 1
-    assert rows[0][2] == pytest.approx(60 * 1.0 * 1.5)
+    rows = db_rows(config, "SELECT id, type, reinforcement_count, ttl_days FROM memory_atoms WHERE state = 'active'")
+    assert len(rows) == 1 and rows[0][1] == "preference" and rows[0][2] == 1
+    assert rows[0][3] == pytest.approx(60 * 1.0 * 1.5)
+    # The second memory keeps only a dormant provenance row pointing at the reinforced atom.
+    assert db_rows(config, "SELECT superseded_by FROM memory_atoms WHERE state = 'dormant'") == [(rows[0][0],)]
     # Another persona's identical fact is its own atom.
     s.ok("memorize", {"content": again, "metadata": {"persona_id": "u2"}})
     settle(config, 3)
-    assert len(db_rows(config, "SELECT id FROM memory_atoms")) == 2
+    assert len(db_rows(config, "SELECT id FROM memory_atoms WHERE state = 'active'")) == 2
 
 
 @pytest.mark.slow

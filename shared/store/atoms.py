@@ -91,10 +91,17 @@ def replace_for_memory(conn: sqlite3.Connection, owner: MemoryAtoms, rows: Seque
     outcome = AtomsOutcome()
     fresh = []
     for row in rows:
-        if _reinforce(conn, owner, row, now):
-            outcome.reinforced += 1
-        else:
+        reinforced = _reinforce(conn, owner, row, now)
+        if reinforced is None:
             fresh.append(row)
+            continue
+        outcome.reinforced += 1
+        # Provenance: this memory said it too. Dormant, so never searched or counted twice.
+        conn.execute(_INSERT.replace("'active'", "'dormant'"), (
+            owner.memory_id, owner.persona_id, owner.session_id, row.type, row.text, row.subject,
+            row.attribute, row.value, row.confidence, owner.importance, row.ttl_days, row.deadline,
+            now, 0, owner.content_hash, now, now))
+        conn.execute("UPDATE memory_atoms SET superseded_by = ? WHERE id = last_insert_rowid()", (reinforced,))
     for row, atom_id in _insert_batch(conn, owner, fresh, now, outcome):
         if row.subject and row.attribute and row.value:
             outcome.superseded += _supersede(conn, owner, row, atom_id, now)
@@ -102,10 +109,11 @@ def replace_for_memory(conn: sqlite3.Connection, owner: MemoryAtoms, rows: Seque
     return outcome
 
 
-def _reinforce(conn: sqlite3.Connection, owner: MemoryAtoms, row: AtomRow, now: float) -> bool:
+def _reinforce(conn: sqlite3.Connection, owner: MemoryAtoms, row: AtomRow, now: float) -> int | None:
+    """Reinforce the most similar active atom if similar enough; return its id."""
     terms = set(row.tokens.split())
     if not terms:
-        return False
+        return None
     from shared.search.bm25 import match_expression
     from shared.search.mmr import jaccard
 
@@ -116,14 +124,14 @@ def _reinforce(conn: sqlite3.Connection, owner: MemoryAtoms, row: AtomRow, now: 
         (match_expression(sorted(terms)), owner.persona_id, owner.memory_id)).fetchall()
     best = max(candidates, key=lambda c: jaccard(terms, c[1].split()), default=None)
     if best is None or jaccard(terms, best[1].split()) < owner.reinforce_jaccard:
-        return False
+        return None
     atom_id, _, count, confidence, atom_type = best
     conn.execute(
         "UPDATE memory_atoms SET reinforcement_count = ?, confidence = ?, ttl_days = ?,"
         " state_time = ?, update_time = ? WHERE id = ?",
         (count + 1, max(confidence, row.confidence), owner.ttl_for(atom_type, owner.importance, count + 1),
          now, now, atom_id))
-    return True
+    return atom_id
 
 
 _INSERT = ("INSERT INTO memory_atoms (memory_id, persona_id, session_id, type, text, subject, attribute,"

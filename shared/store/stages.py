@@ -165,6 +165,16 @@ def restart_stage(conn: sqlite3.Connection, stage: str, now: float) -> int:
         " update_time = ? WHERE stage = ?", (now, stage)).rowcount
 
 
+def restart(conn: sqlite3.Connection, memory_id: int, stage: str, content_hash: str, now: float) -> None:
+    """One stage of one memory back to pending with fresh attempts (its output is missing)."""
+    conn.execute(
+        "INSERT INTO memory_stages (memory_id, stage, content_hash, update_time) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (memory_id, stage) DO UPDATE SET status = 'pending', attempts = 0,"
+        " content_hash = excluded.content_hash, next_attempt_time = NULL, lease_owner = NULL,"
+        " lease_until = NULL, enqueued_time = NULL, last_error = NULL, update_time = excluded.update_time",
+        (memory_id, stage, content_hash, now))
+
+
 def retry_failed(conn: sqlite3.Connection, now: float) -> int:
     """Give every failed stage a fresh set of attempts (aokun repair --apply)."""
     return conn.execute(

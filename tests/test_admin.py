@@ -31,16 +31,16 @@ def test_doctor_repair_and_rebuild_index(tmp_path):
         assert "consistent" in doctor.stdout
 
         # A stage that failed for good is a problem until repair --apply retries it.
-        db_rows_sql = "UPDATE memory_stages SET status = 'failed', last_error = 'boom' WHERE memory_id = ? AND stage = 'embed'"
         import sqlite3
         conn = sqlite3.connect(tmp_path / "data" / "aokun.db")
         with conn:
-            conn.execute(db_rows_sql, (ids[0],))
+            conn.execute("UPDATE memory_stages SET status = 'failed', last_error = 'boom'"
+                         " WHERE memory_id = ? AND stage = 'embed'", (ids[0],))
         conn.close()
         doctor = aokun(config, "doctor")
         assert doctor.returncode == 1 and f"memory {ids[0]}: embed stage failed" in doctor.stdout
         report = aokun(config, "repair")
-        assert "1 failed stage(s); run with --apply" in report.stdout
+        assert "1 failed stage(s), 0 missing output(s); run with --apply" in report.stdout
         assert db_rows(config, "SELECT status FROM memory_stages WHERE memory_id = ? AND stage = 'embed'", (ids[0],)) == [("failed",)]
         applied = aokun(config, "repair", "--apply")
         assert applied.returncode == 0 and "1 failed stage(s) set to retry" in applied.stdout

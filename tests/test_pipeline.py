@@ -83,8 +83,13 @@ def test_worker_killed_at_random_moments_loses_nothing(tmp_path, fake_api):
         writer.join(timeout=60)
     assert kills >= 5
     assert stage_summary(config) == {"done": 600}
-    per_memory = db_rows(config, "SELECT memory_id, COUNT(*) FROM vectors GROUP BY memory_id")
+    per_memory = db_rows(config, "SELECT memory_id, COUNT(*) FROM vectors WHERE kind = 'document' GROUP BY memory_id")
     assert len(per_memory) == 200 and {count for _, count in per_memory} == {1}
+    # And exactly one vector per graph entry, none orphaned.
+    assert db_rows(config, "SELECT COUNT(*) FROM graph_entries") == db_rows(
+        config, "SELECT COUNT(*) FROM vectors v JOIN graph_entries e ON e.id = v.owner_id WHERE v.kind = 'graph_entry'")
+    assert db_rows(config, "SELECT COUNT(*) FROM vectors WHERE kind = 'graph_entry'") == db_rows(
+        config, "SELECT COUNT(*) FROM graph_entries")
 
 
 def _server_pids(config) -> list[int]:
@@ -241,4 +246,4 @@ def test_sigterm_lets_the_running_job_finish(tmp_path, fake_api):
     finally:
         stop(worker)
     assert db_rows(config, "SELECT status FROM memory_stages WHERE stage = 'embed'") == [("done",)]
-    assert db_rows(config, "SELECT COUNT(*) FROM vectors") == [(1,)]
+    assert db_rows(config, "SELECT COUNT(*) FROM vectors WHERE kind = 'document'") == [(1,)]

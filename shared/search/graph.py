@@ -53,7 +53,6 @@ class GraphKeywordChannel:
         self.store = store
         self.segmenter = segmenter
         self.config = config
-        self._total = 1
 
     def search(self, query: str, scope: DocumentFilter, limit: int) -> GraphRanking:
         c = self.config
@@ -61,14 +60,14 @@ class GraphKeywordChannel:
         if not terms:
             return GraphRanking()
         conn = self.store.db.connection()
-        self._total = max(conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0], 1)
+        total = max(conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0], 1)
         points = _Points()
         hit_nodes: set[int] = set(graph.nodes_named(conn, terms, scope.persona_id, c.graph_expansion_limit))
         entries = graph.search_entries(conn, match_expression(terms), scope.persona_id, limit)
         for entry_id, memory_id, raw, confidence in entries:
             points.add(memory_id, ("entry", entry_id), c.graph_entry_weight * squash(raw), confidence)
         hit_nodes |= set(graph.entry_nodes(conn, [e[0] for e in entries]))
-        self._add_node_memories(conn, points, hit_nodes, "node", c.graph_node_weight)
+        self._add_node_memories(conn, points, hit_nodes, "node", c.graph_node_weight, total)
         budget = c.graph_expansion_limit
         frontier, seen = sorted(hit_nodes), set(hit_nodes)
         for hop, weight in ((1, c.graph_hop1_weight), (2, c.graph_hop2_weight)):
@@ -77,20 +76,21 @@ class GraphKeywordChannel:
             frontier = [n for n in graph.neighbours(conn, frontier, budget) if n not in seen]
             seen.update(frontier)
             budget -= len(frontier)
-            self._add_node_memories(conn, points, frontier, f"hop{hop}", weight)
+            self._add_node_memories(conn, points, frontier, f"hop{hop}", weight, total)
         return self._in_scope(points, scope, limit)
 
-    def _add_node_memories(self, conn, points: _Points, nodes, kind: str, weight: float) -> None:
+    def _add_node_memories(self, conn, points: _Points, nodes, kind: str, weight: float,
+                           total: int) -> None:
         nodes = sorted(nodes)
-        specificity = self._specificity(conn, nodes)
+        specificity = self._specificity(conn, nodes, total)
         for node_id, memory_id, confidence in graph.memories_of_nodes(conn, nodes, MEMORIES_PER_EXPANSION):
             points.add(memory_id, (kind, node_id), weight * specificity[node_id], confidence)
 
-    def _specificity(self, conn, nodes: list[int]) -> dict[int, float]:
+    @staticmethod
+    def _specificity(conn, nodes: list[int], total: int) -> dict[int, float]:
         """IDF of a node over memories, scaled to [0, 1]: a person named in every memory of a
         conversation says little about which memory a question is about (as BM25 does for
         terms). Counting stops at a cap, so hubs cost no more than that."""
-        total = self._total
         cap = max(total // 4, 50)
         counts = graph.node_memory_counts(conn, nodes, cap)
         top = math.log(total + 1)

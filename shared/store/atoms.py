@@ -97,11 +97,7 @@ def replace_for_memory(conn: sqlite3.Connection, owner: MemoryAtoms, rows: Seque
             continue
         outcome.reinforced += 1
         # Provenance: this memory said it too. Dormant, so never searched or counted twice.
-        conn.execute(_INSERT.replace("'active'", "'dormant'"), (
-            owner.memory_id, owner.persona_id, owner.session_id, row.type, row.text, row.subject,
-            row.attribute, row.value, row.confidence, owner.importance, row.ttl_days, row.deadline,
-            now, 0, owner.content_hash, now, now))
-        conn.execute("UPDATE memory_atoms SET superseded_by = ? WHERE id = last_insert_rowid()", (reinforced,))
+        _insert_one(conn, owner, row, now, state="dormant", superseded_by=reinforced)
     for row, atom_id in _insert_batch(conn, owner, fresh, now, outcome):
         if row.subject and row.attribute and row.value:
             outcome.superseded += _supersede(conn, owner, row, atom_id, now)
@@ -135,17 +131,20 @@ def _reinforce(conn: sqlite3.Connection, owner: MemoryAtoms, row: AtomRow, now: 
 
 
 _INSERT = ("INSERT INTO memory_atoms (memory_id, persona_id, session_id, type, text, subject, attribute,"
-           " value, confidence, importance, ttl_days, deadline, state, state_time, needs_repair,"
-           " content_hash, create_time, update_time)"
-           " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)")
+           " value, confidence, importance, ttl_days, deadline, state, state_time, superseded_by,"
+           " needs_repair, content_hash, create_time, update_time)"
+           " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
-def _insert_one(conn, owner: MemoryAtoms, row: AtomRow, now: float, needs_repair: int = 0) -> int:
+def _insert_one(conn, owner: MemoryAtoms, row: AtomRow, now: float, needs_repair: int = 0,
+                state: str = "active", superseded_by: int | None = None) -> int:
+    """Store one atom; only active atoms go into the full-text index."""
     cur = conn.execute(_INSERT, (
         owner.memory_id, owner.persona_id, owner.session_id, row.type, row.text, row.subject,
         row.attribute, row.value, row.confidence, owner.importance, row.ttl_days, row.deadline,
-        now, needs_repair, owner.content_hash, now, now))
-    conn.execute("INSERT INTO atoms_fts (rowid, tokens) VALUES (?, ?)", (cur.lastrowid, row.tokens))
+        state, now, superseded_by, needs_repair, owner.content_hash, now, now))
+    if state == "active":
+        conn.execute("INSERT INTO atoms_fts (rowid, tokens) VALUES (?, ?)", (cur.lastrowid, row.tokens))
     return cur.lastrowid
 
 

@@ -1,0 +1,211 @@
+"""Delete means gone: after a delete, no word of the deleted memory is readable in the database
+file, its WAL, or a backup taken afterwards.
+
+FTS5 keeps terms stemmed (porter) and prefix-compressed (a term stores only what differs from
+the previous term on its page), so each rare word is chosen to stem to itself, the needle is
+the part no neighbouring term shares, and every test first checks that the needle really is
+in the full-text index's segments before the delete (so a needle that FTS5 never stores
+cannot make a test pass).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from fake_openai import FakeEmbeddingsServer
+from helpers import BIN, all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from shared.backup import backup_database
+from shared.config import StorageConfig, TextConfig
+from shared.errors import StorageError
+from shared.store import fts
+from shared.store.schema import open_database
+from shared.text.segment import Segmenter
+
+DOOMED = "我的邻居养了一只叫饕餮的猫，它最喜欢吃zyxquorblat牌猫粮。"
+KEPT = "My colleague Plixomundra fixed the old printer on Monday."
+# A term after another on its page shares its leading bytes with it: "zyxquorblat" after a
+# z-term is stored as "yxquorblat", and 饕餮 (E9 A5 95 ...) after 邻居 (E9 82 BB) loses its E9.
+# No term in these texts shares more than that with either.
+NEEDLES = ["yxquorblat".encode(), "饕餮".encode()[1:]]
+KEPT_NEEDLE = b"lixomundra"
+FILLER = ["the zoo keeper fed the zebras at noon", "我们周末去公园散步，天气很好",
+          "zany plans for the summer trip", "昨天下雨了，我在家看书"]
+
+
+def fts_blobs_holding(config_or_conn, needle: bytes) -> list[str]:
+    """The full-text tables whose index segments (the %_data blobs) contain needle."""
+    found = []
+    for table in fts.FTS_TABLES:
+        sql = f"SELECT block FROM {table}_data"
+        rows = (config_or_conn.execute(sql).fetchall() if isinstance(config_or_conn, sqlite3.Connection)
+                else db_rows(config_or_conn, sql))
+        if any(needle in bytes(r[0]) for r in rows if r[0] is not None):
+            found.append(table)
+    return found
+
+
+def files_holding(paths: list[Path], needle: bytes) -> list[str]:
+    return [p.name for p in paths if p.exists() and needle in p.read_bytes()]
+
+
+def db_files(data_dir: Path) -> list[Path]:
+    return [data_dir / "aokun.db", data_dir / "aokun.db-wal"]
+
+
+# -- store level: the functions on a real Database ----------------------------------------
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A real database whose three full-text tables hold filler, one doomed and one kept row."""
+    db = open_database(StorageConfig(data_dir=tmp_path / "data"))
+    fts.configure_connection(db.connection())
+    segmenter = Segmenter(TextConfig())
+    # Several transactions: several segments, on several levels, as in a store in use.
+    for batch in range(6):
+        with db.write() as tx:
+            for i in range(200):
+                rowid = batch * 1000 + i + 1
+                tokens = " ".join(segmenter.terms(f"{FILLER[i % 4]} {rowid}"))
+                for table in fts.FTS_TABLES:
+                    tx.execute(f"INSERT INTO {table} (rowid, tokens) VALUES (?, ?)", (rowid, tokens))
+            if batch == 2:
+                for rowid, text in ((900, DOOMED), (901, KEPT)):
+                    for table in fts.FTS_TABLES:
+                        tx.execute(f"INSERT INTO {table} (rowid, tokens) VALUES (?, ?)",
+                                   (rowid, " ".join(segmenter.terms(text))))
+    conn = db.connection()
+    for needle in NEEDLES:
+        assert fts_blobs_holding(conn, needle) == list(fts.FTS_TABLES), needle
+    yield db, tmp_path / "data"
+    db.close()
+
+
+def delete_doomed(db, scrub: bool) -> None:
+    with db.write() as tx:
+        for table in fts.FTS_TABLES:
+            tx.execute(f"DELETE FROM {table} WHERE rowid = 900")
+        if scrub:
+            fts.scrub_terms(tx, fts.FTS_TABLES)
+
+
+def test_without_scrubbing_the_index_keeps_the_words(store):
+    """The problem itself, and proof that the needles are found where FTS5 leaves them."""
+    db, _ = store
+    delete_doomed(db, scrub=False)
+    for needle in NEEDLES:
+        assert fts_blobs_holding(db.connection(), needle) == list(fts.FTS_TABLES)
+
+
+def test_scrubbed_delete_leaves_no_word_in_files_or_backup(store, tmp_path):
+    db, data_dir = store
+    delete_doomed(db, scrub=True)
+    assert fts.flush_deleted(db.connection()) is True
+    backup = backup_database(db, tmp_path / "backups", time.time(), "test")
+    for needle in NEEDLES:
+        assert fts_blobs_holding(db.connection(), needle) == []
+        assert files_holding([*db_files(data_dir), backup], needle) == [], repr(needle)
+    assert (data_dir / "aokun.db-wal").stat().st_size == 0
+    assert KEPT_NEEDLE in backup.read_bytes()
+    conn = db.connection()
+    for table in fts.FTS_TABLES:
+        conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+        match = f"SELECT rowid FROM {table} WHERE {table} MATCH ?"
+        assert [r[0] for r in conn.execute(match, ("plixomundra",))] == [901]
+        assert [r[0] for r in conn.execute(match, ("zyxquorblat",))] == []
+        assert conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {table} MATCH 'zebra'").fetchone()[0] > 0
+
+
+def test_flush_with_a_reader_settles_for_less_and_the_next_flush_completes(store):
+    db, data_dir = store
+    reader = sqlite3.connect(data_dir / "aokun.db", isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT COUNT(*) FROM documents_fts").fetchone()  # holds a snapshot
+        delete_doomed(db, scrub=True)
+        started = time.monotonic()
+        assert fts.flush_deleted(db.connection()) is False
+        assert time.monotonic() - started < 2.0  # the delete is not held up by the reader
+        reader.execute("COMMIT")
+    finally:
+        reader.close()
+    assert fts.flush_deleted(db.connection()) is True
+    for needle in NEEDLES:
+        assert files_holding(db_files(data_dir), needle) == [], repr(needle)
+
+
+def test_a_connection_that_does_not_zero_deletes_refuses_and_deletes_nothing(store):
+    db, _ = store
+    db.connection().execute("PRAGMA secure_delete = OFF")
+    with pytest.raises(StorageError, match="secure_delete"):
+        delete_doomed(db, scrub=True)
+    assert db.connection().execute("SELECT COUNT(*) FROM documents_fts WHERE rowid = 900").fetchone()[0] == 1
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pysqlite3") is None,
+                    reason="needs pysqlite3 (a bundled SQLite >= 3.44) for FTS5 'secure-delete'")
+def test_in_place_secure_delete_on_a_newer_sqlite(tmp_path):
+    from pysqlite3 import dbapi2
+
+    path = tmp_path / "new.db"
+    first, second = (dbapi2.connect(path, isolation_level=None) for _ in range(2))
+    for conn in (first, second):
+        conn.execute("PRAGMA journal_mode = WAL")
+        fts.configure_connection(conn)
+    assert fts.library_version(first) >= fts.IN_PLACE_FROM
+    first.execute("CREATE VIRTUAL TABLE documents_fts USING fts5(tokens)")
+    first.executemany("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)",
+                      [(i, f"{FILLER[i % 4]} {i}") for i in range(1, 2000)]
+                      + [(5000, "zyxquorblat one"), (5001, "qwompelstrix two")])
+    for conn, rowid in ((first, 5000), (second, 5001)):  # the second relies on the persisted option
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (rowid,))
+        if conn is first:
+            fts.scrub_terms(conn, ["documents_fts"])
+        conn.execute("COMMIT")
+        assert fts.flush_deleted(conn) is True
+    data = path.read_bytes()
+    assert b"yxquorblat" not in data and b"wompelstrix" not in data
+    first.execute("INSERT INTO documents_fts (documents_fts) VALUES ('integrity-check')")
+
+
+# -- end to end: a real front and worker, the real delete tool, a real backup -------------
+
+
+@pytest.mark.slow
+def test_deleted_memory_is_gone_from_database_wal_and_backup(tmp_path):
+    """Fails until the delete path calls fts.scrub_terms and fts.flush_deleted."""
+    with FakeEmbeddingsServer(dim=32) as api:
+        config = write_config(tmp_path, embedding={"provider": "openai", "base_url": api.base_url,
+                                                   "model": "fake", "dimensions": 32},
+                              server={"exposed_tools": ["memorize", "recall", "delete_memory"]})
+        worker = start_worker(config)
+        try:
+            with mcp_session(stdio_params(config)) as s:
+                doomed = s.ok("memorize", {"content": DOOMED})["id"]
+                s.ok("memorize", {"content": KEPT})
+                wait_for(lambda: all_processed(config, 2) and db_rows(
+                    config, "SELECT COUNT(*) FROM memory_stages WHERE status != 'done'") == [(0,)],
+                    60, what="both memories embedded, atomised and in the graph")
+                stop(worker)  # no reader of the worker's may hold a snapshot across the delete
+                for needle in NEEDLES:  # indexed everywhere: the check below can fail
+                    assert fts_blobs_holding(config, needle) == list(fts.FTS_TABLES), repr(needle)
+                s.ok("delete_memory", {"id": doomed})
+                run = subprocess.run([BIN / "aokun", "backup", "--config", config],
+                                     capture_output=True, text=True, timeout=120)
+                assert run.returncode == 0, run.stderr
+                backup = Path(run.stdout.strip().splitlines()[-1])
+                files = [*db_files(tmp_path / "data"), backup]
+                leaks = {repr(needle): files_holding(files, needle) + fts_blobs_holding(config, needle)
+                         for needle in NEEDLES}
+                assert leaks == {repr(needle): [] for needle in NEEDLES}
+                assert KEPT_NEEDLE in backup.read_bytes()
+                assert [r["text"] for r in s.ok("recall", {"query": "Plixomundra printer"})["results"]][0].endswith(KEPT)
+        finally:
+            stop(worker)

@@ -1,35 +1,76 @@
 """Typed tool arguments and results.
 
-Arguments are strict pydantic models, so the SDK rejects a wrong type, an unknown metadata
-key or an out-of-range value with a tool error that names the field. Results are models too:
-a tool annotated `-> dict` would send no structured content.
+Arguments are strict pydantic models and annotated types, so the SDK rejects a wrong type, an
+unknown metadata key or an out-of-range value before a tool runs; the server
+(aokun_server/server.py) turns pydantic's report into one line naming the field. Results are
+models too: a tool annotated `-> dict` would send no structured content.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from shared.store.documents import Document, MemoryFields
 
 Sentiment = Literal["positive", "neutral", "negative"]
-ShortList = list[str]
 
-_MAX_LIST = 64
-_MAX_ID = 200
-_MAX_SUMMARY = 4000
+# Limits on what a caller may store. A key fact becomes an atom and a graph fact, so it is
+# kept to a paragraph; topics and participants are names and labels.
+MAX_LIST_ITEMS = 64
+MAX_KEY_FACT_CHARS = 1000
+MAX_LABEL_CHARS = 200
+MAX_ID_CHARS = 200
+MAX_SUMMARY_CHARS = 4000
+MAX_LIST_LIMIT = 200
+# SQLite stores integers in 64 bits; a larger id, offset or count cannot mean anything.
+MAX_INT64 = 2**63 - 1
+
+
+def lone_surrogate_problem(value: str) -> str | None:
+    """What is wrong with text that cannot be stored as UTF-8 (a lone surrogate), or None."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"holds an invalid character at position {exc.start} (a lone UTF-16 surrogate)"
+    return None
 
 
 def reject_lone_surrogates(name: str, value: str) -> str:
     """Text that cannot be stored as UTF-8 (a lone surrogate) is refused, not mangled."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"{name} holds an invalid character at position {exc.start} "
-                         "(a lone UTF-16 surrogate)") from None
+    problem = lone_surrogate_problem(value)
+    if problem:
+        raise ValueError(f"{name} {problem}")
     return value
+
+
+def _storable(value: str) -> str:
+    problem = lone_surrogate_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def _list_item(value: str) -> str:
+    _storable(value)
+    if not value.strip():
+        raise ValueError("is an empty string: give text or leave the item out")
+    return value
+
+
+# -- argument types, for tool signatures and metadata --------------------------------------
+
+MemoryId = Annotated[int, Field(strict=True, ge=1, le=MAX_INT64, description="a memory's id")]
+Offset = Annotated[int, Field(strict=True, ge=0, le=MAX_INT64)]
+ListLimit = Annotated[int, Field(strict=True, ge=1, le=MAX_LIST_LIMIT)]
+K = Annotated[int, Field(strict=True, ge=1, le=MAX_INT64, description="how many results")]
+Flag = StrictBool
+Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS), AfterValidator(_list_item)]
+KeyFact = Annotated[str, Field(max_length=MAX_KEY_FACT_CHARS), AfterValidator(_list_item)]
+ScopeId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_storable)]
+Summary = Annotated[str, Field(max_length=MAX_SUMMARY_CHARS), AfterValidator(_storable)]
 
 
 class MemoryMetadata(BaseModel):
@@ -37,36 +78,28 @@ class MemoryMetadata(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    topics: ShortList = Field(default_factory=list, max_length=_MAX_LIST)
-    participants: ShortList = Field(default_factory=list, max_length=_MAX_LIST)
-    key_facts: ShortList = Field(default_factory=list, max_length=_MAX_LIST)
+    topics: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    participants: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    key_facts: list[KeyFact] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     sentiment: Sentiment = "neutral"
     importance: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False)
     pinned: bool = False
-    session_id: str | None = Field(None, min_length=1, max_length=_MAX_ID)
-    persona_id: str | None = Field(None, min_length=1, max_length=_MAX_ID)
+    session_id: ScopeId | None = None
+    persona_id: ScopeId | None = None
     original_time: str | None = Field(None, description="ISO-8601, e.g. 2024-05-08T13:56:00")
-    persona_summary: str | None = Field(None, max_length=_MAX_SUMMARY)
+    persona_summary: Summary | None = None
 
     @field_validator("original_time")
     @classmethod
     def _iso_time(cls, value: str | None) -> str | None:
         if value is not None:
-            parse_iso(value, "original_time")
+            _storable(value)
+            try:
+                parse_iso(value, "original_time")
+            except ValueError:
+                raise ValueError("must be an ISO-8601 date or date-time such as "
+                                 f"2024-05-08T13:56:00, got {value[:40]!r}") from None
         return value
-
-    @model_validator(mode="after")
-    def _valid_text(self) -> "MemoryMetadata":
-        for name in ("session_id", "persona_id", "original_time", "persona_summary"):
-            value = getattr(self, name)
-            if value is not None:
-                reject_lone_surrogates(name, value)
-        for name in ("topics", "participants", "key_facts"):
-            for item in getattr(self, name):
-                reject_lone_surrogates(name, item)
-                if not item.strip():
-                    raise ValueError(f"{name} holds an empty string")
-        return self
 
     def changes(self) -> dict:
         """Only the keys the caller gave, as MemoryFields values (for edits)."""

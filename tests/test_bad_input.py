@@ -1,58 +1,192 @@
-"""Bad input gets a tool error that names the problem, and nothing is written.
+"""Bad input gets a one-line tool error that names the problem, and nothing is written.
 
-Hostile queries never raise an FTS5 error or act as an operator.
+Hostile queries never raise an FTS5 error or act as an operator; unexpected exceptions reach
+the client as one line; unreadable stdio lines get a JSON-RPC error instead of silence.
 """
 
 from __future__ import annotations
 
+import json
+import queue
+import sqlite3
+import subprocess
+import threading
+
 import pytest
+from mcp.server.mcpserver.exceptions import ToolError
 
 from aokun_server.app import build_front
-from helpers import db_rows, mcp_session, write_config
+from aokun_server.server import AokunMCPServer
+from helpers import BIN, db_rows, mcp_session, write_config
 from shared.config import load_config
 
+BIG = 2**63  # one past SQLite's largest integer
+MB = "x" * 1_000_000
+
+# (tool, arguments, text the message must contain; the whole message where it is exact)
 BAD_CALLS = [
-    ("memorize", {"content": 42}, "content"),
+    ("memorize", {"content": 42}, "content: must be a string (got 42)"),
+    ("memorize", {}, "content: is required"),
     ("memorize", {"content": ""}, "content is empty"),
     ("memorize", {"content": "  \n\t "}, "content is empty"),
     ("memorize", {"content": "x" * 20_001}, "limit is 20000"),
-    ("memorize", {"content": "ok", "metadata": {"importance": 1.5}}, "importance"),
-    ("memorize", {"content": "ok", "metadata": {"importance": -0.1}}, "importance"),
-    ("memorize", {"content": "ok", "metadata": {"importance": "high"}}, "importance"),
-    ("memorize", {"content": "ok", "metadata": {"colour": "red"}}, "colour"),
-    ("memorize", {"content": "ok", "metadata": {"sentiment": "angry"}}, "sentiment"),
-    ("memorize", {"content": "ok", "metadata": {"topics": "food"}}, "topics"),
-    ("memorize", {"content": "ok", "metadata": {"topics": ["food", 3]}}, "topics"),
-    ("memorize", {"content": "ok", "metadata": {"topics": ["  "]}}, "topics holds an empty string"),
-    ("memorize", {"content": "ok", "metadata": {"pinned": "yes"}}, "pinned"),
-    ("memorize", {"content": "ok", "metadata": {"original_time": "last tuesday"}}, "original_time must be an ISO-8601"),
-    ("memorize", {"content": "ok", "metadata": {"persona_id": ""}}, "persona_id"),
-    ("memorize", {"content": "ok", "metadata": "not an object"}, "metadata"),
+    ("memorize", {"content": "ok", "metadata": {"importance": 1.5}},
+     "metadata.importance: must be at most 1 (got 1.5)"),
+    ("memorize", {"content": "ok", "metadata": {"importance": -0.1}},
+     "metadata.importance: must be at least 0 (got -0.1)"),
+    ("memorize", {"content": "ok", "metadata": {"importance": "high"}},
+     'metadata.importance: must be a number (got "high")'),
+    ("memorize", {"content": "ok", "metadata": {"colour": "red"}},
+     "metadata.colour: is not an accepted key (accepted: topics, participants, key_facts,"),
+    ("memorize", {"content": "ok", "metadata": {"sentiment": "angry"}},
+     "metadata.sentiment: must be one of 'positive', 'neutral' or 'negative' (got \"angry\")"),
+    ("memorize", {"content": "ok", "metadata": {"topics": "food"}},
+     'metadata.topics: must be a list (got "food")'),
+    ("memorize", {"content": "ok", "metadata": {"topics": ["food", 3]}},
+     "metadata.topics[1]: must be a string (got 3)"),
+    ("memorize", {"content": "ok", "metadata": {"topics": ["  "]}},
+     "metadata.topics[0]: is an empty string"),
+    ("memorize", {"content": "ok", "metadata": {"pinned": "yes"}},
+     'metadata.pinned: must be true or false (got "yes")'),
+    ("memorize", {"content": "ok", "metadata": {"original_time": "last tuesday"}},
+     "metadata.original_time: must be an ISO-8601 date or date-time"),
+    ("memorize", {"content": "ok", "metadata": {"persona_id": ""}},
+     "metadata.persona_id: must not be empty"),
+    ("memorize", {"content": "ok", "metadata": {"persona_id": "p" * 201}},
+     "metadata.persona_id: must be at most 200 characters (got 201)"),
+    ("memorize", {"content": "ok", "metadata": "not an object"},
+     'metadata: must be an object (got "not an object")'),
+    # Item sizes and counts (a 1 MB key fact once became a 1 M-character atom).
+    ("memorize", {"content": "ok", "metadata": {"key_facts": ["fine", "also fine", MB]}},
+     "metadata.key_facts[2]: must be at most 1000 characters (got 1000000)"),
+    ("memorize", {"content": "ok", "metadata": {"key_facts": ["k" * 1001]}},
+     "metadata.key_facts[0]: must be at most 1000 characters (got 1001)"),
+    ("memorize", {"content": "ok", "metadata": {"topics": ["t" * 201]}},
+     "metadata.topics[0]: must be at most 200 characters (got 201)"),
+    ("memorize", {"content": "ok", "metadata": {"participants": ["Ann", "p" * 201]}},
+     "metadata.participants[1]: must be at most 200 characters (got 201)"),
+    ("memorize", {"content": "ok", "metadata": {"key_facts": ["fact"] * 65}},
+     "metadata.key_facts: must have at most 64 items (got 65)"),
+    ("memorize", {"content": "ok", "metadata": {"persona_summary": "s" * 4001}},
+     "metadata.persona_summary: must be at most 4000 characters (got 4001)"),
     ("recall", {"query": ""}, "query is empty"),
-    ("recall", {"query": "x", "k": 0}, "k must be at least 1"),
-    ("recall", {"query": "x", "k": "five"}, "k"),
+    ("recall", {"query": "x", "k": 0}, "k: must be at least 1 (got 0)"),
+    ("recall", {"query": "x", "k": "five"}, 'k: must be an integer (got "five")'),
+    ("recall", {"query": "x", "k": 2.0}, "k: must be an integer (got 2.0)"),
+    ("recall", {"query": "x", "k": BIG}, f"k: must be at most {BIG - 1} (got {BIG})"),
+    ("recall", {"query": "x", "explain": "yes"}, 'explain: must be true or false (got "yes")'),
     ("recall", {"query": "x", "persona_id": " "}, "persona_id is empty"),
-    ("list_memories", {"limit": 0}, "limit must be between"),
-    ("list_memories", {"offset": -1}, "offset must be 0 or more"),
+    ("search_atoms", {"query": "x", "k": 10**30}, f"k: must be at most {BIG - 1} (got {10**30})"),
+    ("search_atoms", {"query": "x", "types": ["nope"]}, "types[0]: must be one of 'episodic',"),
+    ("list_memories", {"limit": 0}, "limit: must be at least 1 (got 0)"),
+    ("list_memories", {"limit": BIG}, f"limit: must be at most 200 (got {BIG})"),
+    ("list_memories", {"offset": -1}, "offset: must be at least 0 (got -1)"),
+    ("list_memories", {"offset": BIG}, f"offset: must be at most {BIG - 1} (got {BIG})"),
     ("edit_memory", {"id": 999}, "nothing to change"),
     ("edit_memory", {"id": 999, "content": "new"}, "no memory with id 999"),
-    ("edit_memory", {"id": "one", "content": "new"}, "id"),
+    ("edit_memory", {"id": "one", "content": "new"}, 'id: must be an integer (got "one")'),
+    ("edit_memory", {"id": True, "content": "new"}, "id: must be an integer (got true)"),
+    ("edit_memory", {"id": 1.0, "content": "new"}, "id: must be an integer (got 1.0)"),
+    ("edit_memory", {"id": "1", "content": "new"}, 'id: must be an integer (got "1")'),
+    ("edit_memory", {"id": BIG, "content": "new"}, f"id: must be at most {BIG - 1} (got {BIG})"),
     ("edit_memory", {"id": 1, "content": ""}, "content is empty"),
-    ("edit_memory", {"id": 1, "metadata": {"importance": 2}}, "importance"),
+    ("edit_memory", {"id": 1, "metadata": {"importance": 2}},
+     "metadata.importance: must be at most 1 (got 2)"),
+    ("edit_memory", {"id": 1, "metadata": {"key_facts": [MB]}},
+     "metadata.key_facts[0]: must be at most 1000 characters (got 1000000)"),
     ("delete_memory", {"id": 999}, "no memory with id 999"),
+    ("delete_memory", {"id": True}, "id: must be an integer (got true)"),
+    ("delete_memory", {"id": 1.0}, "id: must be an integer (got 1.0)"),
+    ("delete_memory", {"id": "1"}, 'id: must be an integer (got "1")'),
+    ("delete_memory", {"id": 0}, "id: must be at least 1 (got 0)"),
+    ("delete_memory", {"id": BIG}, f"id: must be at most {BIG - 1} (got {BIG})"),
+    ("delete_memory", {"id": -BIG * 4}, f"id: must be at least 1 (got {-BIG * 4})"),
     ("pin_memory", {"id": 999}, "no memory with id 999"),
+    ("pin_memory", {"id": True}, "id: must be an integer (got true)"),
+    ("pin_memory", {"id": 1, "pinned": "false"}, 'pinned: must be true or false (got "false")'),
+    ("pin_memory", {"id": 1, "pinned": 0}, "pinned: must be true or false (got 0)"),
 ]
+
+STORED = {  # what a failed call must leave exactly as it was
+    "documents": "SELECT id, text, importance, pinned, update_time FROM documents",
+    "fts": "SELECT COUNT(*) FROM documents_fts",
+    "stages": "SELECT memory_id, stage, status, content_hash FROM memory_stages ORDER BY 1, 2",
+}
+
+
+def stored(config_path) -> dict:
+    return {name: db_rows(config_path, sql) for name, sql in STORED.items()}
+
+
+def assert_one_line(message: str) -> None:
+    assert "\n" not in message, message
+    assert "errors.pydantic.dev" not in message and "validation error" not in message, message
+    assert not message.startswith("Error executing tool"), message
+    assert len(message) <= 1000, message[:200]
 
 
 def test_bad_calls_fail_clearly_and_write_nothing(stdio, config_path):
     keep = stdio.ok("memorize", {"content": "the one memory that must survive"})
-    before = db_rows(config_path, "SELECT id, text, importance, update_time FROM documents")
+    assert keep["id"] == 1  # the id the edit / delete / pin cases aim at
+    before = stored(config_path)
+    assert len(before["documents"]) == 1 and before["fts"] == [(1,)]
     for name, arguments, expected in BAD_CALLS:
         message = stdio.error(name, arguments)
-        assert expected in message, (name, arguments, message)
-    assert db_rows(config_path, "SELECT id, text, importance, update_time FROM documents") == before
-    assert db_rows(config_path, "SELECT COUNT(*) FROM documents_fts") == [(1,)]
+        assert expected in message, (name, str(arguments)[:80], message)
+        assert_one_line(message)
+        assert stored(config_path) == before, (name, str(arguments)[:80])
     assert stdio.ok("recall", {"query": "survive"})["results"][0]["id"] == keep["id"]
+
+
+def test_validation_message_is_exactly_one_line(stdio):
+    assert stdio.error("delete_memory", {"id": True}) == "id: must be an integer (got true)"
+    assert stdio.error("memorize", {"content": "ok", "metadata": {"importance": 1.5}}) == \
+        "metadata.importance: must be at most 1 (got 1.5)"
+    # Several problems in one call: each named, on one line.
+    message = stdio.error("memorize", {"content": 7, "metadata": {"topics": ["t" * 201],
+                                                                 "importance": 3}})
+    assert_one_line(message)
+    for part in ("content: must be a string (got 7)",
+                 "metadata.topics[0]: must be at most 200 characters (got 201)",
+                 "metadata.importance: must be at most 1 (got 3)"):
+        assert part in message, message
+
+
+def test_item_limits_are_inclusive(stdio, config_path):
+    metadata = {"key_facts": ["k" * 1000] * 64, "topics": ["t" * 200] * 64,
+                "participants": ["p" * 200] * 64}
+    mid = stdio.ok("memorize", {"content": "at the limits", "metadata": metadata})["id"]
+    row = db_rows(config_path, "SELECT id FROM documents WHERE id = ?", (mid,))
+    assert row == [(mid,)]
+
+
+def _crashing_server() -> AokunMCPServer:
+    server = AokunMCPServer("crash-test", exposed_tools=("crash", "refuse", "bad_result"))
+
+    @server.tool()
+    def crash() -> str:
+        raise sqlite3.OperationalError("disk I/O error\nwhile writing page 7")
+
+    @server.tool()
+    def refuse() -> str:
+        raise ToolError("nothing to change:\n give content and/or metadata")
+
+    @server.tool()
+    def bad_result() -> int:
+        return "not a number"  # type: ignore[return-value]
+
+    return server
+
+
+def test_unexpected_exceptions_reach_the_client_as_one_line():
+    with mcp_session(_crashing_server()) as s:
+        assert s.error("crash") == ("crash failed unexpectedly: OperationalError: disk I/O error "
+                                    "while writing page 7 (the server log has the details)")
+        assert s.error("refuse") == "nothing to change: give content and/or metadata"
+        message = s.error("bad_result")
+        assert message.startswith("bad_result failed unexpectedly: ValidationError: "), message
+        assert_one_line(message)
+        assert s.error("no_such_tool") == "Unknown tool: no_such_tool"
 
 
 HOSTILE_QUERIES = [
@@ -99,3 +233,91 @@ def test_lone_surrogates_are_refused(tmp_path):
             "memorize", {"content": "ok", "metadata": {"topics": ["\udfff"]}})
         assert "lone UTF-16 surrogate" in s.error("recall", {"query": "\ud83d"})
         assert s.ok("memory_stats")["documents"]["total"] == 0
+
+
+# -- stdio lines the server cannot read ----------------------------------------------------
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "raw-test", "version": "0"}}}
+
+# (raw line, expected error code, expected reply id, text the message must contain)
+UNREADABLE_LINES = [
+    (b'"\\ud800"', -32700, None, "lone UTF-16 surrogate"),
+    (b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memorize", '
+     b'"arguments": {"content": "bad \\ud800 text"}}}', -32700, 2, "lone UTF-16 surrogate"),
+    (b"\xff\xfe\x00garbage", -32700, None, "not valid UTF-8"),
+    # Invalid UTF-8 inside valid JSON: the SDK would have stored "caf\ufffd" without a word.
+    (b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memorize", '
+     b'"arguments": {"content": "caf\xe9"}}}', -32700, 3, "byte 0xe9"),
+    (b"this is not json", -32700, None, "Parse error"),
+    (b'{"jsonrpc": "2.0", "id": 4, "method": "tools/l', -32700, None, "Parse error"),
+    (b'{"jsonrpc": "2.0", "id": 5, "method": 5}', -32600, 5, "Invalid Request"),
+    (b"[1, 2, 3]", -32600, None, "Invalid Request"),
+]
+
+
+class RawStdio:
+    """aokun-server over stdio, spoken to line by line without any client library."""
+
+    def __init__(self, config_path):
+        self.proc = subprocess.Popen([str(BIN / "aokun-server"), "--config", str(config_path)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(b"")
+
+    def send(self, raw: bytes | dict) -> None:
+        if isinstance(raw, dict):
+            raw = json.dumps(raw).encode()
+        self.proc.stdin.write(raw + b"\n")
+        self.proc.stdin.flush()
+
+    def reply(self, timeout: float = 60) -> dict:
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no reply within {timeout:.0f} s") from None
+        assert line, "the server closed stdout"
+        return json.loads(line)
+
+    def close(self) -> int:
+        self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout=30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.mark.slow
+def test_unreadable_stdio_lines_get_a_parse_error(config_path):
+    server = RawStdio(config_path)
+    try:
+        server.send(INITIALIZE)
+        assert server.reply()["result"]["serverInfo"]["name"] == "aokun-memory"
+        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for raw, code, ident, text in UNREADABLE_LINES:
+            server.send(raw)
+            reply = server.reply(timeout=30)
+            assert reply["jsonrpc"] == "2.0" and "id" in reply and reply["id"] == ident, (raw, reply)
+            assert reply["error"]["code"] == code, (raw, reply)
+            assert text in reply["error"]["message"], (raw, reply)
+            assert "\n" not in reply["error"]["message"]
+        server.send(b"")  # a blank line is not a message: no reply, and no harm
+        server.send({"jsonrpc": "2.0", "id": 9, "method": "tools/list"})
+        listed = server.reply()
+        assert listed["id"] == 9 and "memorize" in [t["name"] for t in listed["result"]["tools"]]
+        server.send({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+                     "params": {"name": "memorize", "arguments": {"content": "café ☕ 咖啡"}}})
+        stored = server.reply()
+        assert stored["id"] == 10 and stored["result"]["structuredContent"]["text"] == "café ☕ 咖啡"
+        assert db_rows(config_path, "SELECT text FROM documents") == [("café ☕ 咖啡",)]
+    finally:
+        assert server.close() == 0  # stdin closed: the server ends by itself

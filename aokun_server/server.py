@@ -1,0 +1,195 @@
+"""The MCP server class: which tools are listed, how a failed call reads, and the stdio transport.
+
+Every tool call passes through `AokunMCPServer.call_tool`, so one place decides what a failure
+looks like to the model: one line, no pydantic boilerplate, no documentation URLs, and never
+the SDK's bare "Error executing tool X".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+import typing
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
+from pydantic import BaseModel, ValidationError
+
+MAX_MESSAGE_CHARS = 1000
+MAX_SHOWN_ERRORS = 5
+_SHOWN_INPUT_CHARS = 60
+
+_SIMPLE = {
+    "missing": "is required",
+    "int_type": "must be an integer", "int_parsing": "must be an integer",
+    "int_from_float": "must be an integer",
+    "bool_type": "must be true or false", "bool_parsing": "must be true or false",
+    "string_type": "must be a string",
+    "string_unicode": "holds an invalid character (a lone UTF-16 surrogate)",
+    "float_type": "must be a number", "float_parsing": "must be a number",
+    "finite_number": "must be a finite number",
+    "list_type": "must be a list",
+    "dict_type": "must be an object", "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+}
+_BOUNDS = {"greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "more than"),
+           "less_than_equal": ("le", "at most"), "less_than": ("lt", "less than")}
+
+
+class AokunMCPServer(MCPServer):
+    """MCPServer that lists only the configured tools (the others stay callable), reports
+    every failed call in one line, and answers unparseable stdio lines."""
+
+    def __init__(self, *args, exposed_tools: tuple[str, ...], **kwargs):
+        super().__init__(*args, **kwargs)
+        self._exposed = frozenset(exposed_tools)
+
+    async def list_tools(self):
+        return [tool for tool in await super().list_tools() if tool.name in self._exposed]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as exc:
+            # Still an UnexpectedToolError, so the SDK logs the traceback; the cause is kept.
+            raise UnexpectedToolError(crash_message(name, exc)) from exc.__cause__
+        except ToolError as exc:
+            tool = self._tool_manager.get_tool(name)
+            arg_model = tool.fn_metadata.arg_model if tool is not None else None
+            raise ToolError(failure_message(exc, arg_model)) from exc.__cause__
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdin/stdout, answering lines the SDK would drop with a JSON-RPC error."""
+        from aokun_server.stdio import stdio_transport
+
+        async with stdio_transport() as (read_stream, write_stream):
+            await self._lowlevel_server.run(read_stream, write_stream,
+                                            self._lowlevel_server.create_initialization_options())
+
+
+def failure_message(exc: ToolError, arg_model: type[BaseModel] | None = None) -> str:
+    """The one line a deliberate failure (bad arguments, a ToolError from a tool) shows."""
+    cause = exc.__cause__
+    if isinstance(cause, (ToolError, ResourceError)):  # the tool's own error, under the SDK's prefix
+        exc, cause = cause, cause.__cause__
+    if isinstance(cause, ValidationError):
+        return describe_validation_error(cause, arg_model)
+    return one_line(str(exc))
+
+
+def crash_message(tool: str, exc: UnexpectedToolError) -> str:
+    """The one line an unexpected exception shows: the tool, the exception's type and text."""
+    root: BaseException = exc
+    while isinstance(root, ToolError) and root.__cause__ is not None:
+        root = root.__cause__
+    if isinstance(root, ValidationError):  # a result that does not fit its declared model
+        text = describe_validation_error(root)
+    else:
+        text = str(root) or "(no message)"
+    return one_line(f"{tool} failed unexpectedly: {type(root).__name__}: {text} "
+                    "(the server log has the details)")
+
+
+def one_line(text: str) -> str:
+    text = re.sub(r"\s*[\r\n]+\s*", " ", text).strip()
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS - 1] + "…"
+
+
+def describe_validation_error(exc: ValidationError, arg_model: type[BaseModel] | None = None) -> str:
+    """pydantic's report as one line: "field.path: what is expected (got what was sent)"."""
+    parts: list[str] = []
+    for error in exc.errors(include_url=False):
+        part = describe_error(error, arg_model)
+        if part not in parts:
+            parts.append(part)
+    if len(parts) > MAX_SHOWN_ERRORS:
+        parts = parts[:MAX_SHOWN_ERRORS] + [f"and {len(parts) - MAX_SHOWN_ERRORS} more problems"]
+    return one_line("; ".join(parts))
+
+
+def describe_error(error: dict, arg_model: type[BaseModel] | None = None) -> str:
+    where = field_path(error["loc"])
+    what = expectation(error)
+    if error["type"] == "extra_forbidden" and arg_model is not None:
+        accepted = accepted_keys(arg_model, error["loc"][:-1])
+        if accepted:
+            what += f" (accepted: {', '.join(accepted)})"
+    return f"{where}: {what}" if where else what
+
+
+def field_path(loc: tuple) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def expectation(error: dict) -> str:
+    """What the field must be, and what came instead when that helps."""
+    kind, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
+    if kind in ("value_error", "assertion_error") and "error" in ctx:
+        return str(ctx["error"])
+    if kind == "extra_forbidden":
+        return "is not an accepted key"
+    if kind == "missing":
+        return _SIMPLE[kind]
+    if kind in _SIMPLE:
+        return f"{_SIMPLE[kind]} (got {shown(value)})"
+    if kind in _BOUNDS:
+        key, words = _BOUNDS[kind]
+        return f"must be {words} {_bound(ctx[key])} (got {shown(value)})"
+    if kind == "string_too_short":
+        n = ctx["min_length"]
+        return "must not be empty" if n == 1 else f"must be at least {n} characters"
+    if kind == "string_too_long":
+        return f"must be at most {ctx['max_length']} characters (got {len(value)})"
+    if kind == "too_short":
+        return f"must have at least {ctx['min_length']} items (got {ctx.get('actual_length')})"
+    if kind == "too_long":
+        return f"must have at most {ctx['max_length']} items (got {ctx.get('actual_length')})"
+    if kind in ("literal_error", "enum"):
+        return f"must be one of {ctx['expected']} (got {shown(value)})"
+    message = error["msg"]
+    return f"{message[:1].lower()}{message[1:]} (got {shown(value)})"
+
+
+def shown(value: Any) -> str:
+    """A short JSON rendering of what the caller sent."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except ValueError:  # a circular structure cannot come from JSON, but never fail here
+        text = repr(value)
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates, visibly
+    if len(text) > _SHOWN_INPUT_CHARS:
+        text = text[:_SHOWN_INPUT_CHARS - 1] + "…"
+    return text
+
+
+def _bound(limit: Any) -> str:
+    # "at most 1", not "at most 1.0": the schema's 1.0 reads as a float-only rule.
+    if isinstance(limit, float) and limit.is_integer():
+        return str(int(limit))
+    return str(limit)
+
+
+def accepted_keys(model: type[BaseModel], path: tuple) -> list[str]:
+    """The keys the model reached by path accepts ([] when path does not lead to a model)."""
+    for part in path:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        model = _model_in(field.annotation) if field is not None else None
+        if model is None:
+            return []
+    return list(model.model_fields)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for member in typing.get_args(annotation):
+            found = _model_in(member)
+            if found is not None:
+                return found
+    return None

@@ -1,4 +1,9 @@
-"""A worker's heartbeat row, kept fresh by a daemon thread, so fronts can tell it is alive."""
+"""A worker's heartbeat row, kept fresh by a daemon thread, so fronts can tell it is alive.
+
+The thread must outlive any error: if it died, other processes would soon take this live
+worker for dead and lease its running stages again. So a failed beat, whatever the exception,
+is logged and the next one tried on time.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,6 @@ import threading
 import time
 import uuid
 
-from shared.errors import StorageError
 from shared.store import runtime
 from shared.store.db import Database
 
@@ -33,16 +37,26 @@ class Heartbeat:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=self.interval + 1)
-        with self.db.write() as tx:
-            runtime.remove_worker(tx, self.worker_id)
+        try:
+            with self.db.write() as tx:
+                runtime.remove_worker(tx, self.worker_id)
+        except Exception as exc:  # the row goes stale and is taken for dead, then pruned
+            log.warning("cannot remove worker %s from the workers table: %s", self.worker_id, exc)
 
     def _beat(self) -> None:
         with self.db.write() as tx:
             runtime.beat(tx, self.worker_id, os.getpid(), socket.gethostname(), time.time())
 
     def _run(self) -> None:
+        failed = 0
         while not self._stop.wait(self.interval):
             try:
                 self._beat()
-            except StorageError:
-                log.exception("heartbeat failed; will retry")
+            except Exception:
+                failed += 1
+                if failed == 1:  # one traceback per outage, not one per beat
+                    log.exception("heartbeat failed; retrying every %.1f s", self.interval)
+                continue
+            if failed:
+                log.warning("heartbeat back after %d failed beat(s)", failed)
+                failed = 0

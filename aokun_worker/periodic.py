@@ -46,25 +46,34 @@ class PeriodicScheduler:
         self._thread.join(timeout=30)
 
     def run_due(self) -> list[str]:
-        """Run every job that is due now; return the names of those run."""
+        """Run every job that is due now; return the names of those run. A job that fails
+        (or cannot be claimed) is logged and does not keep the others from running."""
         ran = []
         for job in self.jobs:
-            now = self.clock()
-            with self.db.write() as tx:
-                due, previous = runtime.claim_periodic(tx, job.name, job.interval_s, now)
-            if not due:
-                continue
             try:
-                summary = job.run(previous, now)
-                log.info("periodic %s: %s", job.name, summary)
-                ran.append(job.name)
+                if self._run_if_due(job):
+                    ran.append(job.name)
             except Exception:
                 log.exception("periodic job %s failed; it stays due", job.name)
-                with self.db.write() as tx:
-                    runtime.restore_periodic(tx, job.name, previous)
         return ran
 
+    def _run_if_due(self, job: PeriodicJob) -> bool:
+        now = self.clock()
+        with self.db.write() as tx:
+            due, previous = runtime.claim_periodic(tx, job.name, job.interval_s, now)
+        if not due:
+            return False
+        try:
+            summary = job.run(previous, now)
+        except Exception:
+            with self.db.write() as tx:
+                runtime.restore_periodic(tx, job.name, previous)
+            raise
+        log.info("periodic %s: %s", job.name, summary)
+        return True
+
     def _loop(self) -> None:
+        # Whatever a tick raises, the scheduler keeps ticking: jobs fall due again.
         while not self._stop.is_set():
             try:
                 self.run_due()

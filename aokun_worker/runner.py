@@ -1,15 +1,24 @@
-"""Runs memory stages: lease in the stage journal, compute, then store + mark done together."""
+"""Runs memory stages: lease in the stage journal, compute, then store + mark done together.
+
+Whatever goes wrong between the claim and the completion — reading the documents, the
+computation, storing one memory's result, the COMMIT — is recorded on the stage rows with its
+error and backs off, so every attempt ends on its row and a stage ends done or failed.
+Recording needs a writable database: while it is locked past busy_timeout (or otherwise will
+not take a write) the runner retries the completion briefly, then gives the leases back as
+soon as a write gets through, instead of leaving the stages running until the lease ends.
+"""
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from aokun_worker.handlers import StageHandler
 from shared.config import QueueConfig
-from shared.errors import AokunError
+from shared.errors import AokunError, StorageError
 from shared.store import stages
 from shared.store.db import Database
 from shared.store.documents import DocumentStore
@@ -17,6 +26,15 @@ from shared.store.stages import StageKey
 from shared.tasks import DRAIN, Enqueuer
 
 log = logging.getLogger("aokun.worker")
+
+# The database would not take a write: busy past busy_timeout, disk full, I/O error...
+STORAGE_ERRORS = (StorageError, sqlite3.Error)
+# Pauses between tries to record a finished batch; each try also waits busy_timeout in SQLite.
+COMPLETE_RETRY_DELAYS_S = (0.1, 0.3)
+# Giving the leases back is retried, at most this far apart, until it gets through.
+RELEASE_RETRY_MAX_S = 1.0
+
+Failure = tuple[StageKey, str]
 
 
 @dataclass(frozen=True)
@@ -50,31 +68,29 @@ class StageRunner:
     def run(self, key: StageKey) -> int:
         """Run one stage (plus whatever else of that stage is waiting); return stages done."""
         handler = self.parts.handlers[key.stage]
-        return self._run_claimed(handler, self._claim(key, handler.batch_size))
+        started = time.monotonic()
+        try:
+            keys = self._claim(key, handler.batch_size)
+        except STORAGE_ERRORS as exc:
+            # Nothing was leased; only the message would be lost, so send it again later.
+            log.warning("cannot lease %s of memory %d (%s); retrying later", key.stage, key.memory_id, exc)
+            self._enqueue_retries([(key, self.retry_delay(1))])
+            return 0
+        return self._run_claimed(handler, keys, started)
 
     def run_next(self, stage: str) -> tuple[int, int]:
         """Claim and run the next batch of due pending rows of a stage: (claimed, done)."""
         handler = self.parts.handlers[stage]
         p = self.parts
-        with p.db.write() as tx:
-            keys = stages.claim_more(tx, stage, p.owner, p.clock(), p.queue.lease_s, handler.batch_size)
-        return len(keys), self._run_claimed(handler, keys)
-
-    def _run_claimed(self, handler: StageHandler, keys: list[StageKey]) -> int:
-        if not keys:
-            return 0
-        if len(keys) >= handler.batch_size and self.enqueuer is not None:
-            # A full batch: more is probably waiting. Chain a drain so a backlog empties at
-            # full speed without one queue message per memory.
-            self.enqueuer.drain(handler.stage)
-        docs = self.parts.documents.get_many([k.memory_id for k in keys])
-        live = [k for k in keys if k.memory_id in docs]
+        started = time.monotonic()
         try:
-            results = handler.compute([docs[k.memory_id] for k in live]) if live else []
-        except Exception as exc:  # a stage body may fail any way it likes; we record it
-            self._fail(live, exc)
-            return 0
-        return self._complete(handler, live, docs, results)
+            with p.db.write() as tx:
+                keys = stages.claim_more(tx, stage, p.owner, p.clock(), p.queue.lease_s, handler.batch_size)
+        except STORAGE_ERRORS as exc:
+            # The rows stay pending; the reconciler queues them again.
+            log.warning("cannot lease the next %s batch (%s); the reconciler will queue it", stage, exc)
+            return 0, 0
+        return len(keys), self._run_claimed(handler, keys, started)
 
     def _claim(self, key: StageKey, batch_size: int) -> list[StageKey]:
         p = self.parts
@@ -86,38 +102,160 @@ class StageRunner:
                                           batch_size - len(keys))
         return keys
 
-    def _complete(self, handler: StageHandler, keys: list[StageKey], docs, results) -> int:
+    def _run_claimed(self, handler: StageHandler, keys: list[StageKey], claimed_at: float) -> int:
+        if not keys:
+            return 0
+        # Past this moment (monotonic) the leases may be taken over: record nothing after it.
+        lease_end = claimed_at + self.parts.queue.lease_s
+        self._chain_drain(handler, len(keys))
+        try:
+            docs = self.parts.documents.get_many([k.memory_id for k in keys])
+            live = [k for k in keys if k.memory_id in docs]
+            results = list(handler.compute([docs[k.memory_id] for k in live])) if live else []
+            if len(results) != len(live):
+                raise RuntimeError(f"the {handler.stage} stage returned {len(results)} results"
+                                   f" for {len(live)} memories")
+        except Exception as exc:  # a stage body may fail any way it likes; we record it
+            self._log_failure(keys, exc)
+            self._release(keys, describe(exc), lease_end)
+            return 0
+        return self._finish(handler, keys, docs, dict(zip(live, results)), lease_end)
+
+    def _chain_drain(self, handler: StageHandler, claimed: int) -> None:
+        if claimed < handler.batch_size or self.enqueuer is None:
+            return
+        # A full batch: more is probably waiting. Chain a drain so a backlog empties at full
+        # speed without one queue message per memory. Without it the reconciler still gets there.
+        try:
+            self.enqueuer.drain(handler.stage)
+        except Exception as exc:
+            log.warning("cannot queue the next %s batch (%s); the reconciler will", handler.stage, exc)
+
+    def _finish(self, handler: StageHandler, keys: list[StageKey], docs, results, lease_end: float) -> int:
+        """Store the results and mark the stages done, retrying briefly if the database will
+        not take the write; failing that, give the leases back."""
+        tries = 0
+        while True:
+            try:
+                done, retries = self._complete(handler, keys, docs, results)
+            except Exception as exc:
+                if tries == len(COMPLETE_RETRY_DELAYS_S) or not isinstance(exc, STORAGE_ERRORS):
+                    self._log_failure(keys, exc)
+                    self._release(keys, describe(exc), lease_end)
+                    return 0
+                pause, tries = COMPLETE_RETRY_DELAYS_S[tries], tries + 1
+                log.warning("cannot record %d %s stage(s) (%s); retrying in %.1f s",
+                            len(keys), handler.stage, exc, pause)
+                time.sleep(pause)
+                continue
+            self._enqueue_retries(retries)
+            return done
+
+    def _complete(self, handler: StageHandler, keys: list[StageKey], docs, results):
+        """One transaction: each memory's result stored and its stage done, or its failure
+        recorded; return (stages done, [(key, backoff)] to retry)."""
         p = self.parts
-        done = 0
+        done, failures = 0, []
         with p.db.write() as tx:
             now = p.clock()
-            for key, result in zip(keys, results):
-                # complete() first: it fails if the memory was edited or the lease lost.
-                if stages.complete(tx, key, p.owner, now):
-                    handler.store(tx, docs[key.memory_id], result, now)
-                    done += 1
-        return done
-
-    def _fail(self, keys: list[StageKey], exc: Exception) -> None:
-        p = self.parts
-        error = f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, AokunError):
-            log.warning("%s stage failed for memories %s: %s", keys[0].stage,
-                        [k.memory_id for k in keys], error)
-        else:
-            log.exception("%s stage crashed for memories %s", keys[0].stage, [k.memory_id for k in keys])
-        retries = []
-        with p.db.write() as tx:
             for key in keys:
-                delay = stages.fail(tx, key, p.owner, error, p.clock(), p.queue.max_retries,
-                                    self.retry_delay)
-                if delay is not None:
-                    retries.append((key, delay))
-        if self.enqueuer is not None:
+                if key not in results:
+                    failures.append((key, f"memory {key.memory_id} no longer exists"))
+                    continue
+                completed, error = self._store_one(tx, handler, key, docs[key.memory_id], results[key], now)
+                done += completed
+                if error:
+                    log.warning("%s stage could not store memory %d: %s", key.stage, key.memory_id, error)
+                    failures.append((key, error))
+            retries = self._record_failures(tx, failures, now)
+        return done, retries
+
+    def _store_one(self, tx: sqlite3.Connection, handler: StageHandler, key: StageKey, document,
+                   result, now: float) -> tuple[bool, str | None]:
+        """Store one memory's result in a savepoint, so that a row that cannot be stored fails
+        only its own stage: (done, error). Not done and no error: the lease was lost or the
+        memory edited meanwhile, and nothing was written."""
+        tx.execute("SAVEPOINT stage_result")
+        try:
+            # complete() first: it fails if the memory was edited or the lease lost.
+            completed = stages.complete(tx, key, self.parts.owner, now)
+            if completed:
+                handler.store(tx, document, result, now)
+            tx.execute("RELEASE stage_result")
+            return completed, None
+        except Exception as exc:
+            if not tx.in_transaction:
+                raise  # SQLite rolled the whole transaction back (disk full, I/O): not this row's
+            tx.execute("ROLLBACK TO stage_result")
+            tx.execute("RELEASE stage_result")
+            return False, describe(exc)
+
+    def _release(self, keys: list[StageKey], error: str, lease_end: float) -> None:
+        """Record a failed attempt of each stage (pending after a backoff, or failed for good),
+        retrying until the database takes the write or the lease ends."""
+        failures = [(key, error) for key in keys]
+        pause, tries = COMPLETE_RETRY_DELAYS_S[0], 0
+        while True:
+            try:
+                with self.parts.db.write() as tx:
+                    retries = self._record_failures(tx, failures, self.parts.clock())
+                break
+            except STORAGE_ERRORS as exc:
+                if time.monotonic() + pause >= lease_end:
+                    log.error("cannot release %d %s stage(s) before their lease ends (%s); the"
+                              " reconciler will take them back", len(keys), keys[0].stage, exc)
+                    return
+                if tries == 0:
+                    log.warning("cannot release %d %s stage(s) (%s); retrying until the database"
+                                " takes it", len(keys), keys[0].stage, exc)
+                time.sleep(pause)
+                pause, tries = min(pause * 2, RELEASE_RETRY_MAX_S), tries + 1
+        if tries:
+            log.info("released %d %s stage(s) after %d more tries", len(keys), keys[0].stage, tries)
+        self._enqueue_retries(retries)
+
+    def _record_failures(self, tx: sqlite3.Connection, failures: list[Failure],
+                         now: float) -> list[tuple[StageKey, float]]:
+        p = self.parts
+        retries = []
+        for key, error in failures:
+            delay = stages.fail(tx, key, p.owner, error, now, p.queue.max_retries, self.retry_delay)
+            if delay is not None:
+                retries.append((key, delay))
+        return retries
+
+    def _enqueue_retries(self, retries: list[tuple[StageKey, float]]) -> None:
+        if self.enqueuer is None or not retries:
+            return
+        try:
             for key, delay in retries:
                 self.enqueuer.enqueue([key], delay_s=delay)
+        except Exception as exc:
+            # The rows are pending and due later; the reconciler queues them if nobody did.
+            log.warning("cannot queue %d stage retries (%s); the reconciler will", len(retries), exc)
+            self._forget_enqueued([key for key, _ in retries])
+
+    def _forget_enqueued(self, keys: list[StageKey]) -> None:
+        try:
+            with self.parts.db.write() as tx:
+                stages.mark_enqueued(tx, keys, None)
+        except STORAGE_ERRORS as exc:
+            log.warning("cannot mark %d stage(s) as unqueued (%s); the reconciler queues them"
+                        " once the queue is empty", len(keys), exc)
+
+    def _log_failure(self, keys: list[StageKey], exc: Exception) -> None:
+        ids = [k.memory_id for k in keys]
+        if isinstance(exc, (AokunError, sqlite3.Error)):
+            log.warning("%s stage failed for memories %s: %s", keys[0].stage, ids, describe(exc))
+        else:
+            log.exception("%s stage crashed for memories %s", keys[0].stage, ids)
 
     def retry_delay(self, attempts: int) -> float:
         """Exponential backoff: retry_base_s, doubling per attempt, capped at retry_max_s."""
         q = self.parts.queue
         return min(q.retry_max_s, q.retry_base_s * 2 ** max(attempts - 1, 0))
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as the one line kept in a stage's last_error."""
+    return f"{type(exc).__name__}: {exc}"

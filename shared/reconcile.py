@@ -1,8 +1,9 @@
 """The reconciler: makes the queue agree with the stage rows after any crash.
 
 Runs when a worker starts, when a front starts, and periodically. Stages leased by a dead
-worker (or whose lease ran out) become pending; pending stages that nothing has queued are
-queued. When the queue is empty, every due pending stage is queued again: a message can be
+worker (or whose lease ran out) become pending — or failed, once they have used
+queue.max_retries attempts, so a job that kills or hangs its worker every time ends; pending
+stages that nothing has queued are queued. When the queue is empty, every due pending stage is queued again: a message can be
 lost (Huey deletes a task before running it), a stage row cannot.
 """
 
@@ -12,6 +13,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from shared.config import QueueConfig
 from shared.store import runtime, stages
 from shared.store.db import Database
 from shared.tasks import Enqueuer
@@ -26,15 +28,20 @@ MAX_MESSAGES = 1000
 class ReconcileReport:
     reclaimed: int
     enqueued: int
+    failed: int = 0
+    """Stages taken back from a dead or stuck worker that had no attempts left."""
 
 
 def reconcile(db: Database, enqueuer: Enqueuer, heartbeat_timeout_s: float,
-              now: float | None = None) -> ReconcileReport:
+              now: float | None = None, queue: QueueConfig = QueueConfig()) -> ReconcileReport:
     """Reclaim abandoned stages and queue every pending stage that has no message."""
     now = time.time() if now is None else now
     with db.write() as tx:
         live = runtime.live_workers(tx, now - heartbeat_timeout_s)
-        reclaimed = stages.reclaim_abandoned(tx, now, live)
+        reclaimed, failed = stages.reclaim_abandoned(tx, now, live, queue.max_retries)
+    if failed:
+        log.warning("%d stage(s) failed for good: all %d attempts used, the last one's lease ran"
+                    " out (worker killed or stuck); see `aokun doctor`", failed, queue.max_retries)
     queue_empty = enqueuer.pending_count() == 0
     keys = stages.ready_to_enqueue(db.connection(), now, include_enqueued=queue_empty,
                                    limit=MAX_MESSAGES)
@@ -48,4 +55,4 @@ def reconcile(db: Database, enqueuer: Enqueuer, heartbeat_timeout_s: float,
             enqueuer.drain(stage)
     if reclaimed or keys:
         log.info("reconciled: %d stage(s) reclaimed, %d queued", reclaimed, len(keys))
-    return ReconcileReport(reclaimed=reclaimed, enqueued=len(keys))
+    return ReconcileReport(reclaimed=reclaimed, enqueued=len(keys), failed=failed)

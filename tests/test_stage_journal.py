@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from shared.config import StorageConfig, TextConfig
+from shared.memories import MemoryService
 from shared.store import runtime, stages
-from shared.store.documents import DocumentStore, MemoryFields
+from shared.store.documents import MemoryFields
 from shared.store.schema import open_database
 from shared.store.stages import StageKey
 from shared.text.segment import Segmenter
@@ -15,7 +16,7 @@ from shared.text.segment import Segmenter
 @pytest.fixture
 def store(tmp_path):
     db = open_database(StorageConfig(data_dir=tmp_path))
-    yield DocumentStore(db, Segmenter(TextConfig()))
+    yield MemoryService(db, Segmenter(TextConfig()), None, ttl_for=lambda kind, importance, n: 30.0)
     db.close()
 
 
@@ -25,7 +26,7 @@ def rows(store, memory_id):
 
 
 def test_memorize_journals_three_pending_stages(store):
-    doc = store.insert("hello", MemoryFields())
+    doc = store.memorize("hello", MemoryFields())
     got = rows(store, doc.id)
     assert sorted(got) == ["atoms", "embed", "graph"]
     assert {r["status"] for r in got.values()} == {"pending"}
@@ -33,7 +34,7 @@ def test_memorize_journals_three_pending_stages(store):
 
 
 def test_claim_is_exclusive_and_completion_needs_the_lease(store):
-    doc = store.insert("hello", MemoryFields())
+    doc = store.memorize("hello", MemoryFields())
     key = StageKey(doc.id, "embed", doc.content_hash)
     with store.db.write() as tx:
         assert stages.claim(tx, key, "w1", 100.0, 30)
@@ -45,11 +46,11 @@ def test_claim_is_exclusive_and_completion_needs_the_lease(store):
 
 
 def test_edit_makes_old_jobs_harmless(store):
-    doc = store.insert("I live in Beijing", MemoryFields())
+    doc = store.memorize("I live in Beijing", MemoryFields())
     old = StageKey(doc.id, "embed", doc.content_hash)
     with store.db.write() as tx:
         assert stages.claim(tx, old, "w1", 100.0, 30)
-    edited = store.update(doc.id, "I live in Shanghai", {})
+    edited = store.edit(doc.id, "I live in Shanghai", {})
     with store.db.write() as tx:
         assert not stages.complete(tx, old, "w1", 101.0)  # result for the old text is dropped
         assert not stages.claim(tx, old, "w1", 101.0, 30)
@@ -57,7 +58,7 @@ def test_edit_makes_old_jobs_harmless(store):
 
 
 def test_failures_back_off_then_fail_for_good(store):
-    doc = store.insert("hello", MemoryFields())
+    doc = store.memorize("hello", MemoryFields())
     key = StageKey(doc.id, "embed", doc.content_hash)
     delays = []
     for attempt in range(1, 4):
@@ -77,13 +78,13 @@ def test_failures_back_off_then_fail_for_good(store):
 
 
 def test_reclaim_takes_back_leases_of_dead_or_expired_workers(store):
-    a = store.insert("a", MemoryFields())
-    b = store.insert("b", MemoryFields())
+    a = store.memorize("a", MemoryFields())
+    b = store.memorize("b", MemoryFields())
     with store.db.write() as tx:
         stages.claim(tx, StageKey(a.id, "embed", a.content_hash), "alive", 100.0, 1000)
         stages.claim(tx, StageKey(b.id, "embed", b.content_hash), "dead", 100.0, 1000)
-        assert stages.reclaim_abandoned(tx, 200.0, ["alive"]) == 1
-        assert stages.reclaim_abandoned(tx, 2000.0, ["alive"]) == 1  # lease ran out
+        assert stages.reclaim_abandoned(tx, 200.0, ["alive"], 8) == (1, 0)
+        assert stages.reclaim_abandoned(tx, 2000.0, ["alive"], 8) == (1, 0)  # lease ran out
     assert rows(store, a.id)["embed"]["status"] == rows(store, b.id)["embed"]["status"] == "pending"
 
 
@@ -103,3 +104,60 @@ def test_periodic_claim_runs_once_per_due_time(store):
         assert runtime.claim_periodic(tx, "job", 60, 1000.0) == (True, None)
         assert runtime.claim_periodic(tx, "job", 60, 1030.0) == (False, 1000.0)
         assert runtime.claim_periodic(tx, "job", 60, 1500.0) == (True, 1000.0)
+
+
+def test_leases_that_keep_running_out_end_in_failed(store):
+    doc = store.memorize("a job that kills its worker every time", MemoryFields())
+    key = StageKey(doc.id, "graph", doc.content_hash)
+    outcomes = []
+    for attempt in range(1, 4):
+        now = 1000.0 * attempt
+        with store.db.write() as tx:
+            assert stages.claim(tx, key, "w", now, 30)
+            outcomes.append(stages.reclaim_abandoned(tx, now + 31, ["w"], 3))  # lease ran out
+    assert outcomes == [(1, 0), (1, 0), (0, 1)]
+    row = rows(store, doc.id)["graph"]
+    assert (row["status"], row["attempts"]) == ("failed", 3)
+    assert row["last_error"] == "lease expired 3 times (worker killed or stuck)"
+    with store.db.write() as tx:
+        assert not stages.claim(tx, key, "w", 9000.0, 30)  # failed stays failed until repair
+
+
+def test_a_dead_owner_counts_and_another_error_restarts_the_lease_count(store):
+    doc = store.memorize("hello", MemoryFields())
+    key = StageKey(doc.id, "embed", doc.content_hash)
+    with store.db.write() as tx:
+        stages.claim(tx, key, "dead", 100.0, 1000)
+        assert stages.reclaim_abandoned(tx, 101.0, [], 8) == (1, 0)  # owner dead, lease still on
+    assert rows(store, doc.id)["embed"]["last_error"] == "lease expired 1 time (worker killed or stuck)"
+    with store.db.write() as tx:
+        stages.claim(tx, key, "w", 200.0, 30)
+        stages.fail(tx, key, "w", "EmbeddingError: down", 201.0, 8, lambda n: 0.0)
+        stages.claim(tx, key, "w", 300.0, 30)
+        stages.reclaim_abandoned(tx, 400.0, ["w"], 8)
+    row = rows(store, doc.id)["embed"]
+    assert (row["status"], row["attempts"]) == ("pending", 3)
+    assert row["last_error"] == "lease expired 1 time (worker killed or stuck)"
+
+
+def test_queue_figures_and_stage_problems_show_stuck_failed_and_retrying(store):
+    a, b, c, d = (store.memorize(text, MemoryFields()) for text in ("a", "b", "c", "d"))
+    with store.db.write() as tx:
+        stages.claim(tx, StageKey(a.id, "embed", a.content_hash), "w", 100.0, 30)  # stuck at 200
+        stages.claim(tx, StageKey(b.id, "embed", b.content_hash), "w", 190.0, 30)  # running fine
+        key = StageKey(c.id, "embed", c.content_hash)
+        stages.claim(tx, key, "w", 100.0, 30)
+        stages.fail(tx, key, "w", "ValueError: bad", 101.0, 1, lambda n: 0.0)  # failed for good
+        key = StageKey(d.id, "embed", d.content_hash)
+        stages.claim(tx, key, "w", 100.0, 30)
+        stages.fail(tx, key, "w", "EmbeddingError: down", 101.0, 8, lambda n: 5.0)  # retrying
+    figures = stages.queue_figures(store.db.connection(), 200.0)
+    assert (figures["running"], figures["stuck"], figures["failed"], figures["retrying"]) == (2, 1, 1, 1)
+    assert figures["pending"] == 4 * 3 - 4 + 1
+    problems = stages.stage_problems(store.db.connection(), 200.0, 10)
+    assert [(p["memory_id"], p["stage"], p["status"], p["attempts"]) for p in problems] == [
+        (c.id, "embed", "failed", 1), (a.id, "embed", "stuck", 1)]  # oldest trouble first
+    assert problems[0]["last_error"] == "ValueError: bad" and problems[0]["age_s"] == 99.0
+    assert problems[1]["last_error"] == "lease held by w expired 70 s ago" and problems[1]["age_s"] == 70.0
+    assert [tuple(r) for r in stages.failed_stages(store.db.connection())] == [(c.id, "embed", 1, "ValueError: bad")]
+    assert len(stages.stage_problems(store.db.connection(), 200.0, 1)) == 1

@@ -3,6 +3,11 @@
 A memory's follow-up work (embed, atoms, graph) is a row per stage with status, attempts, a
 lease and the content hash it is for. The queue only carries hints; these rows survive any
 crash and the reconciler re-enqueues from them.
+
+Every attempt is counted when it is claimed, and every attempt ends on the row: done, failed
+with its error (then pending after a backoff, or failed for good after max attempts), or
+reclaimed when its lease ran out or its worker died (also recorded, and also failed for good
+once the attempts are used up). So no stage loops forever.
 """
 
 from __future__ import annotations
@@ -13,27 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 STAGES = ("embed", "atoms", "graph")
-
-DDL = [
-    """
-    CREATE TABLE memory_stages (
-        memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-        stage TEXT NOT NULL CHECK (stage IN ('embed', 'atoms', 'graph')),
-        status TEXT NOT NULL DEFAULT 'pending'
-            CHECK (status IN ('pending', 'running', 'done', 'failed')),
-        content_hash TEXT NOT NULL,
-        attempts INTEGER NOT NULL DEFAULT 0,
-        lease_owner TEXT,
-        lease_until REAL,
-        next_attempt_time REAL,
-        enqueued_time REAL,
-        last_error TEXT,
-        update_time REAL NOT NULL,
-        PRIMARY KEY (memory_id, stage)
-    ) WITHOUT ROWID
-    """,
-    "CREATE INDEX memory_stages_status ON memory_stages (status, lease_until)",
-]
+"""Stage names, in the order a memory's stages run; the schema's CHECK lists the same."""
 
 
 @dataclass(frozen=True)
@@ -135,15 +120,41 @@ def mark_enqueued(conn: sqlite3.Connection, keys: Iterable[StageKey], now: float
         [(now, k.memory_id, k.stage, k.content_hash) for k in keys])
 
 
-def reclaim_abandoned(conn: sqlite3.Connection, now: float, live_owners: Sequence[str]) -> int:
-    """Running stages whose lease ran out or whose worker is dead become pending again."""
+def reclaim_abandoned(conn: sqlite3.Connection, now: float, live_owners: Sequence[str],
+                      max_attempts: int) -> tuple[int, int]:
+    """Running stages whose lease ran out or whose worker is dead: pending again, or failed
+    for good once they have used max_attempts. Return (pending again, failed)."""
     dead_owner = f"lease_owner NOT IN ({','.join('?' * len(live_owners))})" if live_owners else "1"
-    cur = conn.execute(
-        "UPDATE memory_stages SET status = 'pending', lease_owner = NULL, lease_until = NULL,"
-        " enqueued_time = NULL, update_time = ? WHERE status = 'running'"
-        f" AND (lease_until < ? OR lease_owner IS NULL OR {dead_owner})",
-        (now, now, *live_owners))
-    return cur.rowcount
+    rows = conn.execute(
+        "SELECT memory_id, stage, attempts, last_error FROM memory_stages WHERE status = 'running'"
+        f" AND (lease_until IS NULL OR lease_until < ? OR lease_owner IS NULL OR {dead_owner})",
+        (now, *live_owners)).fetchall()
+    updates = [("failed" if attempts >= max_attempts else "pending",
+                lease_error(_lease_expiries(last_error) + 1), now, memory_id, stage)
+               for memory_id, stage, attempts, last_error in rows]
+    conn.executemany(
+        "UPDATE memory_stages SET status = ?, lease_owner = NULL, lease_until = NULL,"
+        " next_attempt_time = NULL, enqueued_time = NULL, last_error = ?, update_time = ?"
+        " WHERE memory_id = ? AND stage = ?", updates)
+    failed = sum(1 for u in updates if u[0] == "failed")
+    return len(updates) - failed, failed
+
+
+_LEASE_ERROR = "lease expired "
+
+
+def lease_error(times: int) -> str:
+    """The error kept on a stage reclaimed from a killed or stuck worker."""
+    return f"{_LEASE_ERROR}{times} time{'s' if times > 1 else ''} (worker killed or stuck)"
+
+
+def _lease_expiries(last_error: str | None) -> int:
+    """How many times in a row the lease ran out, read back from lease_error()'s text (the
+    count needs no column of its own: any other error in between starts it again)."""
+    if not last_error or not last_error.startswith(_LEASE_ERROR):
+        return 0
+    count = last_error[len(_LEASE_ERROR):].split(" ", 1)[0]
+    return int(count) if count.isdigit() else 0
 
 
 def ready_to_enqueue(conn: sqlite3.Connection, now: float, include_enqueued: bool,
@@ -182,13 +193,23 @@ def retry_failed(conn: sqlite3.Connection, now: float) -> int:
         " enqueued_time = NULL, update_time = ? WHERE status = 'failed'", (now,)).rowcount
 
 
+# A running stage whose lease has run out (or that has none) is stuck: its worker was killed
+# or hangs. The reconciler takes it back; until then it is reported.
+_STUCK = "status = 'running' AND (lease_until IS NULL OR lease_until < ?)"
+
+
 def queue_figures(conn: sqlite3.Connection, now: float) -> dict:
-    """Counts by status from the stage rows, and the age of the oldest pending one."""
+    """Counts by status from the stage rows, the age of the oldest pending one, and the
+    stages in trouble: stuck (running, lease expired) and retrying (pending after a failure)."""
     counts = dict(conn.execute("SELECT status, COUNT(*) FROM memory_stages GROUP BY status").fetchall())
     oldest = conn.execute("SELECT MIN(update_time) FROM memory_stages WHERE status = 'pending'").fetchone()[0]
+    stuck = conn.execute(f"SELECT COUNT(*) FROM memory_stages WHERE {_STUCK}", (now,)).fetchone()[0]
+    retrying = conn.execute(
+        "SELECT COUNT(*) FROM memory_stages WHERE status = 'pending' AND attempts > 0").fetchone()[0]
     return {"pending": counts.get("pending", 0), "running": counts.get("running", 0),
             "failed": counts.get("failed", 0), "done": counts.get("done", 0),
-            "oldest_pending_age_s": round(now - oldest, 1) if oldest is not None else 0.0}
+            "oldest_pending_age_s": round(now - oldest, 1) if oldest is not None else 0.0,
+            "stuck": stuck, "retrying": retrying}
 
 
 def failed_stages(conn: sqlite3.Connection, limit: int = 50) -> list[tuple]:
@@ -196,6 +217,31 @@ def failed_stages(conn: sqlite3.Connection, limit: int = 50) -> list[tuple]:
     return conn.execute(
         "SELECT memory_id, stage, attempts, last_error FROM memory_stages WHERE status = 'failed'"
         " ORDER BY memory_id LIMIT ?", (limit,)).fetchall()
+
+
+def stage_problems(conn: sqlite3.Connection, now: float, limit: int = 50) -> list[dict]:
+    """Failed and stuck stages, oldest first: {memory_id, stage, status ('failed' | 'stuck'),
+    attempts, last_error, age_s}. A stuck stage's last_error says whose lease ran out when
+    (and the error of its previous attempt, if any); age_s is the time since it failed or
+    since its lease ran out."""
+    rows = conn.execute(
+        "SELECT memory_id, stage, status, attempts, last_error, lease_owner, lease_until, update_time"
+        f" FROM memory_stages WHERE status = 'failed' OR ({_STUCK})"
+        " ORDER BY COALESCE(lease_until, update_time), memory_id LIMIT ?", (now, limit)).fetchall()
+    return [_problem(tuple(row), now) for row in rows]
+
+
+def _problem(row: tuple, now: float) -> dict:
+    memory_id, stage, status, attempts, last_error, owner, lease_until, update_time = row
+    if status == "failed":
+        return {"memory_id": memory_id, "stage": stage, "status": "failed", "attempts": attempts,
+                "last_error": last_error, "age_s": round(now - update_time, 1)}
+    since = lease_until if lease_until is not None else update_time
+    detail = f"lease held by {owner or 'nobody'} expired {now - since:.0f} s ago"
+    if last_error:
+        detail += f"; previous attempt: {last_error}"
+    return {"memory_id": memory_id, "stage": stage, "status": "stuck", "attempts": attempts,
+            "last_error": detail, "age_s": round(now - since, 1)}
 
 
 def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float) -> dict[str, int]:
@@ -206,3 +252,10 @@ def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float) -> d
 
 def table_counts(conn: sqlite3.Connection) -> dict[str, int]:
     return {"memory_stages": conn.execute("SELECT COUNT(*) FROM memory_stages").fetchone()[0]}
+
+
+def is_done(conn: sqlite3.Connection, memory_id: int, stage: str, content_hash: str) -> bool:
+    """Whether a stage has finished for this version of a memory's content."""
+    return conn.execute(
+        "SELECT 1 FROM memory_stages WHERE memory_id = ? AND stage = ? AND content_hash = ?"
+        " AND status = 'done'", (memory_id, stage, content_hash)).fetchone() is not None

@@ -1,0 +1,314 @@
+"""Failure paths that end: every failed attempt is recorded, backs off and ends in `failed`;
+a locked database gives leases back within seconds; background threads outlive any error."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+
+import pytest
+
+from aokun_worker.handlers import EmbedHandler
+from aokun_worker.heartbeat import Heartbeat
+from aokun_worker.periodic import PeriodicJob, PeriodicScheduler
+from aokun_worker.runner import RunnerParts, StageRunner
+from fake_openai import FakeEmbeddingsServer
+from helpers import db_rows, start_worker, stop, wait_for, write_config
+from shared.config import EmbeddingConfig, QueueConfig, StorageConfig, TextConfig, load_config
+from shared.embedders import build_embedder
+from shared.memories import MemoryService
+from shared.queue import open_queue
+from shared.reconcile import reconcile
+from shared.store import stages
+from shared.store.documents import MemoryFields
+from shared.store.schema import open_database
+from shared.store.stages import StageKey
+from shared.tasks import Enqueuer
+from shared.text.segment import Segmenter
+
+DIM = 16
+ABORT_VECTORS = "CREATE TRIGGER abort_vectors BEFORE INSERT ON vectors {when} BEGIN SELECT RAISE(ABORT, 'boom'); END"
+
+
+@pytest.fixture
+def fake_api():
+    with FakeEmbeddingsServer(dim=DIM) as server:
+        yield server
+
+
+@pytest.fixture
+def db(tmp_path):
+    database = open_database(StorageConfig(data_dir=tmp_path, busy_timeout_ms=200))
+    yield database
+    database.close()
+
+
+def memory_service(db, queue=None) -> MemoryService:
+    return MemoryService(db, Segmenter(TextConfig()), queue, ttl_for=lambda kind, importance, n: 30.0)
+
+
+def embed_runner(db, fake_api, **queue) -> StageRunner:
+    """The real runner with the real embed stage, embedding through a local HTTP API."""
+    embedder = build_embedder(EmbeddingConfig(provider="openai", base_url=fake_api.base_url,
+                                              model="fake-embed", dimensions=DIM, api_key="sk-test",
+                                              max_retries=0), threads=1)
+    parts = RunnerParts(db=db, documents=memory_service(db).documents,
+                        handlers={"embed": EmbedHandler(embedder, 8)}, queue=QueueConfig(**queue),
+                        owner="test-worker")
+    return StageRunner(parts)
+
+
+def stage_row(db, memory_id: int, stage: str = "embed") -> dict:
+    row = db.connection().execute("SELECT * FROM memory_stages WHERE memory_id = ? AND stage = ?",
+                                  (memory_id, stage)).fetchone()
+    return dict(row)
+
+
+@contextmanager
+def write_lock(path):
+    """Hold the database's write lock from another connection, as a long writer would."""
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
+
+
+def test_a_store_step_that_raises_backs_off_then_fails_with_its_error(db, fake_api):
+    doc = memory_service(db).memorize("a memory whose vector cannot be stored", MemoryFields())
+    db.connection().execute(ABORT_VECTORS.format(when=""))
+    runner = embed_runner(db, fake_api, max_retries=3, retry_base_s=0.01, retry_max_s=0.03)
+    key = StageKey(doc.id, "embed", doc.content_hash)
+    backoffs = []
+    for attempt in (1, 2, 3):
+        assert runner.run(key) == 0
+        row = stage_row(db, doc.id)
+        assert row["attempts"] == attempt and row["lease_owner"] is None
+        assert row["last_error"] == "IntegrityError: boom"
+        backoffs.append(round(row["next_attempt_time"] - row["update_time"], 3))
+        time.sleep(0.05)
+    assert row["status"] == "failed"
+    assert backoffs[:2] == [0.01, 0.02]  # doubling; the third attempt is the last
+    assert db.connection().execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == 0
+    problems = stages.stage_problems(db.connection(), time.time(), 10)
+    assert [(p["memory_id"], p["status"], p["attempts"], p["last_error"]) for p in problems] == [
+        (doc.id, "failed", 3, "IntegrityError: boom")]
+
+
+def test_one_row_that_cannot_be_stored_fails_only_its_own_stage(db, fake_api):
+    service = memory_service(db)
+    docs = [service.memorize(f"batch member {i}", MemoryFields()) for i in range(3)]
+    db.connection().execute(ABORT_VECTORS.format(when=f"WHEN NEW.memory_id = {docs[1].id}"))
+    runner = embed_runner(db, fake_api, retry_base_s=5)
+    assert runner.run(StageKey(docs[0].id, "embed", docs[0].content_hash)) == 2
+    assert [stage_row(db, d.id)["status"] for d in docs] == ["done", "pending", "done"]
+    assert stage_row(db, docs[1].id)["last_error"] == "IntegrityError: boom"
+    vectors = db.connection().execute("SELECT memory_id FROM vectors ORDER BY memory_id").fetchall()
+    assert [r[0] for r in vectors] == [docs[0].id, docs[2].id]
+
+
+def _run_in_thread(runner, key):
+    outcome = {}
+
+    def run():
+        outcome["done"] = runner.run(key)
+        outcome["returned"] = time.monotonic()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
+
+
+def test_a_short_lock_at_completion_is_waited_out(db, fake_api):
+    doc = memory_service(db).memorize("stored once the writer lets go", MemoryFields())
+    fake_api.delay_s = 0.5
+    thread, outcome = _run_in_thread(embed_runner(db, fake_api), StageKey(doc.id, "embed", doc.content_hash))
+    wait_for(lambda: fake_api.requests == 1, 10, interval=0.01, what="the embedding request")
+    # Held past busy_timeout (0.2 s) when the result comes back, then let go.
+    with write_lock(db.path):
+        time.sleep(fake_api.delay_s + 0.4)
+    thread.join(10)
+    assert outcome["done"] == 1
+    row = stage_row(db, doc.id)
+    assert (row["status"], row["attempts"], row["last_error"]) == ("done", 1, None)
+    assert fake_api.texts.count(doc.text) == 1  # completed, not computed again
+
+
+def test_a_long_lock_gives_the_lease_back_as_soon_as_the_database_is_writable(db, fake_api):
+    doc = memory_service(db).memorize("released while the database was locked", MemoryFields())
+    fake_api.delay_s = 0.5
+    runner = embed_runner(db, fake_api, lease_s=300, retry_base_s=0.01)
+    thread, outcome = _run_in_thread(runner, StageKey(doc.id, "embed", doc.content_hash))
+    wait_for(lambda: fake_api.requests == 1, 10, interval=0.01, what="the embedding request")
+    with write_lock(db.path):
+        time.sleep(4.0)
+        assert stage_row(db, doc.id)["status"] == "running"
+    released = time.monotonic()
+    thread.join(10)
+    assert outcome["returned"] - released < 2.0, "the lease was not given back within seconds"
+    row = stage_row(db, doc.id)
+    assert (row["status"], row["attempts"], row["lease_owner"]) == ("pending", 1, None)
+    assert "locked" in row["last_error"] and row["next_attempt_time"] is not None
+    time.sleep(0.05)
+    assert runner.run(StageKey(doc.id, "embed", doc.content_hash)) == 1
+    assert (stage_row(db, doc.id)["status"], stage_row(db, doc.id)["attempts"]) == ("done", 2)
+
+
+def test_heartbeat_thread_survives_raw_errors(db):
+    heartbeat = Heartbeat(db, interval=0.1)
+    heartbeat.start()
+    conn = db.connection()
+
+    def last_beat():
+        return conn.execute("SELECT heartbeat_time FROM workers WHERE worker_id = ?",
+                            (heartbeat.worker_id,)).fetchone()[0]
+    try:
+        conn.execute("CREATE TRIGGER no_beats BEFORE UPDATE ON workers BEGIN SELECT RAISE(ABORT, 'no'); END")
+        time.sleep(0.5)  # several beats fail with a raw sqlite3.IntegrityError
+        frozen = last_beat()
+        conn.execute("DROP TRIGGER no_beats")
+        wait_for(lambda: last_beat() > frozen, 5, what="the heartbeat to resume")
+    finally:
+        heartbeat.stop()
+
+
+def test_periodic_jobs_keep_running_when_one_cannot_be_claimed_or_fails(db):
+    runs = {"good": 0}
+
+    def broken(previous, now):
+        raise KeyError("a job may fail any way it likes")
+
+    def good(previous, now):
+        runs["good"] += 1
+        return "ok"
+
+    conn = db.connection()
+    conn.execute("CREATE TRIGGER no_claims BEFORE INSERT ON periodic_runs WHEN NEW.name = 'locked'"
+                 " BEGIN SELECT RAISE(ABORT, 'no'); END")
+    jobs = [PeriodicJob("locked", 0.05, good), PeriodicJob("broken", 0.05, broken),
+            PeriodicJob("good", 0.05, good)]
+    scheduler = PeriodicScheduler(db, jobs, tick_s=0.05)
+    scheduler.start()
+    try:
+        wait_for(lambda: runs["good"] >= 3, 5, what="the good job to run again and again")
+        assert "broken" not in dict(conn.execute("SELECT name, 1 FROM periodic_runs").fetchall())
+        conn.execute("DROP TRIGGER no_claims")
+        wait_for(lambda: conn.execute("SELECT 1 FROM periodic_runs WHERE name = 'locked'").fetchone(),
+                 5, what="the job that could not be claimed to run once it can")
+    finally:
+        scheduler.stop()
+
+
+# -- real worker processes ----------------------------------------------------------------------
+
+
+def worker_config(tmp_path, fake_api, **sections):
+    embedding = {"provider": "openai", "base_url": fake_api.base_url, "model": "fake-embed",
+                 "dimensions": DIM, "api_key": "sk-test", "max_retries": 0, "timeout_s": 60}
+    queue = {"retry_base_s": 0.2, "retry_max_s": 1.0, "reconcile_interval_s": 1.0, "lease_s": 120}
+    storage = {"data_dir": "data", "busy_timeout_ms": 200}
+    return write_config(tmp_path, embedding=embedding, queue={**queue, **sections.pop("queue", {})},
+                        storage={**storage, **sections.pop("storage", {})}, **sections)
+
+
+@contextmanager
+def opened(config):
+    """The store and queue of a config, as a front holds them."""
+    app = load_config(config)
+    database = open_database(app.storage)
+    try:
+        yield app, database, Enqueuer(open_queue(app.storage))
+    finally:
+        database.close()
+
+
+def statuses(config, stage=None) -> list[tuple]:
+    where = f"WHERE stage = '{stage}'" if stage else ""
+    return db_rows(config, f"SELECT stage, status, attempts FROM memory_stages {where} ORDER BY stage")
+
+
+def wait_for_worker(config, proc):
+    wait_for(lambda: db_rows(config, "SELECT 1 FROM workers WHERE pid = ?", (proc.pid,)), 30,
+             what="the worker's heartbeat")
+
+
+@pytest.mark.slow
+def test_worker_gives_leases_back_within_seconds_after_a_long_lock(tmp_path, fake_api):
+    config = worker_config(tmp_path, fake_api)
+    fake_api.delay_s = 1.0
+    worker = start_worker(config)
+    try:
+        wait_for_worker(config, worker)
+        with opened(config) as (app, db, enqueuer):
+            memory_service(db, enqueuer).memorize("finished after the lock", MemoryFields())
+            wait_for(lambda: statuses(config, "embed") == [("embed", "running", 1)], 30,
+                     interval=0.02, what="the embed stage running")
+            with write_lock(app.storage.db_path):  # longer than busy_timeout and every retry
+                time.sleep(5.0)
+            released = time.monotonic()
+            wait_for(lambda: {s for _, s, _ in statuses(config)} == {"done"}, 15,
+                     what="every stage done after the lock (lease_s is 120 s)")
+            took = time.monotonic() - released
+        assert statuses(config, "embed") == [("embed", "done", 2)]  # released, then run again
+        assert worker.poll() is None
+    finally:
+        stop(worker)
+    print(f"all stages done {took:.1f} s after a 5 s lock")
+
+
+@pytest.mark.slow
+def test_worker_killed_on_every_attempt_ends_failed(tmp_path, fake_api):
+    config = worker_config(tmp_path, fake_api, queue={"max_retries": 2})
+    fake_api.delay_s = 10.0  # every attempt is still running when its worker is killed
+    worker = start_worker(config)
+    try:
+        with opened(config) as (app, db, enqueuer):
+            memory_id = memory_service(db, enqueuer).memorize("this kills its worker", MemoryFields()).id
+            for attempt in (1, 2):
+                wait_for(lambda: statuses(config, "embed") == [("embed", "running", attempt)], 30,
+                         what=f"attempt {attempt} running")
+                worker.send_signal(signal.SIGKILL)
+                worker.wait()
+                # A front starting now reconciles: the dead worker's lease is taken back.
+                report = reconcile(db, enqueuer, app.worker.heartbeat_timeout_s, queue=app.queue)
+                assert report.failed == (1 if attempt == 2 else 0)
+                if attempt == 1:
+                    worker = start_worker(config)
+            row = db_rows(config, "SELECT status, attempts, last_error FROM memory_stages"
+                                  " WHERE memory_id = ? AND stage = 'embed'", (memory_id,))
+            assert row == [("failed", 2, "lease expired 2 times (worker killed or stuck)")]
+            figures = stages.queue_figures(db.connection(), time.time())
+            assert figures["failed"] >= 1 and figures["running"] == 0
+    finally:
+        stop(worker)
+
+
+@pytest.mark.slow
+def test_worker_heartbeat_outlives_a_raw_error_and_keeps_its_leases(tmp_path, fake_api):
+    config = worker_config(tmp_path, fake_api, worker={"heartbeat_interval_s": 0.3})
+    worker = start_worker(config)
+    try:
+        wait_for_worker(config, worker)
+        with opened(config) as (app, db, enqueuer):
+            conn = db.connection()
+            conn.execute("CREATE TRIGGER no_beats BEFORE UPDATE ON workers BEGIN SELECT RAISE(ABORT, 'no'); END")
+            time.sleep(1.5)  # five beats fail with a raw sqlite3 error inside the worker
+            conn.execute("DROP TRIGGER no_beats")
+            dropped = time.time()
+            wait_for(lambda: db_rows(config, "SELECT heartbeat_time FROM workers")[0][0] > dropped, 10,
+                     what="the worker's heartbeat to resume")
+            fake_api.delay_s = 4.0  # a job longer than the heartbeat timeout (2 s)
+            memory_service(db, enqueuer).memorize("a slow job of a live worker", MemoryFields())
+            wait_for(lambda: ("embed", "running", 1) in statuses(config), 30, what="the embed stage running")
+            for _ in range(4):  # fronts and other workers reconcile meanwhile: nothing to take
+                time.sleep(0.8)
+                assert reconcile(db, enqueuer, app.worker.heartbeat_timeout_s, queue=app.queue).reclaimed == 0
+            wait_for(lambda: {s for _, s, _ in statuses(config)} == {"done"}, 30, what="every stage done")
+        assert statuses(config, "embed") == [("embed", "done", 1)]
+    finally:
+        assert stop(worker) == 0

@@ -6,25 +6,26 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from mcp.server.mcpserver import MCPServer
+from functools import partial
 
 from aokun_server.autostart import ensure_worker
-from aokun_server.pipeline import Reinforcer, StageSubmitter
+from aokun_server.pipeline import Reinforcer
+from aokun_server.server import AokunMCPServer
 from aokun_server.tools import ToolDeps, register_tools
 from shared import __version__
 from shared.config import AppConfig
 from shared.embedders import Embedder, build_embedder
+from shared.extract.atoms import ttl_days
+from shared.lifecycle import Lifecycle
+from shared.memories import MemoryService
 from shared.queue import open_queue
 from shared.reconcile import reconcile
-from shared.lifecycle import Lifecycle
 from shared.search.atoms import AtomSearch
-from shared.search.bm25 import Bm25Channel
-from shared.search.graph import GraphKeywordChannel, GraphVectorChannel
-from shared.search.recall import Channels, Recaller
-from shared.search.vectors import VectorChannel, VectorIndex
+from shared.search.channels import ChannelParts, build_channels
+from shared.search.recall import Recaller
+from shared.search.vectors import VectorIndex
 from shared.store import vectors
 from shared.store.db import Database
-from shared.store.documents import DocumentStore
 from shared.store.schema import open_database
 from shared.tasks import Enqueuer
 from shared.text.segment import Segmenter
@@ -38,17 +39,6 @@ INSTRUCTIONS = (
 )
 
 
-class AokunMCPServer(MCPServer):
-    """MCPServer that lists only the configured tools; the others stay callable."""
-
-    def __init__(self, *args, exposed_tools: tuple[str, ...], **kwargs):
-        super().__init__(*args, **kwargs)
-        self._exposed = frozenset(exposed_tools)
-
-    async def list_tools(self):
-        return [tool for tool in await super().list_tools() if tool.name in self._exposed]
-
-
 @dataclass
 class Front:
     server: AokunMCPServer
@@ -59,6 +49,7 @@ class Front:
     index: VectorIndex
     enqueuer: Enqueuer
     recaller: Recaller
+    memories: MemoryService
 
     def start_background(self, autostart_worker: bool) -> None:
         """Warm caches, reconcile the queue and (stdio) make sure a worker runs — off the
@@ -70,7 +61,7 @@ class Front:
     def _warm_up(self) -> None:
         self.segmenter.warm_up()
         try:
-            restored = self.recaller.store.backfill_fts()
+            restored = self.memories.backfill_fts()
             if restored:
                 log.warning("back-filled %d missing BM25 rows", restored)
         except Exception:
@@ -94,20 +85,19 @@ def build_front(config: AppConfig) -> Front:
     """Open (and migrate) the database, open the queue, and return a ready MCP server."""
     db = open_database(config.storage)
     segmenter = Segmenter(config.text)
-    store = DocumentStore(db, segmenter)
     embedder = build_embedder(config.embedding, threads=1)
     dim = _space_dim(config, embedder)
     index = VectorIndex(db, "document", embedder.model, dim)
     entry_index = VectorIndex(db, "graph_entry", embedder.model, dim)
     _warn_foreign_vectors(db, index)
     enqueuer = Enqueuer(open_queue(config.storage))
-    recaller = Recaller(store, build_channels(config, store, segmenter, embedder, index, entry_index),
-                        config.retrieval)
-    deps = ToolDeps(store=store, recaller=recaller, memory=config.memory, index=index,
-                    submitter=StageSubmitter(db, enqueuer),
-                    reinforcer=Reinforcer(store, config.retrieval.access_reinforcement),
+    memories = MemoryService(db, segmenter, enqueuer, partial(ttl_days, config=config.atoms))
+    channels = build_channels(ChannelParts(memories.documents, config.retrieval, index, entry_index))
+    recaller = Recaller(memories.documents, segmenter, channels, embedder.embed_query, config.retrieval)
+    deps = ToolDeps(memories=memories, recaller=recaller, memory=config.memory, index=index,
+                    reinforcer=Reinforcer(memories, config.retrieval.access_reinforcement),
                     atom_search=AtomSearch(db, segmenter),
-                    lifecycle=Lifecycle(config, db, store),
+                    lifecycle=Lifecycle(config, db),
                     reconcile_queue=lambda: vars(reconcile(db, enqueuer, config.worker.heartbeat_timeout_s)),
                     worker=config.worker,
                     max_content_chars=config.server.max_content_chars)
@@ -115,19 +105,7 @@ def build_front(config: AppConfig) -> Front:
                             log_level=config.server.log_level,
                             exposed_tools=config.server.exposed_tools)
     register_tools(server, deps)
-    return Front(server, config, db, segmenter, embedder, index, enqueuer, recaller)
-
-
-def build_channels(config: AppConfig, store: DocumentStore, segmenter: Segmenter,
-                   embedder: Embedder, index: VectorIndex, entry_index: VectorIndex) -> Channels:
-    """The channels retrieval.channels switches on."""
-    on = set(config.retrieval.channels)
-    return Channels(
-        bm25=Bm25Channel(store, segmenter) if "bm25" in on else None,
-        vector=VectorChannel(store, index) if "vector" in on else None,
-        graph_keyword=GraphKeywordChannel(store, segmenter, config.retrieval) if "graph_keyword" in on else None,
-        graph_vector=GraphVectorChannel(store, entry_index) if "graph_vector" in on else None,
-        embedder=embedder)
+    return Front(server, config, db, segmenter, embedder, index, enqueuer, recaller, memories)
 
 
 def _space_dim(config: AppConfig, embedder: Embedder) -> int:

@@ -1,4 +1,4 @@
-"""Hands committed memories to the workers, and keeps an eye on whether one is running."""
+"""What the front does around the tools: access reinforcement, and the pipeline figures."""
 
 from __future__ import annotations
 
@@ -8,12 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from aokun_server.models import QueueFigures, VectorFigures, WorkerFigures
 from shared.config import WorkerConfig
+from shared.memories import MemoryService
 from shared.search.vectors import VectorIndex
-from shared.store import runtime, stages, vectors
+from shared.store import documents, runtime, stages, vectors
 from shared.store.db import Database
-from shared.store.documents import DocumentStore
-from shared.store.stages import StageKey
-from shared.tasks import Enqueuer
 
 log = logging.getLogger("aokun.front")
 
@@ -22,8 +20,8 @@ class Reinforcer:
     """Access reinforcement off the reply path: recalled memories grow stronger after the
     answer has gone out (one background thread, so writes never pile up concurrently)."""
 
-    def __init__(self, store: DocumentStore, enabled: bool):
-        self.store = store
+    def __init__(self, memories: MemoryService, enabled: bool):
+        self.memories = memories
         self.enabled = enabled
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reinforce")
 
@@ -33,30 +31,9 @@ class Reinforcer:
 
     def _touch(self, ids: list[int], now: float) -> None:
         try:
-            self.store.touch(ids, now)
+            self.memories.touch(ids, now)
         except Exception:
             log.exception("access reinforcement failed for %s", ids)
-
-
-class StageSubmitter:
-    """Queues every stage of a memory version right after its commit."""
-
-    def __init__(self, db: Database, enqueuer: Enqueuer):
-        self.db = db
-        self.enqueuer = enqueuer
-
-    def submit(self, memory_id: int, content_hash: str) -> None:
-        """Never raises: the memory is already safe, and the reconciler re-queues on failure."""
-        keys = [StageKey(memory_id, stage, content_hash) for stage in stages.STAGES]
-        try:
-            self.enqueuer.enqueue(keys)
-        except Exception as exc:
-            log.warning("could not queue memory %s (the reconciler will): %s", memory_id, exc)
-            try:
-                with self.db.write() as tx:
-                    stages.mark_enqueued(tx, keys, None)
-            except Exception:
-                log.exception("could not record the failed queueing of memory %s", memory_id)
 
 
 def pipeline_figures(db: Database, index: VectorIndex, worker: WorkerConfig) -> dict:
@@ -66,7 +43,7 @@ def pipeline_figures(db: Database, index: VectorIndex, worker: WorkerConfig) -> 
         queue = stages.queue_figures(conn, now)
         spaces = vectors.space_figures(conn)
         with_vector = vectors.documents_with_vector(conn, index.model, index.dim) if index.dim else 0
-        total = conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+        total = documents.table_counts(conn)["documents"]
         live = runtime.live_workers(conn, now - worker.heartbeat_timeout_s)
         newest = runtime.newest_heartbeat(conn)
     mine = [(kind, count) for kind, model, dim, count in spaces

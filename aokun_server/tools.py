@@ -1,7 +1,8 @@
 """The MCP tools: argument checks, one store call each, errors translated to ToolError.
 
 Tools are plain `def`s: the SDK runs them in worker threads, and each thread has its own
-SQLite connection, so a slow write never blocks the event loop.
+SQLite connection, so a slow write never blocks the event loop. Every write goes through the
+memory service (shared/memories.py), like every other entry point.
 """
 
 from __future__ import annotations
@@ -13,36 +14,37 @@ from typing import Callable, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
 
 from aokun_server.models import (
-    DeleteResult, DocumentCounts, EditResult, ListResult, MemorizeResult, MemoryMetadata, MemoryOut,
-    AtomOut, AtomsResult, AtomType, MaintenanceAction, MaintenanceResult, PinResult, RecallHit, RecallResult, StatsResult, parse_iso,
+    MAX_LIST_LIMIT, AtomOut, AtomsResult, AtomType, DeleteResult, DocumentCounts, EditResult, Flag, K,
+    ListLimit, ListResult, MaintenanceAction, MaintenanceResult, MemorizeResult, MemoryId,
+    MemoryMetadata, MemoryOut, Offset, PinResult, RecallHit, RecallResult, StatsResult, parse_iso,
     reject_lone_surrogates,
 )
-from aokun_server.pipeline import Reinforcer, StageSubmitter, pipeline_figures
+from aokun_server.pipeline import Reinforcer, pipeline_figures
 from shared.config import MemoryConfig, WorkerConfig
 from shared.lifecycle import Lifecycle
 from shared.search.atoms import AtomSearch
 from shared.search.recall import Hit, Recaller, RecallRequest
 from shared.search.vectors import VectorIndex
 from shared.errors import AokunError
-from shared.store.documents import DocumentFilter, DocumentStore, epoch
+from shared.memories import MemoryService
+from shared.store import consistency
+from shared.store.documents import DocumentFilter, epoch
 
 F = TypeVar("F", bound=Callable)
 
 MAX_QUERY_CHARS = 100_000
-MAX_LIST_LIMIT = 200
-
 
 @dataclass(frozen=True)
 class ToolDeps:
     """What the tools need, built once at start-up."""
 
-    store: DocumentStore
+    memories: MemoryService
     recaller: Recaller
     memory: MemoryConfig
     index: VectorIndex
-    submitter: StageSubmitter
     reinforcer: Reinforcer
     atom_search: AtomSearch
     lifecycle: Lifecycle
@@ -60,6 +62,8 @@ def translate_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except AokunError as exc:
             raise ToolError(str(exc)) from exc
+        except ValidationError:
+            raise  # a result that does not fit its model is our bug, not the caller's input
         except ValueError as exc:
             raise ToolError(str(exc)) from exc
 
@@ -87,7 +91,7 @@ def checked_id(value: str | None, name: str) -> str | None:
 
 def register_tools(server: MCPServer, deps: ToolDeps) -> None:
     """Add every Aokun tool to server."""
-    store, memory = deps.store, deps.memory
+    memories, store, memory = deps.memories, deps.memories.documents, deps.memory
 
     @server.tool()
     @translate_errors
@@ -100,17 +104,16 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         original_time (ISO-8601, when it happened); persona_summary.
         The memory is committed before this returns."""
         content = checked_content(content, deps.max_content_chars)
-        doc = store.insert(content, metadata.to_fields())
-        deps.submitter.submit(doc.id, doc.content_hash)
+        doc = memories.memorize(content, metadata.to_fields())
         return MemorizeResult(id=doc.id, text=doc.text, persona_id=doc.fields.persona_id,
                               session_id=doc.fields.session_id)
 
     @server.tool()
     @translate_errors
-    def recall(query: str, k: int | None = None, session_id: str | None = None,
-               persona_id: str | None = None, include_archived: bool = False,
+    def recall(query: str, k: K | None = None, session_id: str | None = None,
+               persona_id: str | None = None, include_archived: Flag = False,
                since: str | None = None, until: str | None = None,
-               explain: bool = False) -> RecallResult:
+               explain: Flag = False) -> RecallResult:
         """Find the memories most relevant to query, best first (k results, at most 15).
 
         Filter by session_id or persona_id to stay within one conversation or one user;
@@ -134,7 +137,7 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
 
     @server.tool()
     @translate_errors
-    def search_atoms(query: str, k: int = 5, types: list[AtomType] | None = None,
+    def search_atoms(query: str, k: K = 5, types: list[AtomType] | None = None,
                      persona_id: str | None = None, session_id: str | None = None) -> AtomsResult:
         """Search memory atoms (typed facts: episodic, planned, factual, relational, preference,
         unknown) by text; active atoms only, scored by relevance times how valid they still are."""
@@ -163,7 +166,7 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
 
     @server.tool()
     @translate_errors
-    def list_memories(limit: int = 20, offset: int = 0, session_id: str | None = None,
+    def list_memories(limit: ListLimit = 20, offset: Offset = 0, session_id: str | None = None,
                       persona_id: str | None = None) -> ListResult:
         """List stored memories, newest first, with the total count for paging."""
         if not 1 <= limit <= MAX_LIST_LIMIT:
@@ -179,7 +182,7 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
 
     @server.tool()
     @translate_errors
-    def edit_memory(id: int, content: str | None = None,
+    def edit_memory(id: MemoryId, content: str | None = None,
                     metadata: MemoryMetadata | None = None) -> EditResult:
         """Change a memory's content and/or some metadata keys (others stay as they were)."""
         if content is not None:
@@ -187,23 +190,20 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         changes = metadata.changes() if metadata is not None else {}
         if content is None and not changes:
             raise ToolError("nothing to change: give content and/or metadata")
-        before = store.get(id).content_hash
-        doc = store.update(id, content, changes)
-        if doc.content_hash != before:
-            deps.submitter.submit(doc.id, doc.content_hash)
+        doc = memories.edit(id, content, changes)
         return EditResult(id=doc.id, memory=MemoryOut.of(doc))
 
     @server.tool()
     @translate_errors
-    def delete_memory(id: int) -> DeleteResult:
+    def delete_memory(id: MemoryId) -> DeleteResult:
         """Delete a memory and everything derived from it; returns the rows removed per table."""
-        return DeleteResult(id=id, removed=store.delete(id))
+        return DeleteResult(id=id, removed=memories.delete(id))
 
     @server.tool()
     @translate_errors
-    def pin_memory(id: int, pinned: bool = True) -> PinResult:
+    def pin_memory(id: MemoryId, pinned: Flag = True) -> PinResult:
         """Pin a memory (it never decays or gets archived), or unpin it with pinned=false."""
-        doc = store.set_pinned(id, pinned)
+        doc = memories.set_pinned(id, pinned)
         return PinResult(id=doc.id, pinned=doc.fields.pinned)
 
     @server.tool()
@@ -214,7 +214,7 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         size = sum(os.path.getsize(p) for p in (path, path.with_name(path.name + "-wal"))
                    if p.exists())
         figures = pipeline_figures(store.db, deps.index, deps.worker)
-        return StatsResult(documents=DocumentCounts(**store.stats()), tables=store.table_counts(),
+        return StatsResult(documents=DocumentCounts(**store.stats()), tables=consistency.all_table_counts(store.db),
                            database={"path": str(path), "size_bytes": size}, **figures)
 
 
@@ -234,4 +234,5 @@ def time_bound(value: str | None, name: str) -> float | None:
         return None
     reject_lone_surrogates(name, value)
     return epoch(parse_iso(value, name))
+
 

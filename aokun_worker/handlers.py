@@ -12,11 +12,18 @@ from typing import Any, Protocol, Sequence
 
 from shared.config import AtomsConfig
 from shared.embedders import Embedder
-from shared.extract.atoms import AtomRules, draft_atoms, split_facts, ttl_days
-from shared.extract.graph_rules import GraphBuilder
-from shared.store import atoms, graph, vectors
+from shared.errors import AokunError
+from shared.extract.atoms import AtomRules, draft_atoms, speaker_of, ttl_days
+from shared.extract.graph_rules import GraphBuilder, StoredFact
+from shared.rules.atoms import store_atoms
+from shared.store import atoms, graph, stages, vectors
+from shared.store.atoms import AtomOwner, AtomRow
+from shared.store.db import Database
 from shared.store.documents import Document
 from shared.text.segment import Segmenter
+
+# Atom states whose fact still belongs in the graph.
+_GRAPHED_STATES = ("active", "dormant", "superseded", "expired")
 
 
 class StageHandler(Protocol):
@@ -65,32 +72,35 @@ class AtomsHandler:
         self.rules, self.segmenter, self.config = rules, segmenter, config
 
     def compute(self, documents: Sequence[Document]):
-        return [[atoms.AtomRow(d.type, d.text, " ".join(self.segmenter.terms(d.text)), d.confidence,
-                               d.subject, d.attribute, d.value, d.deadline, d.ttl_days)
+        return [[AtomRow(d.type, d.text, " ".join(self.segmenter.terms(d.text)), d.confidence,
+                         d.subject, d.attribute, d.value, d.deadline, d.ttl_days)
                  for d in draft_atoms(doc, self.rules, self.config)] for doc in documents]
 
     def store(self, tx, document: Document, result, now: float) -> None:
         f = document.fields
-        owner = atoms.MemoryAtoms(document.id, f.persona_id, f.session_id, f.importance,
-                                  document.content_hash, self.config.reinforce_jaccard,
-                                  lambda kind, importance, n: ttl_days(kind, importance, n, self.config))
-        atoms.replace_for_memory(tx, owner, result, now)
+        owner = AtomOwner(document.id, f.persona_id, f.session_id, f.importance, document.content_hash)
+        store_atoms(tx, owner, result, self.ttl_for, self.config.reinforce_jaccard, now)
+
+    def ttl_for(self, atom_type: str, importance: float, reinforcements: int) -> float:
+        return ttl_days(atom_type, importance, reinforcements, self.config)
+
+
+class AtomsNotReady(AokunError):
+    """The graph stage ran before the atoms stage finished for this version of the memory."""
 
 
 class GraphHandler:
-    """Builds a memory's graph output and embeds its entries into the graph-entry space."""
+    """Builds a memory's graph output from its stored atoms and embeds its entries into the
+    graph-entry space."""
 
     stage = "graph"
     batch_size = 16
 
-    def __init__(self, rules: AtomRules, builder: GraphBuilder, embedder: Embedder, config: AtomsConfig):
-        self.rules, self.builder, self.embedder, self.config = rules, builder, embedder, config
+    def __init__(self, db: Database, builder: GraphBuilder, embedder: Embedder):
+        self.db, self.builder, self.embedder = db, builder, embedder
 
     def compute(self, documents: Sequence[Document]):
-        graphs = []
-        for doc in documents:
-            speaker, _ = split_facts(doc)
-            graphs.append(self.builder.build(doc, speaker, draft_atoms(doc, self.rules, self.config)))
+        graphs = [self.builder.build(doc, speaker_of(doc), self._facts(doc)) for doc in documents]
         texts = [entry.text for g in graphs for entry in g.entries]
         matrix = self.embedder.embed_passages(texts)
         results, start = [], 0
@@ -99,8 +109,18 @@ class GraphHandler:
             start += len(g.entries)
         return results
 
+    def _facts(self, document: Document) -> list[StoredFact]:
+        """The memory's stored atoms, read by id (never re-derived from the text)."""
+        conn = self.db.connection()
+        if not stages.is_done(conn, document.id, "atoms", document.content_hash):
+            raise AtomsNotReady(f"memory {document.id}: the atoms stage has not finished for this "
+                                "version yet; the graph stage waits for it")
+        return [StoredFact(row["id"], row["text"], row["confidence"])
+                for row in atoms.of_memory(conn, document.id) if row["state"] in _GRAPHED_STATES]
+
     def store(self, tx, document: Document, result, now: float) -> None:
         memory_graph, entry_vectors = result
+        vectors.delete_for_memory(tx, document.id, now, kind="graph_entry")
         entry_ids = graph.replace_for_memory(tx, document.id, document.fields.persona_id,
                                              memory_graph, document.content_hash, now)
         for entry_id, vector in zip(entry_ids, entry_vectors):

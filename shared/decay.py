@@ -37,3 +37,15 @@ def atom_time_factor(atom_type: str, age_days: float, ttl_days: float | None,
     if curve == EXPONENTIAL:
         return math.exp(-age / ttl_days)
     return max(0.0, 1.0 - age / ttl_days)
+
+
+def decayed_importance(importance: float, accesses: float, recently_accessed: bool, rate: float,
+                       multiplier: float) -> tuple[float, float]:
+    """One day of importance decay: (new importance, new access count).
+
+    importance x (1 - rate x max(0.3, 1 - 0.1 x min(recent accesses, 10))), floored at 0.05,
+    where recent accesses count only while the last access is within the window: recalled
+    memories fade slower. The access count then shrinks by the multiplier."""
+    recent = accesses if recently_accessed else 0.0
+    effective = rate * max(0.3, 1.0 - 0.1 * min(recent, 10.0))
+    return max(0.05, importance * (1.0 - effective)), accesses * multiplier

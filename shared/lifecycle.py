@@ -14,15 +14,12 @@ from pathlib import Path
 
 from shared import __version__
 from shared.config import AppConfig
-from shared.decay import DAY
-from shared.extract.graph_rules import canonical
-from shared.store import atoms, graph
+from shared.decay import DAY, decayed_importance
+from shared.store import atoms, documents, graph, meta, vectors
 from shared.store.db import Database
-from shared.store.documents import DocumentStore
 
+# The maintenance actions, in the order "all" runs them (tools, CLI and models use this).
 ACTIONS = ("decay", "archive", "atoms", "backup", "reconcile", "all")
-DECAY_KEY = "decay_applied_at"
-VERSION_KEY = "package_version"
 
 
 def decay_boundaries(previous: float, now: float, hour: int, minute: int) -> list[float]:
@@ -42,30 +39,39 @@ def decay_boundaries(previous: float, now: float, hour: int, minute: int) -> lis
 class Lifecycle:
     config: AppConfig
     db: Database
-    documents: DocumentStore
 
     def decay(self, now: float) -> dict:
         """Apply every daily decay due since the last one (catching up after downtime)."""
         f = self.config.forgetting
-        previous = self._meta(DECAY_KEY)
+        previous = meta.get(self.db.connection(), meta.DECAY_APPLIED_AT)
         if previous is None:  # a new store: start counting from the last decay time
-            self._set_meta(DECAY_KEY, (decay_boundaries(now - DAY, now, f.decay_hour, f.decay_minute)
-                                       or [now])[-1])
+            self._set_meta(meta.DECAY_APPLIED_AT,
+                           (decay_boundaries(now - DAY, now, f.decay_hour, f.decay_minute) or [now])[-1])
             return {"days": 0, "memories": 0}
         due = decay_boundaries(previous, now, f.decay_hour, f.decay_minute)
-        changed = self.documents.decay_importance(
-            len(due), f.decay_rate, f.access_decay_window_days * DAY,
-            f.access_count_decay_multiplier, now)
-        if due:
-            self._set_meta(DECAY_KEY, due[-1])
-        return {"days": len(due), "memories": changed}
+        if not due:
+            return {"days": 0, "memories": 0}
+        window_start = now - f.access_decay_window_days * DAY
+        with self.db.write() as tx:
+            rows = documents.decay_inputs(tx)
+            updates = []
+            for memory_id, importance, accesses, last_access in rows:
+                recent = last_access is not None and last_access >= window_start
+                for _ in due:
+                    importance, accesses = decayed_importance(
+                        importance, accesses, recent, f.decay_rate, f.access_count_decay_multiplier)
+                updates.append((importance, accesses, memory_id))
+            documents.set_decayed(tx, updates)
+            meta.put(tx, meta.DECAY_APPLIED_AT, due[-1])
+        return {"days": len(due), "memories": len(updates)}
 
     def archive(self, now: float) -> dict:
         f = self.config.forgetting
         if not f.auto_cleanup_enabled:
             return {"archived": 0, "enabled": False}
-        ids = self.documents.archive_stale(now - f.cleanup_days_threshold * DAY,
-                                           f.cleanup_importance_threshold)
+        with self.db.write() as tx:
+            ids = documents.archive_stale(tx, now - f.cleanup_days_threshold * DAY,
+                                          f.cleanup_importance_threshold)
         return {"archived": len(ids), "ids": ids[:100]}
 
     def sweep_atoms(self, now: float) -> dict:
@@ -75,10 +81,9 @@ class Lifecycle:
             expired = atoms.expire(tx, now)
             forgotten = atoms.forget(tx, now - f.atom_forget_delay_days * DAY, now)
             purged = atoms.purge(tx, now - f.atom_purge_delay_days * DAY, now)
-            removed = {"graph_entries": 0, "graph_edges": 0}
-            for row in purged:
-                for key, count in graph.delete_fact(tx, row["memory_id"], canonical(row["text"][:120], {}), now).items():
-                    removed[key] += count
+            entries = graph.entries_of_atoms(tx, purged)
+            vectors.delete_owners(tx, "graph_entry", entries, now)
+            removed = graph.delete_entries(tx, entries)
         return {"expired": len(expired), "forgotten": len(forgotten), "purged": len(purged), **removed}
 
     def backup(self, now: float, reason: str = "manual") -> dict:
@@ -91,27 +96,22 @@ class Lifecycle:
 
     def backup_if_version_changed(self, now: float) -> dict | None:
         """A full backup the first time this package version opens a store with data in it."""
-        stored = self.db.connection().execute("SELECT value FROM meta WHERE key = ?", (VERSION_KEY,)).fetchone()
+        conn = self.db.connection()
         version = _version_number(__version__)
-        if stored is not None and stored[0] == version:
+        if meta.get(conn, meta.PACKAGE_VERSION) == version:
             return None
         report = None
-        if self.documents.stats()["total"]:
+        if documents.table_counts(conn)["documents"]:
             report = self.backup(now, reason="upgrade")
-        self._set_meta(VERSION_KEY, version)
+        self._set_meta(meta.PACKAGE_VERSION, version)
         return report
 
     def backup_dir(self) -> Path:
         return self.config.backup.dir or self.config.storage.data_dir / "backups"
 
-    def _meta(self, key: str) -> float | None:
-        row = self.db.connection().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else float(row[0])
-
     def _set_meta(self, key: str, value: float) -> None:
         with self.db.write() as tx:
-            tx.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE"
-                       " SET value = excluded.value", (key, value))
+            meta.put(tx, key, value)
 
 
 def _version_number(version: str) -> int:

@@ -19,6 +19,7 @@ from aokun_server.app import build_front
 from aokun_server.server import AokunMCPServer
 from helpers import BIN, db_rows, mcp_session, write_config
 from shared.config import load_config
+from shared.store.documents import unmarked
 
 BIG = 2**63  # one past SQLite's largest integer
 MB = "x" * 1_000_000
@@ -211,7 +212,7 @@ def test_hostile_query_never_breaks_match(query, in_process):
     total = s.ok("memory_stats")["documents"]["total"]
     mid = s.ok("memorize", {"content": "我对花生过敏 I have a peanut allergy"})["id"]
     results = s.ok("recall", {"query": query})["results"]
-    assert all(r["text"] == "我对花生过敏 I have a peanut allergy" for r in results)
+    assert all(unmarked(r["text"]) == "我对花生过敏 I have a peanut allergy" for r in results)
     assert s.ok("memory_stats")["documents"]["total"] == total + 1
     s.ok("delete_memory", {"id": mid})
 
@@ -317,7 +318,7 @@ def test_unreadable_stdio_lines_get_a_parse_error(config_path):
         server.send({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
                      "params": {"name": "memorize", "arguments": {"content": "café ☕ 咖啡"}}})
         stored = server.reply()
-        assert stored["id"] == 10 and stored["result"]["structuredContent"]["text"] == "café ☕ 咖啡"
-        assert db_rows(config_path, "SELECT text FROM documents") == [("café ☕ 咖啡",)]
+        assert stored["id"] == 10 and unmarked(stored["result"]["structuredContent"]["text"]) == "café ☕ 咖啡"
+        assert [unmarked(t) for t, in db_rows(config_path, "SELECT text FROM documents")] == ["café ☕ 咖啡"]
     finally:
         assert server.close() == 0  # stdin closed: the server ends by itself

@@ -10,24 +10,31 @@ import pytest
 
 from shared.config import StorageConfig, TextConfig
 from shared.errors import MemoryNotFound
+from shared.store import consistency
 from shared.store.db import apply_migrations
-from shared.store.documents import DocumentFilter, DocumentStore, MemoryFields, marked_text
+from shared.memories import MemoryService
+from shared.store.documents import DocumentFilter, MemoryFields, marked_text
 from shared.store.schema import MIGRATIONS, open_database
 from shared.text.segment import Segmenter
 from datetime import datetime
 
 
+def service(db) -> MemoryService:
+    """The memory service without a queue (stages are left to a reconciler)."""
+    return MemoryService(db, Segmenter(TextConfig()), None, lambda kind, importance, n: 30.0)
+
+
 @pytest.fixture
 def store(tmp_path):
     db = open_database(StorageConfig(data_dir=tmp_path / "data"))
-    yield DocumentStore(db, Segmenter(TextConfig()))
+    yield service(db)
     db.close()
 
 
 def test_schema_is_wal_and_migrations_are_recorded_once(store):
     conn = store.db.connection()
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert [r[0] for r in conn.execute("SELECT version FROM schema_migrations")] == [1, 2]
+    assert [r[0] for r in conn.execute("SELECT version FROM schema_migrations")] == [1, 2, 3, 4]
     assert apply_migrations(store.db, MIGRATIONS) == []
 
 
@@ -37,7 +44,7 @@ def test_failed_transaction_leaves_nothing(store):
             tx.execute("INSERT INTO documents (text, content_hash, create_time, update_time)"
                        " VALUES ('half', 'h', 0, 0)")
             raise RuntimeError("crash between the two inserts")
-    assert store.stats()["total"] == 0
+    assert store.documents.stats()["total"] == 0
 
 
 def test_time_marker():
@@ -49,25 +56,27 @@ def test_time_marker():
 
 
 def test_edit_of_original_time_moves_the_marker(store):
-    doc = store.insert("met Alice", MemoryFields(original_time=datetime(2024, 1, 2)))
+    doc = store.memorize("met Alice", MemoryFields(original_time=datetime(2024, 1, 2)))
     assert doc.text == "[2024-01-02] met Alice"
-    moved = store.update(doc.id, None, {"original_time": datetime(2024, 3, 4, 5, 6)})
+    moved = store.edit(doc.id, None, {"original_time": datetime(2024, 3, 4, 5, 6)})
     assert moved.text == "[2024-03-04 05:06] met Alice"
 
 
 def test_missing_ids_raise(store):
     with pytest.raises(MemoryNotFound):
-        store.get(5)
+        store.documents.get(5)
     with pytest.raises(MemoryNotFound):
-        store.update(5, "x", {})
+        store.edit(5, "x", {})
+    with pytest.raises(MemoryNotFound):
+        store.delete(5)
 
 
 def test_archived_documents_leave_search_unless_asked(store):
-    doc = store.insert("archived peanut note", MemoryFields())
+    doc = store.memorize("archived peanut note", MemoryFields())
     with store.db.write() as tx:
         tx.execute("UPDATE documents SET archived = 1 WHERE id = ?", (doc.id,))
-    assert store.bm25('"peanut"', DocumentFilter(), 5) == []
-    assert [i for i, _ in store.bm25('"peanut"', DocumentFilter(include_archived=True), 5)] == [doc.id]
+    assert store.documents.bm25(["peanut"], DocumentFilter(), 5) == []
+    assert [i for i, _ in store.documents.bm25(["peanut"], DocumentFilter(include_archived=True), 5)] == [doc.id]
 
 
 WRITER = textwrap.dedent("""
@@ -75,12 +84,13 @@ WRITER = textwrap.dedent("""
     from pathlib import Path
     from shared.config import StorageConfig, TextConfig
     from shared.store.schema import open_database
-    from shared.store.documents import DocumentStore, MemoryFields
+    from shared.memories import MemoryService
+    from shared.store.documents import MemoryFields
     from shared.text.segment import Segmenter
     db = open_database(StorageConfig(data_dir=Path(sys.argv[1]), busy_timeout_ms=30000))
-    store = DocumentStore(db, Segmenter(TextConfig()))
+    store = MemoryService(db, Segmenter(TextConfig()), None, lambda *a: 30.0)
     for i in range(int(sys.argv[3])):
-        store.insert(f"writer {sys.argv[2]} memory {i} 并发写入", MemoryFields(persona_id=sys.argv[2]))
+        store.memorize(f"writer {sys.argv[2]} memory {i} 并发写入", MemoryFields(persona_id=sys.argv[2]))
 """)
 
 
@@ -94,9 +104,9 @@ def test_concurrent_writers_in_separate_processes(tmp_path):
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
     db = open_database(StorageConfig(data_dir=data))
-    store = DocumentStore(db, Segmenter(TextConfig()))
+    store = service(db).documents
     assert store.stats()["total"] == 450
-    assert store.table_counts()["documents_fts"] == 450
+    assert consistency.all_table_counts(db)["documents_fts"] == 450
     for name in ("a", "b", "c"):
         assert store.list(1, 0, DocumentFilter(persona_id=name))[1] == 150
     assert db.connection().execute("PRAGMA integrity_check").fetchone()[0] == "ok"

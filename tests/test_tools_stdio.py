@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from datetime import datetime, timedelta, timezone
+
 import pytest
 
 from helpers import db_rows, mcp_session, stdio_params, write_config
@@ -37,6 +40,15 @@ def test_memorize_commits_before_replying(stdio, config_path):
     # Another connection sees the document and its BM25 row as soon as the reply arrives.
     assert db_rows(config_path, "SELECT text FROM documents WHERE id = ?", (reply["id"],)) == [(reply["text"],)]
     assert db_rows(config_path, "SELECT COUNT(*) FROM documents_fts WHERE rowid = ?", (reply["id"],)) == [(1,)]
+
+
+def test_memory_without_original_time_is_marked_with_its_creation_time(stdio):
+    before = datetime.now(timezone.utc).replace(second=0, microsecond=0, tzinfo=None)
+    reply = stdio.ok("memorize", {"content": "bought a red bicycle"})
+    marker = re.fullmatch(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d)\] bought a red bicycle", reply["text"])
+    assert marker, reply["text"]
+    stamped = datetime.strptime(marker.group(1), "%Y-%m-%d %H:%M")
+    assert before <= stamped <= before + timedelta(minutes=2)
 
 
 def test_time_marker_is_not_doubled(stdio):
@@ -98,7 +110,8 @@ def test_edit_then_recall_sees_new_text_only(stdio):
     mid = stdio.ok("memorize", {"content": "I live in Beijing", "metadata": {"topics": ["home"]}})["id"]
     edited = stdio.ok("edit_memory", {"id": mid, "content": "I live in Shanghai now",
                                       "metadata": {"importance": 0.8}})
-    assert edited["memory"]["text"] == "I live in Shanghai now"
+    # No original_time: the marker is the creation time, kept through the edit.
+    assert re.fullmatch(r"\[\d{4}-\d\d-\d\d \d\d:\d\d\] I live in Shanghai now", edited["memory"]["text"])
     assert edited["memory"]["topics"] == ["home"] and edited["memory"]["importance"] == 0.8
     assert [r["id"] for r in stdio.ok("recall", {"query": "Shanghai"})["results"]] == [mid]
     assert stdio.ok("recall", {"query": "Beijing"})["results"] == []

@@ -14,9 +14,11 @@ from pathlib import Path
 
 from shared.config import AtomsConfig
 from shared.errors import ConfigError
+from shared.store.atoms import ATOM_TYPES
 from shared.store.documents import Document, unmarked
 
-TYPES = ("planned", "episodic", "factual", "relational", "preference")
+# The types rules can give (ATOM_TYPES without "unknown", which is what no rule gives).
+TYPES = tuple(t for t in ATOM_TYPES if t != "unknown")
 MAX_FACTS = 8
 MIN_FACT_WORDS = 4
 # Words for the size of a statement: Latin words, or Chinese characters two to a word.
@@ -104,6 +106,11 @@ class AtomRules:
                 subject = (groups.get("subject") or speaker or "self").strip().lower()
                 return subject, attribute, value
         return None
+
+
+def speaker_of(document: Document) -> str | None:
+    """The speaker of a one-line "Name: text" memory, else None."""
+    return split_facts(document)[0]
 
 
 def split_facts(document: Document) -> tuple[str | None, list[str]]:

@@ -20,8 +20,9 @@ import threading
 import unicodedata
 from itertools import combinations
 
+from dataclasses import dataclass
+
 from shared.config import GraphConfig
-from shared.extract.atoms import AtomDraft
 from shared.store.documents import Document, unmarked
 from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
 from shared.text.segment import Segmenter
@@ -37,6 +38,15 @@ Did Do Does Is Are Was Were Have Has Had Not Don't Didn't Mr Mrs Ms Dr In On At 
 Maybe Definitely Absolutely Totally Awesome Amazing Cool Glad Sorry Please Anyway Congrats""".split())
 MAX_PERSONS = 8
 SUMMARY_CHARS = 160
+
+
+@dataclass(frozen=True)
+class StoredFact:
+    """A stored atom, as the graph needs it."""
+
+    atom_id: int
+    text: str
+    confidence: float
 
 
 def canonical(name: str, aliases: dict[str, str]) -> str:
@@ -90,30 +100,31 @@ class GraphBuilder:
         return _unique(list(document.fields.topics) + keywords[:self.config.max_topics],
                        lambda t: canonical(t, self.aliases))
 
-    def build(self, document: Document, speaker: str | None, drafts: list[AtomDraft]) -> MemoryGraph:
-        facts = [d.text for d in drafts]
+    def build(self, document: Document, speaker: str | None, facts_in: list[StoredFact]) -> MemoryGraph:
+        facts = [d.text for d in facts_in]
         persons = self.persons(document, speaker, facts)
         topics = self.topics(document, unmarked(document.text), persons)
-        fact_nodes = [NodeSpec("fact", d.text[:120], canonical(d.text[:120], {})) for d in drafts]
+        fact_nodes = [NodeSpec("fact", d.text[:120], canonical(d.text[:120], {})) for d in facts_in]
         people = [NodeSpec("person", p, canonical(p, self.aliases)) for p in persons]
         subjects = [NodeSpec("topic", t, canonical(t, self.aliases)) for t in topics]
         edges = []
         for node in people + subjects:
             named = [i for i, f in enumerate(facts) if node.canonical in canonical(f, self.aliases)]
-            for i in named or range(len(drafts)):
-                edges.append(EdgeSpec(node, fact_nodes[i], "describes", drafts[i].confidence))
+            for i in named or range(len(facts_in)):
+                edges.append(EdgeSpec(node, fact_nodes[i], "describes", facts_in[i].confidence))
         edges += [EdgeSpec(a, b, "mentioned_in", min(da.confidence, db.confidence))
-                  for (a, da), (b, db) in zip(zip(fact_nodes, drafts), zip(fact_nodes[1:], drafts[1:]))]
-        mean = sum(d.confidence for d in drafts) / len(drafts) if drafts else 0.5
+                  for (a, da), (b, db) in zip(zip(fact_nodes, facts_in), zip(fact_nodes[1:], facts_in[1:]))]
+        mean = sum(d.confidence for d in facts_in) / len(facts_in) if facts_in else 0.5
         edges += [EdgeSpec(a, b, "co_occurs_with", mean) for a, b in combinations(people + subjects, 2)]
         # Each entry puts its fact in the context of the whole memory (measured: without the
         # summary LoCoMo R@5 fell 0.583 -> 0.564, the entry then only repeating the document).
         # The stored text keeps its time marker: "when" questions lean on the graph route too.
         summary = document.fields.persona_summary or document.text[:SUMMARY_CHARS]
         entries = []
-        for node, draft in zip(fact_nodes, drafts):
+        for node, draft in zip(fact_nodes, facts_in):
             text = f"Fact: {draft.text} Summary: {summary}"
-            entries.append(EntrySpec(text, " ".join(self.segmenter.terms(text)), node, draft.confidence))
+            entries.append(EntrySpec(text, " ".join(self.segmenter.terms(text)), node, draft.confidence,
+                                     draft.atom_id))
         return MemoryGraph(nodes=[*people, *subjects, *fact_nodes], edges=edges, entries=entries)
 
 

@@ -6,9 +6,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from shared.search.bm25 import MAX_QUERY_TERMS, match_expression, squash
+from shared.rules.atoms import time_factor
+from shared.search.bm25 import squash
 from shared.store import atoms
 from shared.store.db import Database
+from shared.store.match import MAX_QUERY_TERMS
 from shared.text.segment import Segmenter
 
 
@@ -26,14 +28,14 @@ class AtomSearch:
     def search(self, query: str, k: int, types: Sequence[str] | None = None,
                persona_id: str | None = None, session_id: str | None = None) -> list[AtomHit]:
         """Active atoms best first: squashed BM25 x time factor (an expired plan scores 0)."""
-        match = match_expression(self.segmenter.unique_terms(query, MAX_QUERY_TERMS))
-        if match is None:
+        terms = self.segmenter.unique_terms(query, MAX_QUERY_TERMS)
+        if not terms:
             return []
         now = self.clock()
-        rows = atoms.search(self.db.connection(), match, persona_id, session_id, types, max(4 * k, 20))
+        rows = atoms.search(self.db.connection(), terms, persona_id, session_id, types, max(4 * k, 20))
         hits = []
         for row in rows:
-            factor = atoms.time_factor(row, now)
+            factor = time_factor(row, now)
             hits.append(AtomHit(dict(row), squash(row["raw"]) * factor, factor))
         hits.sort(key=lambda h: -h.score)
         return [h for h in hits if h.score > 0][:k]

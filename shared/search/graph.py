@@ -1,46 +1,35 @@
 """The graph route's two channels: keyword (entries, nodes, neighbours) and vector (entries).
 
-Both return a ranking of memories (every hit traces back to its source memory) and, per
-memory, the best confidence of the graph output that led to it.
+Both return a ranking of memories: every hit traces back to its source memory.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
-
-import numpy as np
 
 from shared.config import RetrievalConfig
-from shared.search.bm25 import MAX_QUERY_TERMS, match_expression, squash
+from shared.search.bm25 import squash
+from shared.search.channel import GRAPH_ROUTE
 from shared.search.fuse import ordered
+from shared.search.query import Query
 from shared.search.vectors import ScopeIds, VectorIndex, cosine_to_unit, is_scoped
 from shared.store import graph
 from shared.store.documents import DocumentFilter, DocumentStore
-from shared.text.segment import Segmenter
 
 # A hub node (a person in every memory) must not drag thousands of memories in.
 MEMORIES_PER_EXPANSION = 200
 
 
-@dataclass
-class GraphRanking:
-    ranking: list[tuple[int, float]] = field(default_factory=list)
-    confidence: dict[int, float] = field(default_factory=dict)
-
-
 class _Points:
-    """Entry points per memory: (kind, id) -> weight, and the best confidence seen."""
+    """Entry points per memory: (kind, id) -> weight."""
 
     def __init__(self):
         self.points: dict[int, dict[tuple[str, int], float]] = defaultdict(dict)
-        self.confidence: dict[int, float] = {}
 
-    def add(self, memory_id: int, point: tuple[str, int], weight: float, confidence: float) -> None:
+    def add(self, memory_id: int, point: tuple[str, int], weight: float) -> None:
         mine = self.points[memory_id]
         mine[point] = max(weight, mine.get(point, 0.0))
-        self.confidence[memory_id] = max(confidence, self.confidence.get(memory_id, 0.0))
 
     def ranking(self, boost: float) -> list[tuple[int, float]]:
         """Best weight per memory, times (1 + boost) for every extra entry point."""
@@ -49,23 +38,27 @@ class _Points:
 
 
 class GraphKeywordChannel:
-    def __init__(self, store: DocumentStore, segmenter: Segmenter, config: RetrievalConfig):
-        self.store = store
-        self.segmenter = segmenter
-        self.config = config
+    """Graph entries holding the query's terms, nodes named by them, and their neighbours."""
 
-    def search(self, query: str, scope: DocumentFilter, limit: int) -> GraphRanking:
+    name, route, needs_vector = "graph_keyword", GRAPH_ROUTE, False
+
+    def __init__(self, store: DocumentStore, config: RetrievalConfig):
+        self.store = store
+        self.config = config
+        self.weight = config.graph_keyword_weight
+
+    def search(self, query: Query, scope: DocumentFilter, limit: int) -> list[tuple[int, float]]:
         c = self.config
-        terms = self.segmenter.unique_terms(query, MAX_QUERY_TERMS)
+        terms = query.terms
         if not terms:
-            return GraphRanking()
+            return []
         conn = self.store.db.connection()
-        total = max(conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0], 1)
+        total = max(self.store.count(), 1)
         points = _Points()
         hit_nodes: set[int] = set(graph.nodes_named(conn, terms, scope.persona_id, c.graph_expansion_limit))
-        entries = graph.search_entries(conn, match_expression(terms), scope.persona_id, limit)
-        for entry_id, memory_id, raw, confidence in entries:
-            points.add(memory_id, ("entry", entry_id), c.graph_entry_weight * squash(raw), confidence)
+        entries = graph.search_entries(conn, terms, scope.persona_id, limit)
+        for entry_id, memory_id, raw, _ in entries:
+            points.add(memory_id, ("entry", entry_id), c.graph_entry_weight * squash(raw))
         hit_nodes |= set(graph.entry_nodes(conn, [e[0] for e in entries]))
         self._add_node_memories(conn, points, hit_nodes, "node", c.graph_node_weight, total)
         budget = c.graph_expansion_limit
@@ -83,8 +76,8 @@ class GraphKeywordChannel:
                            total: int) -> None:
         nodes = sorted(nodes)
         specificity = self._specificity(conn, nodes, total)
-        for node_id, memory_id, confidence in graph.memories_of_nodes(conn, nodes, MEMORIES_PER_EXPANSION):
-            points.add(memory_id, (kind, node_id), weight * specificity[node_id], confidence)
+        for node_id, memory_id, _ in graph.memories_of_nodes(conn, nodes, MEMORIES_PER_EXPANSION):
+            points.add(memory_id, (kind, node_id), weight * specificity[node_id])
 
     @staticmethod
     def _specificity(conn, nodes: list[int], total: int) -> dict[int, float]:
@@ -96,36 +89,37 @@ class GraphKeywordChannel:
         top = math.log(total + 1)
         return {n: max(0.0, math.log((total + 1) / (counts[n] + 1))) / top if top else 1.0 for n in nodes}
 
-    def _in_scope(self, points: _Points, scope: DocumentFilter, limit: int) -> GraphRanking:
+    def _in_scope(self, points: _Points, scope: DocumentFilter, limit: int) -> list[tuple[int, float]]:
         ranking = points.ranking(self.config.graph_multi_entry_boost)
         admitted = self.store.filter_ids([m for m, _ in ranking], scope)
-        kept = [(m, s) for m, s in ranking if m in admitted][:limit]
-        return GraphRanking(kept, {m: points.confidence[m] for m, _ in kept})
+        return [(m, s) for m, s in ranking if m in admitted][:limit]
 
 
 class GraphVectorChannel:
     """Nearest graph entries to the query vector, folded onto their source memories."""
 
-    def __init__(self, store: DocumentStore, index: VectorIndex):
+    name, route, needs_vector = "graph_vector", GRAPH_ROUTE, True
+
+    def __init__(self, store: DocumentStore, index: VectorIndex, weight: float):
         self.store = store
         self.index = index
+        self.weight = weight
         self.scope_ids = ScopeIds(store, self._entry_ids_in_scope)
 
     def _entry_ids_in_scope(self, scope: DocumentFilter) -> list[int]:
         return graph.entry_ids_of_memories(self.store.db.connection(), self.store.ids_in_scope(scope))
 
-    def search(self, query_vector: np.ndarray, scope: DocumentFilter, limit: int) -> GraphRanking:
+    def search(self, query: Query, scope: DocumentFilter, limit: int) -> list[tuple[int, float]]:
+        self.index.sync()
+        if not len(self.index):
+            return []
         allowed = self.scope_ids.get(scope) if is_scoped(scope) else None
-        hits = self.index.search(query_vector, limit * 3, allowed=allowed)
+        hits = self.index.search(query.vector(), limit * 3, allowed=allowed)
         owners = graph.entries_memories(self.store.db.connection(), [e for e, _ in hits])
         best: dict[int, float] = {}
-        confidence: dict[int, float] = {}
         for entry_id, cosine in hits:
-            if entry_id not in owners:
-                continue
-            memory_id, entry_confidence = owners[entry_id]
-            best[memory_id] = max(best.get(memory_id, 0.0), cosine_to_unit(cosine))
-            confidence[memory_id] = max(confidence.get(memory_id, 0.0), entry_confidence)
+            if entry_id in owners:
+                memory_id = owners[entry_id][0]
+                best[memory_id] = max(best.get(memory_id, 0.0), cosine_to_unit(cosine))
         admitted = self.store.filter_ids(list(best), scope)
-        ranking = [(m, s) for m, s in ordered(best) if m in admitted][:limit]
-        return GraphRanking(ranking, {m: confidence[m] for m, _ in ranking})
+        return [(m, s) for m, s in ordered(best) if m in admitted][:limit]

@@ -1,35 +1,38 @@
 """Recall: the dual-route hybrid retrieval.
 
-Document route: BM25 and vector channels (run concurrently) -> RRF -> normalised ->
-    a * rrf + b * importance + g * recency.
-Graph route: graph-keyword and graph-vector channels -> RRF -> normalised ->
-    (0.55 rrf + 0.20 importance + 0.15 recency + 0.10 confidence) * temporal factor of atoms.
-Routes: each normalised, weighted by intent-routed weights, +bonus when both found a memory;
-then MMR re-ranking. Every weight comes from RetrievalConfig.
+Channels (shared/search/channel.py) feed two routes. By default each route fuses its
+channels' scores: every channel's top candidate_depth min-max scaled and weighted
+(retrieval.doc_fusion / graph_fusion = score; rrf is the alternative), then normalised.
+Document route: a * fused + b * importance + g * recency.
+Graph route: (a * fused + b * importance + g * recency + d * confidence) x temporal factor of
+    the memory's atoms.
+Routes: each normalised, weighted by intent-routed weights, + a bonus when both found a
+memory. MMR re-ranking is available and off by default (mmr_enabled). Every weight comes from
+RetrievalConfig.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Callable, Sequence
 
 from shared.config import RetrievalConfig
 from shared.decay import DAY, recency
-from shared.embedders import Embedder
 from shared.errors import AokunError
-from shared.search.bm25 import Bm25Channel
+from shared.rules.atoms import temporal_factors
 from shared.search.cache import RecallCache
+from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel
 from shared.search.focus import focus
 from shared.search.fuse import fuse_routes, normalise, ordered, rrf, spread, weighted_minmax
-from shared.search.graph import GraphKeywordChannel, GraphRanking, GraphVectorChannel
 from shared.search.intent import route_weights
 from shared.search.mmr import jaccard, mmr
-from shared.search.vectors import MAX_QUERY_CHARS, VectorChannel
-from shared.store import atoms, runtime
+from shared.search.query import Query
+from shared.store import graph, meta
 from shared.store.documents import Document, DocumentFilter, DocumentStore
+from shared.text.segment import Segmenter
 
 log = logging.getLogger("aokun.recall")
 
@@ -50,30 +53,26 @@ class Hit:
 
 
 @dataclass
-class Channels:
-    """The enabled channels (None = switched off in retrieval.channels)."""
-
-    bm25: Bm25Channel | None = None
-    vector: VectorChannel | None = None
-    graph_keyword: GraphKeywordChannel | None = None
-    graph_vector: GraphVectorChannel | None = None
-    embedder: Embedder | None = None
-    """Embeds the query once for both vector channels."""
-
-
-@dataclass
 class _Found:
-    document: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
-    graph: dict[str, GraphRanking] = field(default_factory=dict)
+    """Each channel's ranking, by route."""
+
+    rankings: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    channels: dict[str, Channel] = field(default_factory=dict)
+
+    def route(self, route: str) -> list[tuple[Channel, list[tuple[int, float]]]]:
+        return [(self.channels[n], r) for n, r in self.rankings.items() if self.channels[n].route == route]
 
 
 class Recaller:
     """Runs the channels concurrently and fuses them; caches answers per write epoch."""
 
-    def __init__(self, store: DocumentStore, channels: Channels, config: RetrievalConfig,
+    def __init__(self, store: DocumentStore, segmenter: Segmenter, channels: Sequence[Channel],
+                 embed: Callable | None, config: RetrievalConfig,
                  executor: ThreadPoolExecutor | None = None, clock: Callable[[], float] = time.time):
         self.store = store
-        self.channels = channels
+        self.segmenter = segmenter
+        self.channels = list(channels)
+        self.embed = embed
         self.config = config
         self.executor = executor or ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall")
         self.clock = clock
@@ -82,7 +81,7 @@ class Recaller:
     def recall(self, request: RecallRequest) -> list[Hit]:
         if self.cache is None:
             return self._recall(request)
-        epoch = runtime.recall_epoch(self.store.db.connection())
+        epoch = meta.recall_epoch(self.store.db.connection())
         key = (request.query, request.k, request.scope, request.explain)
         hits = self.cache.get(key, epoch)
         if hits is None:
@@ -95,89 +94,59 @@ class Recaller:
     def _recall(self, request: RecallRequest) -> list[Hit]:
         if self.config.query_focus:
             request = replace(request, query=focus(request.query))
-        found = self._run_channels(request, max(self.config.candidate_depth, request.k))
-        candidates = {i for r in found.document.values() for i, _ in r}
-        candidates |= {i for g in found.graph.values() for i, _ in g.ranking}
-        documents = self.store.get_many(sorted(candidates))
+        query = Query(request.query, self.segmenter, self.embed)
+        found = self._run_channels(query, request.scope, max(self.config.candidate_depth, request.k))
+        candidates = sorted({i for r in found.rankings.values() for i, _ in r})
+        documents = self.store.get_many(candidates)
         if not documents:
             return []
-        return _Fusion(self.config, documents, found, self._temporal(documents), self.clock(),
+        conn = self.store.db.connection()
+        now = self.clock()
+        return _Fusion(self.config, documents, found, temporal_factors(conn, list(documents), now),
+                       graph.memory_confidence(conn, list(documents)), now,
                        request).hits(self.store.terms_of)
 
-    def _run_channels(self, request: RecallRequest, depth: int) -> _Found:
-        """Two lanes, one per core: the query embedding and the vector searches that need it
-        in a pool thread; BM25 and graph keywords (SQLite) meanwhile in this thread. More
-        threads only slow the embedding down on a two-core machine."""
-        c = self.channels
-        vector_lane = self.executor.submit(self._vector_lane, request, depth) \
-            if c.vector or c.graph_vector else None
+    def _run_channels(self, query: Query, scope: DocumentFilter, depth: int) -> _Found:
+        """Two lanes, one per core: the query embedding and the channels that need it in a
+        pool thread; the SQLite channels meanwhile in this thread. More threads only slow the
+        embedding down on a two-core machine."""
+        vector_channels = [c for c in self.channels if c.needs_vector]
+        lane = self.executor.submit(self._run, vector_channels, query, scope, depth) \
+            if vector_channels else None
+        outcomes = self._run([c for c in self.channels if not c.needs_vector], query, scope, depth)
+        if lane is not None:
+            outcomes += lane.result()
         found = _Found()
-        for name, channel in (("bm25", c.bm25), ("graph_keyword", c.graph_keyword)):
-            if channel:
-                self._collect(found, name, lambda ch=channel: ch.search(request.query, request.scope, depth))
-        if vector_lane is not None:
-            for name, outcome in vector_lane.result():
-                self._collect(found, name, outcome)
+        for channel, outcome in outcomes:
+            if isinstance(outcome, AokunError):
+                if not self.config.fallback_enabled:
+                    raise outcome
+                log.warning("%s channel failed, the others serve: %s", channel.name, outcome)
+                continue
+            found.rankings[channel.name] = outcome
+            found.channels[channel.name] = channel
         return found
 
-    def _collect(self, found: _Found, name: str, run: Callable) -> None:
-        try:
-            result = run()
-        except AokunError as exc:
-            if not self.config.fallback_enabled:
-                raise
-            log.warning("%s channel failed, the others serve: %s", name, exc)
-            return
-        if result is None:
-            return
-        if isinstance(result, GraphRanking):
-            found.graph[name] = result
-        else:
-            found.document[name] = result
-
-    def _vector_lane(self, request: RecallRequest, depth: int) -> list[tuple[str, Callable]]:
-        """Embed the query once, search both vector spaces; each outcome as a thunk that
-        returns the result or raises the channel's error (so _collect treats all alike)."""
-        lanes = [(n, ch) for n, ch in (("vector", self.channels.vector),
-                                       ("graph_vector", self.channels.graph_vector)) if ch]
-        try:
-            vector = self._embed(request.query)
-        except AokunError as exc:
-            return [(name, _raiser(exc)) for name, _ in lanes]
+    @staticmethod
+    def _run(channels: Sequence[Channel], query: Query, scope: DocumentFilter, depth: int) -> list:
+        """(channel, ranking or the AokunError it raised) for each channel, in order."""
         outcomes = []
-        for name, channel in lanes:
+        for channel in channels:
             try:
-                if vector is None:
-                    result = None
-                elif name == "vector":
-                    result = channel.search_vector(vector, request.scope, depth)
-                else:
-                    result = channel.search(vector, request.scope, depth)
+                outcomes.append((channel, channel.search(query, scope, depth)))
             except AokunError as exc:
-                outcomes.append((name, _raiser(exc)))
-                continue
-            outcomes.append((name, lambda r=result: r))
+                outcomes.append((channel, exc))
         return outcomes
-
-    def _embed(self, query: str):
-        indexes = [ch.index for ch in (self.channels.vector, self.channels.graph_vector) if ch]
-        for index in indexes:
-            index.sync()
-        if not any(len(index) for index in indexes):
-            return None  # nothing embedded yet: skip the query embedding
-        return self.channels.embedder.embed_query(query[:MAX_QUERY_CHARS])
-
-    def _temporal(self, documents: dict[int, Document]) -> dict[int, float]:
-        return atoms.temporal_factors(self.store.db.connection(), list(documents), self.clock())
 
 
 class _Fusion:
     """Scores one request's candidates; keeps the parts for explain."""
 
     def __init__(self, config: RetrievalConfig, documents: dict[int, Document], found: _Found,
-                 temporal: dict[int, float], now: float, request: RecallRequest):
+                 temporal: dict[int, float], confidence: dict[int, float], now: float,
+                 request: RecallRequest):
         self.c, self.documents, self.found, self.temporal = config, documents, found, temporal
-        self.now, self.request = now, request
+        self.confidence, self.now, self.request = confidence, now, request
         self.parts: dict[int, dict] = {i: {} for i in documents}
 
     def hits(self, terms_of: Callable) -> list[Hit]:
@@ -198,13 +167,15 @@ class _Fusion:
         last = max(doc.create_time, doc.last_access_time or 0.0)
         return doc.fields.importance, recency((self.now - last) / DAY, self.c.recency_days)
 
+    def _fused(self, route: str, method: str) -> list[tuple[int, float]]:
+        """One route's channels fused: weighted min-max scores, or RRF."""
+        found = self.found.route(route)
+        if method == "rrf":
+            return rrf([ranking for _, ranking in found], self.c.rrf_k)
+        return weighted_minmax([ranking for _, ranking in found], [ch.weight for ch, _ in found])
+
     def _document_route(self) -> list[tuple[int, float]]:
-        found = self.found.document
-        if self.c.doc_fusion == "rrf":
-            fused_list = rrf(list(found.values()), self.c.rrf_k)
-        else:
-            weights = {"bm25": self.c.bm25_weight, "vector": self.c.vector_weight}
-            fused_list = weighted_minmax(list(found.values()), [weights[name] for name in found])
+        fused_list = self._fused(DOCUMENT_ROUTE, self.c.doc_fusion)
         scores = {}
         for doc_id, fused in normalise(fused_list):
             if doc_id not in self.documents:
@@ -218,16 +189,8 @@ class _Fusion:
         return ordered(scores)
 
     def _graph_route(self) -> list[tuple[int, float]]:
-        found = {name: g.ranking for name, g in self.found.graph.items()}
-        if self.c.graph_fusion == "rrf":
-            fused_list = rrf(list(found.values()), self.c.rrf_k)
-        else:
-            weights = {"graph_keyword": self.c.graph_keyword_weight, "graph_vector": self.c.graph_vector_weight}
-            fused_list = weighted_minmax(list(found.values()), [weights[name] for name in found])
-        confidence: dict[int, float] = {}
-        for g in self.found.graph.values():
-            for doc_id, value in g.confidence.items():
-                confidence[doc_id] = max(value, confidence.get(doc_id, 0.0))
+        fused_list = self._fused(GRAPH_ROUTE, self.c.graph_fusion)
+        confidence = self.confidence
         scores = {}
         for doc_id, fused in normalise(fused_list):
             if doc_id not in self.documents:
@@ -257,10 +220,8 @@ class _Fusion:
 
     def _explain(self, doc_id: int, weights, final: float) -> dict:
         channels = {}
-        for name, ranking in self.found.document.items():
+        for name, ranking in self.found.rankings.items():
             channels.update(_rank_of(name, ranking, doc_id))
-        for name, g in self.found.graph.items():
-            channels.update(_rank_of(name, g.ranking, doc_id))
         parts = dict(self.parts[doc_id])
         parts["routes"] = {"document_weight": round(weights.document, 6),
                            "graph_weight": round(weights.graph, 6), "intents": list(weights.intents),
@@ -268,12 +229,6 @@ class _Fusion:
         parts["final"] = round(final, 6)
         parts["query"] = self.request.query
         return {"channels": channels, "parts": parts}
-
-
-def _raiser(exc: Exception) -> Callable:
-    def run():
-        raise exc
-    return run
 
 
 def _rank_of(name: str, ranking, doc_id: int) -> dict:

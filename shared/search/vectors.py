@@ -14,13 +14,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from shared.store import runtime, vectors
+from shared.search.channel import DOCUMENT_ROUTE
+from shared.search.query import Query
+from shared.store import meta, vectors
 from shared.store.db import Database
 from shared.store.documents import DocumentFilter, DocumentStore
 
 log = logging.getLogger("aokun.vectors")
-
-MAX_QUERY_CHARS = 2000
 
 # Below this many vectors: exact float32 flat search (a few ms). From it on: flat search over
 # float16 codes, still exhaustive but half the memory traffic (100k x 384: 9.8 -> 5.3 ms here).
@@ -126,7 +126,7 @@ class ScopeIds:
         self._lock = threading.Lock()
 
     def get(self, scope: DocumentFilter) -> np.ndarray:
-        epoch = runtime.recall_epoch(self.store.db.connection())
+        epoch = meta.recall_epoch(self.store.db.connection())
         with self._lock:
             hit = self._cached.get(scope)
         if hit is not None and hit[0] == epoch:
@@ -145,19 +145,27 @@ def is_scoped(scope: DocumentFilter) -> bool:
 
 
 class VectorChannel:
-    """Searches the document space within the recall's scope."""
+    """The document space's nearest neighbours of the query, within the recall's scope."""
 
-    def __init__(self, store: DocumentStore, index: VectorIndex):
+    name, route, needs_vector = "vector", DOCUMENT_ROUTE, True
+
+    def __init__(self, store: DocumentStore, index: VectorIndex, weight: float):
         self.store = store
         self.index = index
+        self.weight = weight
         self.scope_ids = ScopeIds(store, store.ids_in_scope)
 
-    def search_vector(self, vector: np.ndarray, scope: DocumentFilter, limit: int) -> list[tuple[int, float]]:
-        """(id, cosine mapped to [0, 1]) best first, for an already embedded query."""
+    def search(self, query: Query, scope: DocumentFilter, depth: int) -> list[tuple[int, float]]:
+        """(id, cosine mapped to [0, 1]) best first; nothing (and no embedding) while the
+        space is empty."""
+        self.index.sync()
+        if not len(self.index):
+            return []
+        vector = query.vector()
         if is_scoped(scope):
-            hits = self.index.search(vector, limit, allowed=self.scope_ids.get(scope))
+            hits = self.index.search(vector, depth, allowed=self.scope_ids.get(scope))
         else:
             # Archived or out-of-range hits are dropped afterwards: fetch a margin more.
-            hits = self.index.search(vector, limit * 3 + 20)
+            hits = self.index.search(vector, depth * 3 + 20)
         admitted = self.store.filter_ids([i for i, _ in hits], scope)
-        return [(i, cosine_to_unit(c)) for i, c in hits if i in admitted][:limit]
+        return [(i, cosine_to_unit(c)) for i, c in hits if i in admitted][:depth]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 
+from shared.store import atoms, documents, graph, stages, vectors
+from shared.store.db import Database
+
 # Derived output -> (stage that makes it, SQL listing done memories without it).
 _CHECKS = {
     "stage rows": ("embed", "SELECT d.id FROM documents d WHERE NOT EXISTS"
@@ -31,8 +34,6 @@ def missing_outputs(conn: sqlite3.Connection, model: str) -> dict[str, list[int]
 
 def redo_missing(conn: sqlite3.Connection, missing: dict[str, list[int]], now: float) -> int:
     """Set the stage that makes each missing output back to pending (stage rows recreated)."""
-    from shared.store import stages
-
     redone = 0
     for name, ids in missing.items():
         stage = _CHECKS[name][0]
@@ -46,3 +47,12 @@ def redo_missing(conn: sqlite3.Connection, missing: dict[str, list[int]], now: f
                 stages.restart(conn, memory_id, stage, row[0], now)
             redone += 1
     return redone
+
+
+def all_table_counts(db: Database) -> dict[str, int]:
+    """Rows per table, in one consistent read (memory_stats, doctor)."""
+    with db.snapshot() as conn:
+        counts = documents.table_counts(conn)
+        for owner in (stages, atoms, graph, vectors):
+            counts.update(owner.table_counts(conn))
+    return counts

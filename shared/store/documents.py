@@ -1,8 +1,8 @@
 """Documents: the memories themselves, and their BM25 (FTS5) rows.
 
 A document and its FTS row are always written in the same transaction, so a memory that was
-acknowledged is searchable by BM25 at once. Deleting a document cascades, with a receipt,
-over every table that refers to it.
+acknowledged is searchable by BM25 at once. Writes take the caller's transaction: the memory
+service (shared/memories.py) composes them with the other aggregates' writes.
 """
 
 from __future__ import annotations
@@ -11,47 +11,14 @@ import hashlib
 import json
 import re
 import sqlite3
-import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable, Sequence
+from typing import Sequence
 
 from shared.errors import MemoryNotFound
-from shared.store import atoms, graph, runtime, stages, vectors
+from shared.store import meta
 from shared.store.db import Database
-from shared.text.segment import Segmenter
-
-DDL = [
-    """
-    CREATE TABLE documents (
-        id INTEGER PRIMARY KEY,
-        text TEXT NOT NULL,
-        content_hash TEXT NOT NULL,
-        topics TEXT NOT NULL DEFAULT '[]',
-        participants TEXT NOT NULL DEFAULT '[]',
-        key_facts TEXT NOT NULL DEFAULT '[]',
-        sentiment TEXT NOT NULL DEFAULT 'neutral'
-            CHECK (sentiment IN ('positive', 'neutral', 'negative')),
-        importance REAL NOT NULL DEFAULT 0.5 CHECK (importance >= 0.0 AND importance <= 1.0),
-        pinned INTEGER NOT NULL DEFAULT 0 CHECK (pinned IN (0, 1)),
-        archived INTEGER NOT NULL DEFAULT 0 CHECK (archived IN (0, 1)),
-        session_id TEXT,
-        persona_id TEXT,
-        original_time TEXT,
-        original_ts REAL,
-        persona_summary TEXT,
-        access_count INTEGER NOT NULL DEFAULT 0,
-        last_access_time REAL,
-        create_time REAL NOT NULL,
-        update_time REAL NOT NULL
-    )
-    """,
-    "CREATE INDEX documents_persona ON documents (persona_id, id)",
-    "CREATE INDEX documents_session ON documents (session_id, id)",
-    "CREATE INDEX documents_original_ts ON documents (original_ts)",
-    # Terms are segmented by jieba before they get here; porter stems English ones.
-    "CREATE VIRTUAL TABLE documents_fts USING fts5(tokens, tokenize = 'porter unicode61 remove_diacritics 2')",
-]
+from shared.store.match import any_of
 
 _TIME_MARKER = re.compile(r"^\s*\[\d{4}-\d{2}-\d{2}[^\]\n]{0,40}\]")
 _JSON_FIELDS = ("topics", "participants", "key_facts")
@@ -130,100 +97,116 @@ def epoch(moment: datetime | None) -> float | None:
     return moment.timestamp()
 
 
+def stored_text(content: str, original_time: datetime | None, create_time: float) -> str:
+    """The text kept for a memory: its content behind the time marker of when it happened,
+    or, without an original time, of when it was stored (UTC)."""
+    moment = original_time or datetime.fromtimestamp(create_time, timezone.utc).replace(
+        tzinfo=None, second=0, microsecond=0)
+    return marked_text(content, moment)
+
+
+# -- writes (inside the caller's transaction) ----------------------------------------------
+
+
+def insert(tx: sqlite3.Connection, text: str, tokens: str, fields: MemoryFields, now: float) -> int:
+    """A new document and its BM25 row; returns its id."""
+    cur = tx.execute(_INSERT_SQL, (*_row_values(text, fields), now, now))
+    tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)", (cur.lastrowid, tokens))
+    meta.bump_epoch(tx)
+    return cur.lastrowid
+
+
+def update(tx: sqlite3.Connection, memory_id: int, text: str, tokens: str, fields: MemoryFields,
+           now: float) -> None:
+    """Replace a document's text and fields and re-index it."""
+    tx.execute(_UPDATE_SQL, (*_row_values(text, fields), now, memory_id))
+    tx.execute("DELETE FROM documents_fts WHERE rowid = ?", (memory_id,))
+    tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)", (memory_id, tokens))
+    meta.bump_epoch(tx)
+
+
+def set_pinned(tx: sqlite3.Connection, memory_id: int, pinned: bool, now: float) -> None:
+    tx.execute("UPDATE documents SET pinned = ?, update_time = ? WHERE id = ?", (int(pinned), now, memory_id))
+    meta.bump_epoch(tx)
+
+
+def delete(tx: sqlite3.Connection, memory_id: int) -> dict[str, int]:
+    """Remove a document and its BM25 row; return {table: rows removed}."""
+    receipt = {"documents_fts": tx.execute("DELETE FROM documents_fts WHERE rowid = ?", (memory_id,)).rowcount,
+               "documents": tx.execute("DELETE FROM documents WHERE id = ?", (memory_id,)).rowcount}
+    meta.bump_epoch(tx)
+    return receipt
+
+
+def add_fts_row(tx: sqlite3.Connection, memory_id: int, tokens: str) -> None:
+    tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)", (memory_id, tokens))
+    meta.bump_epoch(tx)
+
+
+def touch(tx: sqlite3.Connection, ids: Sequence[int], now: float) -> None:
+    """Access reinforcement: recalled memories count one more access, dated now.
+    Not a change of content: the recall cache stays valid."""
+    tx.executemany("UPDATE documents SET access_count = access_count + 1, last_access_time = ?"
+                   " WHERE id = ?", [(now, i) for i in ids])
+
+
+def decay_inputs(conn: sqlite3.Connection) -> list[tuple[int, float, float, float | None]]:
+    """(id, importance, access_count, last_access_time) of every memory that decays (unpinned)."""
+    return conn.execute("SELECT id, importance, access_count, last_access_time FROM documents"
+                        " WHERE pinned = 0").fetchall()
+
+
+def set_decayed(tx: sqlite3.Connection, rows: Sequence[tuple[float, float, int]]) -> None:
+    """Store (importance, access_count, id) triples computed by the decay rule."""
+    tx.executemany("UPDATE documents SET importance = ?, access_count = ? WHERE id = ?", rows)
+    if rows:
+        meta.bump_epoch(tx)
+
+
+def archive_stale(tx: sqlite3.Connection, created_before: float, importance_below: float) -> list[int]:
+    """Archive unpinned memories older than a time and less important than a level."""
+    ids = [r[0] for r in tx.execute(
+        "SELECT id FROM documents WHERE archived = 0 AND pinned = 0 AND create_time < ?"
+        " AND importance < ?", (created_before, importance_below))]
+    tx.executemany("UPDATE documents SET archived = 1 WHERE id = ?", [(i,) for i in ids])
+    if ids:
+        meta.bump_epoch(tx)
+    return ids
+
+
+def get(conn: sqlite3.Connection, memory_id: int) -> Document:
+    row = conn.execute("SELECT * FROM documents WHERE id = ?", (memory_id,)).fetchone()
+    if row is None:
+        raise MemoryNotFound(memory_id)
+    return _row_to_document(row)
+
+
+def find_by_hash(conn: sqlite3.Connection, text_hash: str, persona_id: str | None) -> int | None:
+    """The id of a memory of this persona whose stored text has this hash, if any."""
+    row = conn.execute("SELECT id FROM documents WHERE content_hash = ? AND persona_id IS ? LIMIT 1",
+                       (text_hash, persona_id)).fetchone()
+    return None if row is None else row[0]
+
+
+# -- reads ----------------------------------------------------------------------------------
+
+
 class DocumentStore:
-    """Reads and writes documents with their FTS rows; deletes cascade with a receipt."""
+    """Reads documents (each call on this thread's connection)."""
 
-    def __init__(self, db: Database, segmenter: Segmenter, clock: Callable[[], float] = time.time):
+    def __init__(self, db: Database):
         self.db = db
-        self.segmenter = segmenter
-        self.clock = clock
-
-    # -- writes ---------------------------------------------------------------------------
-
-    def insert(self, content: str, fields: MemoryFields) -> Document:
-        """Store a new memory and its BM25 row in one transaction."""
-        prepared = self._prepare(content, fields)
-        with self.db.write() as tx:
-            return self._get(tx, self._insert(tx, prepared, fields))
-
-    def insert_many(self, items: Sequence[tuple[str, MemoryFields]]) -> list[int]:
-        """Store many memories in one transaction (imports, seeding); return their ids."""
-        prepared = [(self._prepare(content, fields), fields) for content, fields in items]
-        with self.db.write() as tx:
-            return [self._insert(tx, text_tokens, fields) for text_tokens, fields in prepared]
-
-    def _prepare(self, content: str, fields: MemoryFields) -> tuple[str, str]:
-        """Stored text and FTS tokens, computed before the write lock is taken."""
-        text = marked_text(content, fields.original_time)
-        return text, self._index_tokens(text, fields)
-
-    def _insert(self, tx: sqlite3.Connection, prepared: tuple[str, str], fields: MemoryFields) -> int:
-        text, tokens = prepared
-        now = self.clock()
-        cur = tx.execute(_INSERT_SQL, (*_row_values(text, fields), now, now))
-        tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)", (cur.lastrowid, tokens))
-        stages.create_for_memory(tx, cur.lastrowid, content_hash(text), now)
-        runtime.bump_epoch(tx)
-        return cur.lastrowid
-
-    def update(self, memory_id: int, content: str | None, changes: dict) -> Document:
-        """Replace content and/or some fields, re-indexing in the same transaction."""
-        with self.db.write() as tx:
-            old = self._get(tx, memory_id)
-            fields = replace(old.fields, **changes)
-            if content is not None:
-                text = marked_text(content, fields.original_time)
-            elif "original_time" in changes:
-                text = marked_text(unmarked(old.text), fields.original_time)
-            else:
-                text = old.text
-            now = self.clock()
-            tx.execute(_UPDATE_SQL, (*_row_values(text, fields), now, memory_id))
-            if text != old.text:
-                # Derived output of the old text is stale: drop the vector, redo every stage.
-                vectors.delete_for_memory(tx, memory_id, now)
-                stages.reset_for_memory(tx, memory_id, content_hash(text), now)
-            tx.execute("DELETE FROM documents_fts WHERE rowid = ?", (memory_id,))
-            tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)",
-                       (memory_id, self._index_tokens(text, fields)))
-            runtime.bump_epoch(tx)
-            return self._get(tx, memory_id)
-
-    def set_pinned(self, memory_id: int, pinned: bool) -> Document:
-        with self.db.write() as tx:
-            self._get(tx, memory_id)
-            tx.execute("UPDATE documents SET pinned = ?, update_time = ? WHERE id = ?",
-                       (int(pinned), self.clock(), memory_id))
-            runtime.bump_epoch(tx)
-            return self._get(tx, memory_id)
-
-    def delete(self, memory_id: int) -> dict[str, int]:
-        """Delete a memory and everything derived from it; return {table: rows removed}."""
-        with self.db.write() as tx:
-            self._get(tx, memory_id)
-            receipt: dict[str, int] = {}
-            now = self.clock()
-            for owner in (vectors, graph, atoms, stages):
-                receipt.update(owner.delete_for_memory(tx, memory_id, now))
-            receipt["documents_fts"] = tx.execute(
-                "DELETE FROM documents_fts WHERE rowid = ?", (memory_id,)).rowcount
-            receipt["documents"] = tx.execute(
-                "DELETE FROM documents WHERE id = ?", (memory_id,)).rowcount
-            runtime.bump_epoch(tx)
-            return receipt
-
-    # -- reads ----------------------------------------------------------------------------
 
     def get(self, memory_id: int) -> Document:
-        return self._get(self.db.connection(), memory_id)
+        return get(self.db.connection(), memory_id)
 
     def get_many(self, ids: Sequence[int]) -> dict[int, Document]:
         """Documents by id (missing ids are left out)."""
         if not ids:
             return {}
-        marks = ",".join("?" * len(ids))
         rows = self.db.connection().execute(
-            f"SELECT * FROM documents WHERE id IN ({marks})", tuple(ids)).fetchall()
+            "SELECT * FROM documents WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(ids)),)).fetchall()
         return {row["id"]: _row_to_document(row) for row in rows}
 
     def list(self, limit: int, offset: int, scope: DocumentFilter) -> tuple[list[Document], int]:
@@ -236,8 +219,11 @@ class DocumentStore:
                 (*params, limit, offset)).fetchall()
         return [_row_to_document(r) for r in rows], total
 
-    def bm25(self, match: str, scope: DocumentFilter, limit: int) -> list[tuple[int, float]]:
-        """(id, raw score) best first for an FTS5 MATCH expression; raw = -bm25(), higher is better."""
+    def bm25(self, terms: Sequence[str], scope: DocumentFilter, limit: int) -> list[tuple[int, float]]:
+        """(id, raw score) best first for any of the terms; raw = -bm25(), higher is better."""
+        match = any_of(terms)
+        if match is None:
+            return []
         where, params = _filter_sql(scope, alias="d")
         rows = self.db.connection().execute(
             "SELECT d.id, -bm25(documents_fts) AS raw FROM documents_fts"
@@ -246,68 +232,18 @@ class DocumentStore:
             (match, *params, limit)).fetchall()
         return [(r[0], r[1]) for r in rows]
 
-    def touch(self, ids: Sequence[int], now: float) -> None:
-        """Access reinforcement: recalled memories count one more access, dated now.
-        Not a change of content: the recall cache stays valid."""
-        if ids:
-            with self.db.write() as tx:
-                tx.executemany("UPDATE documents SET access_count = access_count + 1,"
-                               " last_access_time = ? WHERE id = ?", [(now, i) for i in ids])
-
     def terms_of(self, ids: Sequence[int]) -> dict[int, list[str]]:
         """The indexed terms of documents (as stored in the FTS table: no re-segmenting)."""
         if not ids:
             return {}
-        marks = ",".join("?" * len(ids))
         return {r[0]: r[1].split() for r in self.db.connection().execute(
-            f"SELECT rowid, tokens FROM documents_fts WHERE rowid IN ({marks})", tuple(ids))}
+            "SELECT rowid, tokens FROM documents_fts WHERE rowid IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(ids)),))}
 
-    # -- forgetting --------------------------------------------------------------------------
-
-    def decay_importance(self, days: int, rate: float, window_s: float, multiplier: float,
-                         now: float) -> int:
-        """Apply `days` days of importance decay to every unpinned memory; return how many.
-
-        Per day: recent = access_count if accessed within the window, else 0;
-        importance = max(0.05, importance x (1 - rate x max(0.3, 1 - 0.1 x min(recent, 10))));
-        then access_count x multiplier."""
-        if days <= 0:
-            return 0
-        with self.db.write() as tx:
-            changed = 0
-            for _ in range(days):
-                changed = tx.execute(
-                    "UPDATE documents SET importance = MAX(0.05, importance * (1 - ? * MAX(0.3, 1 - 0.1 *"
-                    " MIN(CASE WHEN last_access_time >= ? THEN access_count ELSE 0 END, 10)))),"
-                    " access_count = access_count * ? WHERE pinned = 0",
-                    (rate, now - window_s, multiplier)).rowcount
-            runtime.bump_epoch(tx)
-        return changed
-
-    def archive_stale(self, created_before: float, importance_below: float) -> list[int]:
-        """Archive unpinned memories older than a time and less important than a level."""
-        with self.db.write() as tx:
-            ids = [r[0] for r in tx.execute(
-                "SELECT id FROM documents WHERE archived = 0 AND pinned = 0 AND create_time < ?"
-                " AND importance < ?", (created_before, importance_below))]
-            tx.executemany("UPDATE documents SET archived = 1 WHERE id = ?", [(i,) for i in ids])
-            if ids:
-                runtime.bump_epoch(tx)
-        return ids
-
-    def backfill_fts(self) -> int:
-        """Give every document without a BM25 row its row back (no API needed); return how many."""
-        missing = self.db.connection().execute(
-            "SELECT id FROM documents WHERE id NOT IN (SELECT rowid FROM documents_fts)").fetchall()
-        if not missing:
-            return 0
-        docs = self.get_many([r[0] for r in missing])
-        with self.db.write() as tx:
-            for doc in docs.values():
-                tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)",
-                           (doc.id, self._index_tokens(doc.text, doc.fields)))
-            runtime.bump_epoch(tx)
-        return len(docs)
+    def missing_fts(self) -> list[int]:
+        """Ids of documents without a BM25 row."""
+        return [r[0] for r in self.db.connection().execute(
+            "SELECT id FROM documents WHERE id NOT IN (SELECT rowid FROM documents_fts)")]
 
     def ids_in_scope(self, scope: DocumentFilter) -> list[int]:
         """Every document id the filter admits (for restricting a vector search)."""
@@ -320,9 +256,12 @@ class DocumentStore:
         if not ids:
             return set()
         where, params = _filter_sql(scope, alias="documents")
-        marks = ",".join("?" * len(ids))
         return {r[0] for r in self.db.connection().execute(
-            f"SELECT id FROM documents WHERE id IN ({marks}) AND {where}", (*ids, *params))}
+            "SELECT id FROM documents WHERE id IN (SELECT value FROM json_each(?))"
+            f" AND {where}", (json.dumps(list(ids)), *params))}
+
+    def count(self) -> int:
+        return self.db.connection().execute("SELECT COUNT(*) FROM documents").fetchone()[0]
 
     def stats(self) -> dict[str, int]:
         row = self.db.connection().execute(
@@ -330,30 +269,10 @@ class DocumentStore:
         ).fetchone()
         return {"total": row[0], "pinned": row[1], "archived": row[2], "active": row[0] - row[2]}
 
-    def table_counts(self) -> dict[str, int]:
-        """Rows per table, for memory_stats and consistency checks."""
-        with self.db.snapshot() as conn:
-            counts = {
-                "documents": conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0],
-                "documents_fts": conn.execute("SELECT COUNT(*) FROM documents_fts").fetchone()[0],
-            }
-            for owner in (stages, atoms, graph, vectors):
-                counts.update(owner.table_counts(conn))
-        return counts
 
-    # -- helpers --------------------------------------------------------------------------
-
-    def _get(self, conn: sqlite3.Connection, memory_id: int) -> Document:
-        row = conn.execute("SELECT * FROM documents WHERE id = ?", (memory_id,)).fetchone()
-        if row is None:
-            raise MemoryNotFound(memory_id)
-        return _row_to_document(row)
-
-    def _index_tokens(self, text: str, fields: MemoryFields) -> str:
-        extra = [*fields.topics, fields.persona_summary or ""]
-        extra += [fact for fact in fields.key_facts if fact.strip() not in text]
-        return " ".join(self.segmenter.terms("\n".join([text, *extra])))
-
+def table_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    return {"documents": conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0],
+            "documents_fts": conn.execute("SELECT COUNT(*) FROM documents_fts").fetchone()[0]}
 
 
 # The columns a caller's write sets, in the order _row_values gives them.

@@ -1,4 +1,9 @@
-"""The knowledge graph: nodes, edges and searchable entries that map back to memories."""
+"""The knowledge graph: nodes, edges and searchable entries that map back to memories.
+
+Nodes are keyed on (persona, type, canonical form): "Alice" and "ALICE" are one person node,
+which keeps every written form it was seen in. Each entry and fact node comes from one stored
+atom (its id kept on the entry), so an atom's graph output is found and removed by atom id.
+"""
 
 from __future__ import annotations
 
@@ -7,58 +12,8 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Sequence
 
-from shared.store import runtime, vectors
-
-DDL = [
-    """
-    CREATE TABLE graph_nodes (
-        id INTEGER PRIMARY KEY,
-        persona_id TEXT NOT NULL DEFAULT '',
-        key TEXT NOT NULL,
-        type TEXT NOT NULL CHECK (type IN ('topic', 'person', 'fact')),
-        value TEXT NOT NULL,
-        canonical TEXT NOT NULL,
-        create_time REAL NOT NULL,
-        UNIQUE (persona_id, key)
-    )
-    """,
-    "CREATE INDEX graph_nodes_canonical ON graph_nodes (canonical)",
-    """
-    CREATE TABLE graph_edges (
-        id INTEGER PRIMARY KEY,
-        source_memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-        src_node_id INTEGER NOT NULL REFERENCES graph_nodes(id) ON DELETE CASCADE,
-        dst_node_id INTEGER NOT NULL REFERENCES graph_nodes(id) ON DELETE CASCADE,
-        type TEXT NOT NULL CHECK (type IN ('describes', 'mentioned_in', 'co_occurs_with')),
-        confidence REAL NOT NULL DEFAULT 0.0,
-        weight REAL NOT NULL DEFAULT 1.0,
-        create_time REAL NOT NULL
-    )
-    """,
-    # Ordered so that "the strongest links of a node" is an index range scan with a LIMIT,
-    # however many memories a hub node (a person in every memory) touches.
-    "CREATE INDEX graph_edges_src ON graph_edges (src_node_id, confidence DESC, source_memory_id DESC)",
-    "CREATE INDEX graph_edges_dst ON graph_edges (dst_node_id, confidence DESC, source_memory_id DESC)",
-    "CREATE INDEX graph_edges_src_weight ON graph_edges (src_node_id, weight DESC, dst_node_id)",
-    "CREATE INDEX graph_edges_dst_weight ON graph_edges (dst_node_id, weight DESC, src_node_id)",
-    "CREATE INDEX graph_edges_memory ON graph_edges (source_memory_id)",
-    """
-    CREATE TABLE graph_entries (
-        id INTEGER PRIMARY KEY,
-        source_memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-        node_id INTEGER REFERENCES graph_nodes(id) ON DELETE SET NULL,
-        persona_id TEXT,
-        text TEXT NOT NULL,
-        confidence REAL NOT NULL DEFAULT 0.0,
-        content_hash TEXT,
-        create_time REAL NOT NULL
-    )
-    """,
-    "CREATE INDEX graph_entries_memory ON graph_entries (source_memory_id)",
-    "CREATE INDEX graph_entries_node ON graph_entries (node_id, confidence DESC, source_memory_id DESC)",
-    "CREATE VIRTUAL TABLE graph_entries_fts USING fts5(tokens, tokenize = 'porter unicode61 remove_diacritics 2')",
-]
-
+from shared.store import meta
+from shared.store.match import any_of
 
 @dataclass(frozen=True)
 class NodeSpec:
@@ -68,7 +23,7 @@ class NodeSpec:
 
     @property
     def key(self) -> str:
-        return f"{self.type}:{self.value}:{self.canonical}"
+        return f"{self.type}:{self.canonical}"
 
 
 @dataclass(frozen=True)
@@ -86,6 +41,7 @@ class EntrySpec:
     tokens: str        # segmented terms of text, for FTS
     node: NodeSpec | None
     confidence: float
+    atom_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -99,20 +55,13 @@ class MemoryGraph:
 
 def replace_for_memory(conn: sqlite3.Connection, memory_id: int, persona_id: str | None,
                        graph: MemoryGraph, content_hash: str, now: float) -> list[int]:
-    """Replace a memory's graph output (old output deleted first, with its entry vectors);
-    return the new entry ids."""
-    delete_for_memory(conn, memory_id, now)
-    vectors.delete_for_memory(conn, memory_id, now, kind="graph_entry")
+    """Replace a memory's graph output (old output deleted first; the caller drops the old
+    entries' vectors); return the new entry ids."""
+    delete_for_memory(conn, memory_id)
     persona = persona_id or ""
     ids = {}
-    for node in {n.key: n for n in [*graph.nodes, *(e.src for e in graph.edges),
-                                    *(e.dst for e in graph.edges),
-                                    *(e.node for e in graph.entries if e.node)]}.values():
-        conn.execute("INSERT INTO graph_nodes (persona_id, key, type, value, canonical, create_time)"
-                     " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (persona_id, key) DO NOTHING",
-                     (persona, node.key, node.type, node.value, node.canonical, now))
-        ids[node.key] = conn.execute("SELECT id FROM graph_nodes WHERE persona_id = ? AND key = ?",
-                                     (persona, node.key)).fetchone()[0]
+    for node in _nodes_of(graph):
+        ids[node.key] = _upsert_node(conn, persona, node, now)
     conn.executemany(
         "INSERT INTO graph_edges (source_memory_id, src_node_id, dst_node_id, type, confidence,"
         " weight, create_time) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -122,19 +71,50 @@ def replace_for_memory(conn: sqlite3.Connection, memory_id: int, persona_id: str
     for entry in graph.entries:
         cur = conn.execute(
             "INSERT INTO graph_entries (source_memory_id, node_id, persona_id, text, confidence,"
-            " content_hash, create_time) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            " content_hash, create_time, atom_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (memory_id, ids[entry.node.key] if entry.node else None, persona_id, entry.text,
-             entry.confidence, content_hash, now))
+             entry.confidence, content_hash, now, entry.atom_id))
         conn.execute("INSERT INTO graph_entries_fts (rowid, tokens) VALUES (?, ?)",
                      (cur.lastrowid, entry.tokens))
         entry_ids.append(cur.lastrowid)
-    runtime.bump_epoch(conn)
+    meta.bump_epoch(conn)
     return entry_ids
 
 
-def search_entries(conn: sqlite3.Connection, match: str, persona_id: str | None,
+def _nodes_of(graph: MemoryGraph) -> list[NodeSpec]:
+    """Every node the graph names, one per key, in first-seen order."""
+    found: dict[str, NodeSpec] = {}
+    for node in [*graph.nodes, *(e.src for e in graph.edges), *(e.dst for e in graph.edges),
+                 *(e.node for e in graph.entries if e.node)]:
+        found.setdefault(node.key, node)
+    return list(found.values())
+
+
+def _upsert_node(conn: sqlite3.Connection, persona: str, node: NodeSpec, now: float) -> int:
+    """The node's id; a form of the name not seen before is added to its forms."""
+    conn.execute("INSERT INTO graph_nodes (persona_id, key, type, value, canonical, create_time, forms)"
+                 " VALUES (?, ?, ?, ?, ?, ?, json_array(?)) ON CONFLICT (persona_id, key) DO UPDATE SET"
+                 " forms = CASE WHEN EXISTS (SELECT 1 FROM json_each(graph_nodes.forms)"
+                 " WHERE value = excluded.value) THEN graph_nodes.forms"
+                 " ELSE json_insert(graph_nodes.forms, '$[#]', excluded.value) END",
+                 (persona, node.key, node.type, node.value, node.canonical, now, node.value))
+    return conn.execute("SELECT id FROM graph_nodes WHERE persona_id = ? AND key = ?",
+                        (persona, node.key)).fetchone()[0]
+
+
+def node_forms(conn: sqlite3.Connection, node_id: int) -> list[str]:
+    """The written forms a node was seen in."""
+    row = conn.execute("SELECT forms FROM graph_nodes WHERE id = ?", (node_id,)).fetchone()
+    return json.loads(row[0]) if row else []
+
+
+def search_entries(conn: sqlite3.Connection, terms: Sequence[str], persona_id: str | None,
                    limit: int) -> list[tuple[int, int, float, float]]:
-    """(entry_id, memory_id, raw bm25 score (higher is better), confidence), best first."""
+    """(entry_id, memory_id, raw bm25 score (higher is better), confidence), best first, for
+    entries holding any of the terms."""
+    match = any_of(terms)
+    if match is None:
+        return []
     scope, params = ("AND e.persona_id = ?", (persona_id,)) if persona_id is not None else ("", ())
     return conn.execute(
         "SELECT e.id, e.source_memory_id, -bm25(graph_entries_fts) AS raw, e.confidence"
@@ -235,25 +215,31 @@ def entries_memories(conn: sqlite3.Connection, entry_ids: Sequence[int]) -> dict
         tuple(entry_ids))}
 
 
-def delete_fact(conn: sqlite3.Connection, memory_id: int, canonical: str, now: float) -> dict[str, int]:
-    """Remove one fact of a memory from the graph: its entries (and their vectors), its edges,
-    and nodes nothing refers to any more."""
-    node = conn.execute("SELECT n.id FROM graph_nodes n WHERE n.type = 'fact' AND n.canonical = ?"
-                        " AND EXISTS (SELECT 1 FROM graph_entries e WHERE e.node_id = n.id"
-                        " AND e.source_memory_id = ?)", (canonical, memory_id)).fetchone()
-    if node is None:
-        return {"graph_entries": 0, "graph_edges": 0}
-    entries = [r[0] for r in conn.execute(
-        "SELECT id FROM graph_entries WHERE node_id = ? AND source_memory_id = ?", (node[0], memory_id))]
-    for entry_id in entries:
-        vectors.delete_owner(conn, "graph_entry", entry_id, now)
+def entries_of_atoms(conn: sqlite3.Connection, atom_ids: Sequence[int]) -> list[int]:
+    """Ids of the graph entries made from the given atoms."""
+    return [r[0] for r in conn.execute(
+        "SELECT id FROM graph_entries WHERE atom_id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(atom_ids)),))]
+
+
+def delete_entries(conn: sqlite3.Connection, entry_ids: Sequence[int]) -> dict[str, int]:
+    """Remove entries (an atom's graph output: the caller drops their vectors), the edges of
+    their memory that touch their fact node, and nodes nothing refers to any more."""
+    rows = conn.execute(
+        "SELECT id, source_memory_id, node_id FROM graph_entries WHERE id IN"
+        " (SELECT value FROM json_each(?))", (json.dumps(list(entry_ids)),)).fetchall()
+    edges = 0
+    for entry_id, memory_id, node_id in rows:
         conn.execute("DELETE FROM graph_entries_fts WHERE rowid = ?", (entry_id,))
         conn.execute("DELETE FROM graph_entries WHERE id = ?", (entry_id,))
-    edges = conn.execute("DELETE FROM graph_edges WHERE source_memory_id = ? AND (src_node_id = ? OR dst_node_id = ?)",
-                         (memory_id, node[0], node[0])).rowcount
-    _delete_orphan_nodes(conn)
-    runtime.bump_epoch(conn)
-    return {"graph_entries": len(entries), "graph_edges": edges}
+        if node_id is not None:
+            edges += conn.execute(
+                "DELETE FROM graph_edges WHERE source_memory_id = ? AND (src_node_id = ? OR dst_node_id = ?)",
+                (memory_id, node_id, node_id)).rowcount
+    nodes = _delete_orphan_nodes(conn) if rows else 0
+    if rows:
+        meta.bump_epoch(conn)
+    return {"graph_entries": len(rows), "graph_edges": edges, "graph_nodes": nodes}
 
 
 def _delete_orphan_nodes(conn: sqlite3.Connection) -> int:
@@ -263,7 +249,7 @@ def _delete_orphan_nodes(conn: sqlite3.Connection) -> int:
         "AND id NOT IN (SELECT node_id FROM graph_entries WHERE node_id IS NOT NULL)").rowcount
 
 
-def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float) -> dict[str, int]:
+def delete_for_memory(conn: sqlite3.Connection, memory_id: int) -> dict[str, int]:
     """Remove a memory's graph output, then any node nothing refers to any more."""
     fts = conn.execute(
         "DELETE FROM graph_entries_fts WHERE rowid IN "
@@ -271,9 +257,18 @@ def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float) -> d
     entries = conn.execute("DELETE FROM graph_entries WHERE source_memory_id = ?", (memory_id,)).rowcount
     edges = conn.execute("DELETE FROM graph_edges WHERE source_memory_id = ?", (memory_id,)).rowcount
     nodes = _delete_orphan_nodes(conn) if edges or entries else 0
+    if edges or entries:
+        meta.bump_epoch(conn)
     return {"graph_entries": entries, "graph_entries_fts": fts, "graph_edges": edges, "graph_nodes": nodes}
 
 
 def table_counts(conn: sqlite3.Connection) -> dict[str, int]:
     return {name: conn.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0]
             for name in ("graph_nodes", "graph_edges", "graph_entries", "graph_entries_fts")}
+
+
+def memory_confidence(conn: sqlite3.Connection, memory_ids: Sequence[int]) -> dict[int, float]:
+    """Per memory with graph output: the best confidence of its entries."""
+    return dict(conn.execute(
+        "SELECT source_memory_id, MAX(confidence) FROM graph_entries WHERE source_memory_id IN"
+        " (SELECT value FROM json_each(?)) GROUP BY source_memory_id", (json.dumps(list(memory_ids)),)))

@@ -179,6 +179,43 @@ MIGRATIONS = [
         " enqueued_time = NULL, lease_owner = NULL, lease_until = NULL, last_error = NULL"
         " WHERE stage IN ('atoms', 'graph')",
     ]),
+    # Fronts beat like workers (so an autostarted worker knows when it is no longer needed);
+    # a worker row says whether a front started it, and when it is winding down.
+    Migration(3, "front heartbeats; autostarted and stopping workers", [
+        """
+        CREATE TABLE fronts (
+            front_id TEXT PRIMARY KEY,
+            pid INTEGER NOT NULL,
+            hostname TEXT NOT NULL,
+            transport TEXT NOT NULL,
+            started_time REAL NOT NULL,
+            heartbeat_time REAL NOT NULL
+        ) WITHOUT ROWID
+        """,
+        "ALTER TABLE workers ADD COLUMN autostarted INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE workers ADD COLUMN stopping INTEGER NOT NULL DEFAULT 0",
+    ]),
+    # Nodes keyed on (type, canonical form) with the written forms kept; entries remember the
+    # atom they come from. Old graph output is keyed differently: drop it (the entry vectors
+    # too, raising the tombstone floor so every front rebuilds its index) and build it again
+    # from the stored atoms.
+    Migration(4, "canonical graph nodes, entries by atom", [
+        "ALTER TABLE graph_nodes ADD COLUMN forms TEXT NOT NULL DEFAULT '[]'",
+        "ALTER TABLE graph_entries ADD COLUMN atom_id INTEGER",
+        "CREATE INDEX graph_entries_atom ON graph_entries (atom_id)",
+        "DELETE FROM graph_entries_fts",
+        "DELETE FROM graph_entries",
+        "DELETE FROM graph_edges",
+        "DELETE FROM graph_nodes",
+        "DELETE FROM vectors WHERE kind = 'graph_entry'",
+        "INSERT INTO meta (key, value) VALUES ('vector_seq', 1)"
+        " ON CONFLICT (key) DO UPDATE SET value = value + 1",
+        "INSERT INTO meta (key, value) SELECT 'vector_tombstone_floor', value FROM meta"
+        " WHERE key = 'vector_seq' ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
+        " enqueued_time = NULL, lease_owner = NULL, lease_until = NULL, last_error = NULL"
+        " WHERE stage = 'graph'",
+    ]),
 ]
 
 

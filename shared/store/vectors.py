@@ -10,41 +10,13 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 
+from shared.store import meta
+
 KINDS = ("document", "graph_entry")
-SEQ_KEY = "vector_seq"
-FLOOR_KEY = "vector_tombstone_floor"
-
-DDL = [
-    """
-    CREATE TABLE vectors (
-        kind TEXT NOT NULL CHECK (kind IN ('document', 'graph_entry')),
-        owner_id INTEGER NOT NULL,
-        memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-        model TEXT NOT NULL,
-        dim INTEGER NOT NULL,
-        vector BLOB NOT NULL,
-        content_hash TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        create_time REAL NOT NULL,
-        PRIMARY KEY (kind, owner_id)
-    ) WITHOUT ROWID
-    """,
-    "CREATE INDEX vectors_memory ON vectors (memory_id)",
-    "CREATE INDEX vectors_seq ON vectors (seq)",
-    """
-    CREATE TABLE vector_tombstones (
-        seq INTEGER PRIMARY KEY,
-        kind TEXT NOT NULL,
-        owner_id INTEGER NOT NULL,
-        create_time REAL NOT NULL
-    )
-    """,
-]
-
 
 @dataclass(frozen=True)
 class VectorRow:
@@ -58,14 +30,11 @@ class VectorRow:
 
 def next_seq(conn: sqlite3.Connection) -> int:
     """Take the next change number (call inside a write transaction)."""
-    conn.execute("INSERT INTO meta (key, value) VALUES (?, 1)"
-                 " ON CONFLICT (key) DO UPDATE SET value = value + 1", (SEQ_KEY,))
-    return conn.execute("SELECT value FROM meta WHERE key = ?", (SEQ_KEY,)).fetchone()[0]
+    return meta.increment(conn, meta.VECTOR_SEQ)
 
 
 def current_seq(conn: sqlite3.Connection) -> int:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (SEQ_KEY,)).fetchone()
-    return row[0] if row else 0
+    return int(meta.get(conn, meta.VECTOR_SEQ) or 0)
 
 
 def upsert(conn: sqlite3.Connection, row: VectorRow, now: float) -> None:
@@ -94,13 +63,15 @@ def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float,
     return {"vectors": len(owners)}
 
 
-def delete_owner(conn: sqlite3.Connection, kind: str, owner_id: int, now: float) -> int:
-    """Remove one owner's vector, leaving a tombstone."""
-    if conn.execute("DELETE FROM vectors WHERE kind = ? AND owner_id = ?", (kind, owner_id)).rowcount:
-        conn.execute("INSERT INTO vector_tombstones (seq, kind, owner_id, create_time) VALUES (?, ?, ?, ?)",
-                     (next_seq(conn), kind, owner_id, now))
-        return 1
-    return 0
+def delete_owners(conn: sqlite3.Connection, kind: str, owner_ids: Sequence[int], now: float) -> int:
+    """Remove some owners' vectors, leaving tombstones; return how many were removed."""
+    removed = 0
+    for owner_id in owner_ids:
+        if conn.execute("DELETE FROM vectors WHERE kind = ? AND owner_id = ?", (kind, owner_id)).rowcount:
+            conn.execute("INSERT INTO vector_tombstones (seq, kind, owner_id, create_time) VALUES (?, ?, ?, ?)",
+                         (next_seq(conn), kind, owner_id, now))
+            removed += 1
+    return removed
 
 
 def iter_space(conn: sqlite3.Connection, kind: str, model: str, dim: int,
@@ -137,8 +108,7 @@ def stored_dim(conn: sqlite3.Connection, kind: str, model: str) -> int:
 
 def tombstone_floor(conn: sqlite3.Connection) -> int:
     """Tombstones at or below this sequence were pruned: a front older than it must rebuild."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (FLOOR_KEY,)).fetchone()
-    return row[0] if row else 0
+    return int(meta.get(conn, meta.VECTOR_TOMBSTONE_FLOOR) or 0)
 
 
 def prune_tombstones(conn: sqlite3.Connection, older_than: float) -> int:
@@ -146,8 +116,7 @@ def prune_tombstones(conn: sqlite3.Connection, older_than: float) -> int:
     top = conn.execute("SELECT MAX(seq) FROM vector_tombstones WHERE create_time < ?", (older_than,)).fetchone()[0]
     if top is None:
         return 0
-    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                 (FLOOR_KEY, top))
+    meta.put(conn, meta.VECTOR_TOMBSTONE_FLOOR, top)
     return conn.execute("DELETE FROM vector_tombstones WHERE seq <= ?", (top,)).rowcount
 
 

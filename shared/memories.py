@@ -1,0 +1,205 @@
+"""The memory service: the one way to write a memory, for every entry point.
+
+MCP tools, the admin CLI, the panel and importers all go through it. The write protocol:
+1. compute what can be computed outside the lock (stored text, index terms);
+2. one BEGIN IMMEDIATE transaction: the document, its BM25 row and its stage rows (or, for an
+   edit, the old version read and replaced, and the stages reset only if the text changed);
+3. after the commit, queue the stages for the workers. If queueing fails the memory is safe
+   anyway: the failure is logged, the rows are marked not queued, and the reconciler queues
+   them (at every front and worker start, and every queue.reconcile_interval_s).
+Deleting cascades over every aggregate in one transaction and returns a receipt per table.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from typing import Callable, Protocol, Sequence
+
+from shared.store import atoms, consistency, documents, graph, stages, vectors
+from shared.store.db import Database
+from shared.store.documents import Document, DocumentStore, MemoryFields, content_hash
+from shared.store.stages import StageKey
+from shared.rules.atoms import TtlFor, retract
+from shared.text.segment import Segmenter
+
+log = logging.getLogger("aokun.memories")
+
+# Fields the atoms and graph stages read besides the text: changing one redoes the stages.
+DERIVED_FIELDS = frozenset({"key_facts", "participants", "topics", "persona_summary"})
+
+# The full-text tables a deleted memory's terms must leave (see shared/store/fts.py).
+FTS_TABLES = ("documents_fts", "atoms_fts", "graph_entries_fts")
+
+
+class StageQueue(Protocol):
+    def enqueue(self, keys: Sequence[StageKey], delay_s: float = 0.0) -> int: ...
+
+
+class MemoryService:
+    """Writes memories; reads go through DocumentStore (service.documents)."""
+
+    def __init__(self, db: Database, segmenter: Segmenter, queue: StageQueue | None,
+                 ttl_for: TtlFor, clock: Callable[[], float] = time.time):
+        self.db = db
+        self.segmenter = segmenter
+        self.queue = queue
+        self.ttl_for = ttl_for
+        self.clock = clock
+        self.documents = DocumentStore(db)
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def memorize(self, content: str, fields: MemoryFields) -> Document:
+        """Store a new memory with its stage rows in one transaction, then queue its stages."""
+        now = self.clock()
+        text = documents.stored_text(content, fields.original_time, now)
+        tokens = self.index_tokens(text, fields)
+        with self.db.write() as tx:
+            memory_id = self._insert(tx, text, tokens, fields, now)
+            doc = documents.get(tx, memory_id)
+        self._submit([doc])
+        return doc
+
+    def memorize_many(self, items: Sequence[tuple[str, MemoryFields]]) -> list[int]:
+        """Many memories in one transaction (imports, seeding); return their ids."""
+        now = self.clock()
+        prepared = []
+        for content, fields in items:
+            text = documents.stored_text(content, fields.original_time, now)
+            prepared.append((text, self.index_tokens(text, fields), fields))
+        with self.db.write() as tx:
+            ids = [self._insert(tx, text, tokens, fields, now) for text, tokens, fields in prepared]
+        self._submit_keys([StageKey(i, stage, content_hash(text))
+                           for i, (text, _, _) in zip(ids, prepared) for stage in stages.STAGES])
+        return ids
+
+    def edit(self, memory_id: int, content: str | None, changes: dict) -> Document:
+        """Replace content and/or some fields, re-indexed in the same transaction. The old
+        version is read inside that transaction, so two edits never both see the same base."""
+        with self.db.write() as tx:
+            old = documents.get(tx, memory_id)
+            fields = replace(old.fields, **changes)
+            now = self.clock()
+            text = self._edited_text(old, content, fields, "original_time" in changes)
+            documents.update(tx, memory_id, text, self.index_tokens(text, fields), fields, now)
+            text_changed = content_hash(text) != old.content_hash
+            if text_changed:
+                # The vector of the old text is stale (a recall must not find it meanwhile).
+                vectors.delete_for_memory(tx, memory_id, now, kind="document")
+            redo = text_changed or bool(DERIVED_FIELDS & changes.keys())
+            if redo:
+                stages.reset_for_memory(tx, memory_id, content_hash(text), now)
+            doc = documents.get(tx, memory_id)
+        if redo:
+            self._submit([doc])
+        return doc
+
+    def set_pinned(self, memory_id: int, pinned: bool) -> Document:
+        with self.db.write() as tx:
+            documents.get(tx, memory_id)
+            documents.set_pinned(tx, memory_id, pinned, self.clock())
+            return documents.get(tx, memory_id)
+
+    def delete(self, memory_id: int) -> dict[str, int]:
+        """Delete a memory and everything derived from it; return {table: rows removed}.
+        Its words leave the full-text indexes and the WAL too (shared/store/fts.py)."""
+        with self.db.write() as tx:
+            documents.get(tx, memory_id)
+            now = self.clock()
+            receipt = dict(vectors.delete_for_memory(tx, memory_id, now))
+            receipt.update(graph.delete_for_memory(tx, memory_id))
+            retract(tx, memory_id, self.ttl_for, now)
+            receipt.update(atoms.delete_for_memory(tx, memory_id))
+            receipt.update(stages.delete_for_memory(tx, memory_id, now))
+            receipt.update(documents.delete(tx, memory_id))
+        return receipt
+
+    def touch(self, ids: Sequence[int], now: float) -> None:
+        """Access reinforcement for recalled memories."""
+        if ids:
+            with self.db.write() as tx:
+                documents.touch(tx, ids, now)
+
+    # -- repair ---------------------------------------------------------------------------------
+
+    def retry_failed(self) -> int:
+        """Failed stages get a fresh set of attempts and are queued (aokun repair --apply)."""
+        with self.db.write() as tx:
+            retried = stages.retry_failed(tx, self.clock())
+        self.queue_ready()
+        return retried
+
+    def redo_missing(self, missing: dict[str, list[int]]) -> int:
+        """Stages whose output is missing run again (aokun repair --apply)."""
+        with self.db.write() as tx:
+            redone = consistency.redo_missing(tx, missing, self.clock())
+        self.queue_ready()
+        return redone
+
+    def queue_ready(self) -> int:
+        """Queue every due pending stage that nothing has queued; return how many."""
+        now = self.clock()
+        keys = stages.ready_to_enqueue(self.db.connection(), now, include_enqueued=False)
+        if not keys or not self._submit_keys(keys):
+            return 0
+        with self.db.write() as tx:
+            stages.mark_enqueued(tx, keys, now)
+        return len(keys)
+
+    def backfill_fts(self) -> int:
+        """Give every document without a BM25 row its row back; return how many."""
+        missing = self.documents.get_many(self.documents.missing_fts())
+        if missing:
+            with self.db.write() as tx:
+                for doc in missing.values():
+                    documents.add_fts_row(tx, doc.id, self.index_tokens(doc.text, doc.fields))
+        return len(missing)
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def index_tokens(self, text: str, fields: MemoryFields) -> str:
+        """The BM25 terms of a memory: its text, topics, persona summary and the key facts
+        the text does not already hold. Participants stay out: every memory of a
+        conversation names both speakers, so they only blur the ranking."""
+        extra = [*fields.topics, fields.persona_summary or ""]
+        extra += [fact for fact in fields.key_facts if fact.strip() not in text]
+        return " ".join(self.segmenter.terms("\n".join([text, *extra])))
+
+    def _insert(self, tx, text: str, tokens: str, fields: MemoryFields, now: float) -> int:
+        memory_id = documents.insert(tx, text, tokens, fields, now)
+        stages.create_for_memory(tx, memory_id, content_hash(text), now)
+        if self.queue is None:
+            # Nothing will queue it now: leave it to the reconciler.
+            stages.mark_enqueued(tx, [StageKey(memory_id, s, content_hash(text)) for s in stages.STAGES], None)
+        return memory_id
+
+    def _edited_text(self, old: Document, content: str | None, fields: MemoryFields,
+                     time_changed: bool) -> str:
+        if content is not None:
+            return documents.stored_text(content, fields.original_time, old.create_time)
+        if time_changed:
+            return documents.stored_text(documents.unmarked(old.text), fields.original_time, old.create_time)
+        return old.text
+
+    def _submit(self, docs: Sequence[Document]) -> None:
+        self._submit_keys([StageKey(d.id, stage, d.content_hash) for d in docs for stage in stages.STAGES])
+
+    def _submit_keys(self, keys: list[StageKey]) -> bool:
+        """Queue stages after their commit; True if queued. Never raises: the rows are the
+        truth, and what could not be queued is left to the reconciler."""
+        if self.queue is None or not keys:
+            return False
+        try:
+            self.queue.enqueue(keys)
+            return True
+        except Exception as exc:
+            log.warning("could not queue %d stage(s) (the reconciler will): %s", len(keys), exc)
+            try:
+                with self.db.write() as tx:
+                    stages.mark_enqueued(tx, keys, None)
+            except Exception:
+                log.exception("could not record the failed queueing; the reconciler's full pass"
+                              " will queue them")
+            return False

@@ -1,0 +1,1 @@
+"""Business rules over the store: what reinforcement, superseding and validity mean."""

@@ -1,0 +1,123 @@
+"""What happens when a memory's atoms are stored: reinforcement, superseding, retraction.
+
+- A new atom whose bag-of-words Jaccard with an active atom of the same persona reaches the
+  threshold reinforces that atom (count + 1, confidence max, shelf life recomputed and
+  restarted) instead of duplicating it; the memory keeps a dormant provenance row for it.
+- A new atom with (subject, attribute, value) supersedes active atoms giving another value.
+- Storing a memory's atoms again first retracts what its previous atoms did (reinforcements
+  taken back, atoms it superseded active again), so running the atoms stage twice, or deleting
+  the memory, leaves other memories' atoms as if it had never been stored.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from shared.decay import DAY, atom_time_factor
+from shared.search.mmr import jaccard
+from shared.store import atoms
+from shared.store.atoms import AtomOwner, AtomRow
+
+TtlFor = Callable[[str, float, int], float]  # (type, importance, reinforcements) -> days
+
+
+@dataclass
+class AtomsOutcome:
+    inserted: int = 0
+    reinforced: int = 0
+    superseded: int = 0
+    needs_repair: int = 0
+
+
+def retract(conn: sqlite3.Connection, memory_id: int, ttl_for: TtlFor, now: float) -> None:
+    """Undo what a memory's stored atoms did to other memories' atoms, then remove them."""
+    for target in atoms.reinforced_by(conn, memory_id):
+        count = max(target["reinforcement_count"] - 1, 0)
+        atoms.set_reinforcement(conn, target["id"], count, target["confidence"],
+                                ttl_for(target["type"], target["importance"], count), now, restart=False)
+    atoms.reactivate_superseded_by(conn, memory_id, now)
+
+
+def store_atoms(conn: sqlite3.Connection, owner: AtomOwner, rows: Sequence[AtomRow], ttl_for: TtlFor,
+                reinforce_jaccard: float, now: float) -> AtomsOutcome:
+    """A memory's atoms, replaced (inside the stage's transaction)."""
+    retract(conn, owner.memory_id, ttl_for, now)
+    atoms.delete_for_memory(conn, owner.memory_id)
+    outcome = AtomsOutcome()
+    fresh = []
+    for row in rows:
+        target = _reinforce(conn, owner, row, ttl_for, reinforce_jaccard, now)
+        if target is None:
+            fresh.append(row)
+            continue
+        outcome.reinforced += 1
+        # Provenance: this memory said it too. Dormant, so never searched or counted twice.
+        atoms.insert(conn, owner, row, now, state="dormant", superseded_by=target)
+    for row, atom_id in _insert_batch(conn, owner, fresh, now, outcome):
+        if row.subject and row.attribute and row.value:
+            outcome.superseded += atoms.supersede(conn, owner.persona_id, row.subject, row.attribute,
+                                                  row.value, atom_id, now)
+    return outcome
+
+
+def _reinforce(conn, owner: AtomOwner, row: AtomRow, ttl_for: TtlFor, threshold: float,
+               now: float) -> int | None:
+    """Reinforce the most similar active atom if similar enough; return its id."""
+    terms = set(row.tokens.split())
+    candidates = atoms.similar_active(conn, sorted(terms), owner.persona_id, owner.memory_id)
+    best = max(candidates, key=lambda c: jaccard(terms, c["tokens"].split()), default=None)
+    if best is None or jaccard(terms, best["tokens"].split()) < threshold:
+        return None
+    count = best["reinforcement_count"] + 1
+    atoms.set_reinforcement(conn, best["id"], count, max(best["confidence"], row.confidence),
+                            ttl_for(best["type"], owner.importance, count), now, restart=True)
+    return best["id"]
+
+
+def _insert_batch(conn, owner: AtomOwner, rows: Sequence[AtomRow], now: float,
+                  outcome: AtomsOutcome) -> list[tuple[AtomRow, int]]:
+    """Rows in as a batch; if the batch fails, row by row; a row that still fails is kept
+    flagged needs_repair instead of losing the fact."""
+    conn.execute("SAVEPOINT atoms_batch")
+    try:
+        stored = [(row, atoms.insert(conn, owner, row, now)) for row in rows]
+        conn.execute("RELEASE atoms_batch")
+        outcome.inserted += len(stored)
+        return stored
+    except sqlite3.Error:
+        conn.execute("ROLLBACK TO atoms_batch")
+        conn.execute("RELEASE atoms_batch")
+    stored = []
+    for row in rows:
+        conn.execute("SAVEPOINT atoms_row")
+        try:
+            stored.append((row, atoms.insert(conn, owner, row, now)))
+            conn.execute("RELEASE atoms_row")
+            outcome.inserted += 1
+        except sqlite3.Error:
+            conn.execute("ROLLBACK TO atoms_row")
+            conn.execute("RELEASE atoms_row")
+            atoms.insert(conn, owner, AtomRow("unknown", str(row.text)[:2000], str(row.tokens), 0.0),
+                         now, needs_repair=True)
+            outcome.needs_repair += 1
+    return stored
+
+
+def time_factor(row, now: float) -> float:
+    """How valid an atom row still is: its type's curve over the age since it was last
+    (re)confirmed, or its deadline for a plan."""
+    to_deadline = None if row["deadline"] is None else (row["deadline"] - now) / DAY
+    age = (now - (row["state_time"] or row["create_time"])) / DAY
+    return atom_time_factor(row["type"], age, row["ttl_days"], to_deadline)
+
+
+def temporal_factors(conn: sqlite3.Connection, memory_ids: Sequence[int], now: float) -> dict[int, float]:
+    """Per memory that has atoms: the time factor of its most valid atom (an atom that is no
+    longer active counts 0). Memories without atoms are left out (factor 1)."""
+    factors: dict[int, float] = {}
+    for row in atoms.validity_rows(conn, memory_ids):
+        factor = time_factor(row, now) if row["state"] == "active" else 0.0
+        factors[row["memory_id"]] = max(factor, factors.get(row["memory_id"], 0.0))
+    return factors

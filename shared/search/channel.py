@@ -1,0 +1,28 @@
+"""The one interface every retrieval channel has, and the route each belongs to.
+
+A channel turns a query into a ranking of memory ids, best first, with scores in [0, 1]:
+`search(query, scope, depth) -> [(id, score), ...]`. It says which route it feeds, its weight
+within that route's score fusion, and whether it needs the query vector (those run in the
+embedding lane). Recall never looks at a channel's name or class to decide anything.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+from shared.search.query import Query
+from shared.store.documents import DocumentFilter
+
+DOCUMENT_ROUTE, GRAPH_ROUTE = "document", "graph"
+
+Ranking = Sequence[tuple[int, float]]
+
+
+class Channel(Protocol):
+    name: str
+    route: str
+    weight: float
+    needs_vector: bool
+
+    def search(self, query: Query, scope: DocumentFilter, depth: int) -> list[tuple[int, float]]:
+        """Up to `depth` memories in scope, best first, scores in [0, 1]."""

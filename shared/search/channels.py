@@ -1,0 +1,37 @@
+"""The channels recall can use, by name: adding or removing one is one line here (plus its
+own module). retrieval.channels chooses which run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from shared.config import RetrievalConfig
+from shared.search.bm25 import Bm25Channel
+from shared.search.channel import Channel
+from shared.search.graph import GraphKeywordChannel, GraphVectorChannel
+from shared.search.vectors import VectorChannel, VectorIndex
+from shared.store.documents import DocumentStore
+
+
+@dataclass(frozen=True)
+class ChannelParts:
+    """What channels are built from."""
+
+    store: DocumentStore
+    config: RetrievalConfig
+    document_index: VectorIndex
+    entry_index: VectorIndex
+
+
+BUILDERS: dict[str, Callable[[ChannelParts], Channel]] = {
+    "bm25": lambda p: Bm25Channel(p.store, p.config.bm25_weight),
+    "vector": lambda p: VectorChannel(p.store, p.document_index, p.config.vector_weight),
+    "graph_keyword": lambda p: GraphKeywordChannel(p.store, p.config),
+    "graph_vector": lambda p: GraphVectorChannel(p.store, p.entry_index, p.config.graph_vector_weight),
+}
+
+
+def build_channels(parts: ChannelParts) -> list[Channel]:
+    """The channels retrieval.channels switches on, in the order it names them."""
+    return [BUILDERS[name](parts) for name in parts.config.channels]

@@ -1,0 +1,41 @@
+"""A recall query as every channel sees it: its text, its terms, and its vector on demand."""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+import numpy as np
+
+from shared.store.match import MAX_QUERY_TERMS
+from shared.text.segment import Segmenter
+
+# The embedder sees at most this much of a query (longer queries cost time, not quality).
+MAX_EMBED_CHARS = 2000
+
+
+class Query:
+    """Segmented once; embedded at most once, and only if a vector channel asks."""
+
+    def __init__(self, text: str, segmenter: Segmenter, embed: Callable[[str], np.ndarray] | None):
+        self.text = text
+        self.terms = segmenter.unique_terms(text, MAX_QUERY_TERMS)
+        self._embed = embed
+        self._vector: np.ndarray | None = None
+        self._error: Exception | None = None
+        self._lock = threading.Lock()
+
+    def vector(self) -> np.ndarray:
+        """The query embedding (raises the embedder's error; every caller sees the same one)."""
+        with self._lock:
+            if self._error is not None:
+                raise self._error
+            if self._vector is None:
+                if self._embed is None:
+                    raise RuntimeError("this recall has no embedder")  # a wiring error
+                try:
+                    self._vector = self._embed(self.text[:MAX_EMBED_CHARS])
+                except Exception as exc:  # an embedder that is down is asked once per recall
+                    self._error = exc
+                    raise
+            return self._vector

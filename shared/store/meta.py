@@ -1,0 +1,57 @@
+"""The meta table: one numeric value per key, and the only module that reads or writes it.
+
+Every key is named here, so what a store keeps outside its tables is listed in one place.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+# Bumped by every write that changes what recall can return (documents, atoms, graph).
+WRITE_EPOCH = "write_epoch"
+# Bumped by every vector write; rows and tombstones carry the number they were written under.
+VECTOR_SEQ = "vector_seq"
+# Vector tombstones at or below this number were pruned: a front that saw less must rebuild.
+VECTOR_TOMBSTONE_FLOOR = "vector_tombstone_floor"
+# The time of the last daily importance decay applied (epoch seconds).
+DECAY_APPLIED_AT = "decay_applied_at"
+# The package version that last opened the store (1.2.3 -> 1002003).
+PACKAGE_VERSION = "package_version"
+
+KEYS = (WRITE_EPOCH, VECTOR_SEQ, VECTOR_TOMBSTONE_FLOOR, DECAY_APPLIED_AT, PACKAGE_VERSION)
+
+
+def get(conn: sqlite3.Connection, key: str) -> float | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_known(key),)).fetchone()
+    return None if row is None else row[0]
+
+
+def put(conn: sqlite3.Connection, key: str, value: float) -> None:
+    """Set a value (inside the caller's write transaction)."""
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)"
+                 " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (_known(key), value))
+
+
+def increment(conn: sqlite3.Connection, key: str) -> int:
+    """Add one and return the new value (inside the caller's write transaction)."""
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, 1)"
+                 " ON CONFLICT (key) DO UPDATE SET value = value + 1", (_known(key),))
+    return conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0]
+
+
+def bump_epoch(conn: sqlite3.Connection) -> None:
+    """Note a change that recall results depend on (call inside the write transaction)."""
+    increment(conn, WRITE_EPOCH)
+
+
+def recall_epoch(conn: sqlite3.Connection) -> int:
+    """Changes whenever any process changes what recall can return: document writes bump
+    write_epoch, vector writes bump vector_seq; both only grow, so their sum does too."""
+    return conn.execute("SELECT COALESCE(SUM(value), 0) FROM meta WHERE key IN (?, ?)",
+                        (WRITE_EPOCH, VECTOR_SEQ)).fetchone()[0]
+
+
+def _known(key: str) -> str:
+    if key not in KEYS:
+        raise KeyError(f"unknown meta key {key!r}")  # a programming error, not user input
+    return key

@@ -26,6 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
     _with_config(commands.add_parser("config", help="print the effective configuration"))
     _with_config(commands.add_parser("stats", help="print memory and table counts as JSON"))
     _with_config(commands.add_parser("doctor", help="check consistency; exit 0 only when consistent"))
+    _with_config(commands.add_parser("status", help="list live workers and fronts, and the queue"))
+    stop = _with_config(commands.add_parser("stop", help="stop this data_dir's workers on this host, gracefully"))
+    stop.add_argument("--timeout", type=float, default=60.0,
+                      help="seconds to wait for running jobs to finish (default 60)")
     repair = _with_config(commands.add_parser("repair", help="find failed stages; --apply retries them"))
     repair.add_argument("--apply", action="store_true", help="retry what was found")
     _with_config(commands.add_parser(
@@ -55,9 +59,21 @@ class Admin:
 
     def documents(self):
         from shared.store.documents import DocumentStore
+
+        return DocumentStore(self.db)
+
+    def memories(self):
+        """The memory service, queueing through the Huey queue like a front."""
+        from functools import partial
+
+        from shared.extract.atoms import ttl_days
+        from shared.memories import MemoryService
+        from shared.queue import open_queue
+        from shared.tasks import Enqueuer
         from shared.text.segment import Segmenter
 
-        return DocumentStore(self.db, Segmenter(self.config.text))
+        return MemoryService(self.db, Segmenter(self.config.text), Enqueuer(open_queue(self.config.storage)),
+                             partial(ttl_days, config=self.config.atoms))
 
     def close(self) -> None:
         if self._db is not None:
@@ -70,26 +86,25 @@ def cmd_config(admin: Admin, args) -> int:
 
 
 def cmd_stats(admin: Admin, args) -> int:
-    from shared.store import stages
+    from shared.store import consistency, stages
 
     store = admin.documents()
-    print(json.dumps({"documents": store.stats(), "tables": store.table_counts(),
+    print(json.dumps({"documents": store.stats(), "tables": consistency.all_table_counts(admin.db),
                       "queue": stages.queue_figures(admin.db.connection(), time.time()),
                       "database": str(admin.db.path)}, indent=2))
     return 0
 
 
 def cmd_doctor(admin: Admin, args) -> int:
-    """Report every inconsistency found; exit status 1 if there is any."""
-    from shared.store import consistency, stages, vectors
+    """Report every inconsistency found, and stages that will not get done by themselves;
+    exit status 1 if there is any."""
+    from shared.store import consistency, vectors
 
     conn = admin.db.connection()
     problems = []
-    counts = admin.documents().table_counts()
+    counts = consistency.all_table_counts(admin.db)
     if counts["documents"] != counts["documents_fts"]:
         problems.append(f"{counts['documents']} documents but {counts['documents_fts']} BM25 rows")
-    for memory_id, stage, attempts, error in stages.failed_stages(conn):
-        problems.append(f"memory {memory_id}: {stage} stage failed after {attempts} attempts: {error}")
     embedder_model, dim = _embedder_space(admin.config)
     for name, ids in consistency.missing_outputs(conn, embedder_model).items():
         if ids:
@@ -97,13 +112,97 @@ def cmd_doctor(admin: Admin, args) -> int:
     warning = vectors.foreign_space_warning(conn, embedder_model, dim)
     if warning:
         problems.append(warning)
-    queue = stages.queue_figures(conn, time.time())
-    print(f"documents {counts['documents']}, stages pending {queue['pending']}, running "
-          f"{queue['running']}, failed {queue['failed']}, done {queue['done']}")
-    for problem in problems:
+    pipeline, details = _pipeline_health(admin)
+    print(f"documents {counts['documents']}, stages pending {pipeline['queue']['pending']}, running "
+          f"{pipeline['queue']['running']}, failed {pipeline['queue']['failed']}, done {pipeline['queue']['done']}")
+    for problem in problems + pipeline["warnings"]:
         print(f"PROBLEM: {problem}")
-    print("consistent" if not problems else f"{len(problems)} problem(s) found")
-    return 0 if not problems else 1
+    for line in details:
+        print(f"  {line}")
+    found = len(problems) + len(pipeline["warnings"])
+    print("consistent" if not found else f"{found} problem(s) found")
+    return 0 if not found else 1
+
+
+def _pipeline_health(admin: Admin, detail_limit: int = 20) -> tuple[dict, list[str]]:
+    """Queue figures, live workers and fronts, warnings (shared.health), and one line per
+    failed or stuck stage (the first detail_limit)."""
+    from shared import health
+    from shared.store import runtime, stages
+
+    now = time.time()
+    alive_since = now - admin.config.worker.heartbeat_timeout_s
+    with admin.db.snapshot() as conn:
+        queue = stages.queue_figures(conn, now)
+        workers = [row for row in runtime.worker_rows(conn) if row.alive(alive_since)]
+        newest = runtime.newest_heartbeat(conn)
+        fronts = runtime.live_fronts(conn, alive_since)
+        problems = stages.stage_problems(conn, now, detail_limit)
+    details = [f"memory {p['memory_id']}: {p['stage']} stage {p['status']} after {p['attempts']} "
+               f"attempt(s): {p['last_error']}" for p in problems]
+    if len(problems) == detail_limit:
+        details.append(f"... (first {detail_limit} shown; `aokun repair` lists every failed stage)")
+    return {"queue": queue, "workers": workers, "fronts": fronts,
+            "warnings": health.pipeline_warnings(queue, len(workers), newest, now)}, details
+
+
+def cmd_status(admin: Admin, args) -> int:
+    """Live workers and fronts of this data_dir, the queue, and what is wrong with it."""
+    from shared import health
+    from shared.store import runtime
+
+    pipeline, _ = _pipeline_health(admin)
+    now = time.time()
+    print(f"data_dir: {admin.config.storage.data_dir}")
+    rows = runtime.worker_rows(admin.db.connection())
+    unseen = {pid: kind for pid, kind in health.local_workers(
+        admin.config.storage.data_dir, rows, now - admin.config.worker.heartbeat_timeout_s).items()
+        if pid not in {row.pid for row in pipeline["workers"]}}
+    print(f"workers: {len(pipeline['workers'])} alive")
+    for row in pipeline["workers"]:
+        print(f"  {_describe(row, now)}")
+    for pid, kind in unseen.items():
+        print(f"  pid {pid} ({kind})")
+    print(f"fronts: {len(pipeline['fronts'])} alive")
+    for row in pipeline["fronts"]:
+        print(f"  {_describe(row, now)}")
+    queue = pipeline["queue"]
+    print(f"queue: {queue['pending']} pending, {queue['running']} running, {queue['failed']} failed, "
+          f"{queue['done']} done; oldest pending {health.format_age(queue['oldest_pending_age_s'])}")
+    for warning in pipeline["warnings"]:
+        print(f"WARNING: {warning}")
+    return 0
+
+
+def _describe(row, now: float) -> str:
+    from shared.health import format_age
+
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.started_time))
+    return (f"pid {row.pid} on {row.hostname}, {row.kind}, started {started} "
+            f"({format_age(now - row.started_time)} ago), heartbeat {format_age(now - row.heartbeat_time)} ago")
+
+
+def cmd_stop(admin: Admin, args) -> int:
+    """SIGTERM this data_dir's workers on this host (each finishes its running job), wait."""
+    from shared import health
+    from shared.store import runtime
+
+    data_dir = admin.config.storage.data_dir
+    rows = runtime.worker_rows(admin.db.connection())
+    targets = health.local_workers(data_dir, rows, time.time() - admin.config.worker.heartbeat_timeout_s)
+    if not targets:
+        print(f"no worker of {data_dir} is running on this host")
+        return 0
+    print(f"stopping {len(targets)} worker(s) of {data_dir}: "
+          + ", ".join(f"pid {pid} ({kind})" for pid, kind in targets.items()), flush=True)
+    running = health.stop_processes(list(targets), args.timeout)
+    for pid, kind in targets.items():
+        print(f"{'still running' if pid in running else 'stopped'}: worker pid {pid} ({kind})")
+    if running:
+        print(f"aokun stop: {len(running)} worker(s) still running after {args.timeout:.0f} s; "
+              "wait for their jobs, or kill them (stage rows make that safe)", file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_repair(admin: Admin, args) -> int:
@@ -123,9 +222,9 @@ def cmd_repair(admin: Admin, args) -> int:
         print(f"{len(failed)} failed stage(s), {sum(map(len, missing.values()))} missing output(s);"
               " run with --apply to redo them")
         return 0
-    with admin.db.write() as tx:
-        retried = stages.retry_failed(tx, time.time())
-        redone = consistency.redo_missing(tx, missing, time.time())
+    memories = admin.memories()
+    retried = memories.retry_failed()
+    redone = memories.redo_missing(missing)
     queued = _requeue(admin)
     print(f"{retried} failed stage(s) set to retry; {redone} stage(s) redone for missing output;"
           f" {queued} queued for the workers")
@@ -195,7 +294,7 @@ def _embedder_space(config: AppConfig) -> tuple[str, int]:
 def _lifecycle(admin: Admin):
     from shared.lifecycle import Lifecycle
 
-    return Lifecycle(admin.config, admin.db, admin.documents())
+    return Lifecycle(admin.config, admin.db)
 
 
 def cmd_maintenance(admin: Admin, args) -> int:
@@ -232,6 +331,7 @@ def cmd_restore(admin: Admin, args) -> int:
 
 
 COMMANDS = {"config": cmd_config, "stats": cmd_stats, "doctor": cmd_doctor,
+            "status": cmd_status, "stop": cmd_stop,
             "repair": cmd_repair, "rebuild-index": cmd_rebuild_index,
             "maintenance": cmd_maintenance, "backup": cmd_backup, "restore": cmd_restore}
 

@@ -3,6 +3,8 @@
 Fronts serialise on an OS file lock in data_dir; the one that finds no live heartbeat starts
 `aokun-worker` detached (it outlives the front) and keeps the lock until the worker's first
 heartbeat, so a front starting at the same moment sees that worker instead of starting another.
+The worker's command line names its config and data_dir, so `ps` says which store it serves;
+`--autostarted` lets it exit once no front has been alive for worker.idle_exit_s.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ import os
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 
-from shared.config import CONFIG_ENV, AppConfig
+from shared import platform
+from shared.config import AppConfig
 from shared.store import runtime
 from shared.store.db import Database
 
@@ -27,27 +29,11 @@ def worker_alive(db: Database, timeout_s: float) -> bool:
     return bool(runtime.live_workers(db.connection(), time.time() - timeout_s))
 
 
-@contextmanager
-def _data_dir_lock(config: AppConfig):
-    path = config.storage.data_dir / "autostart.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        try:
-            import fcntl
-        except ImportError:  # Windows: no flock; a rare double start is harmless
-            yield
-            return
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def ensure_worker(config: AppConfig, db: Database) -> str:
     """'running' if a worker is alive, else start one: 'started', or 'failed' (logged)."""
     timeout = config.worker.heartbeat_timeout_s
-    with _data_dir_lock(config):
+    # Windows has no lock here: two fronts starting together may start two workers (harmless).
+    with platform.exclusive_file_lock(config.storage.data_dir / "autostart.lock"):
         if worker_alive(db, timeout):
             return "running"
         process = _spawn(config)
@@ -63,14 +49,18 @@ def ensure_worker(config: AppConfig, db: Database) -> str:
     return "failed"
 
 
-def _spawn(config: AppConfig) -> subprocess.Popen:
-    env = dict(os.environ)
+def worker_command(config: AppConfig) -> list[str]:
+    command = [sys.executable, "-m", "aokun_worker.main"]
     if config.source is not None:
-        env[CONFIG_ENV] = str(config.source)
+        command += ["--config", str(config.source)]
+    return command + ["--data-dir", str(config.storage.data_dir), "--autostarted"]
+
+
+def _spawn(config: AppConfig) -> subprocess.Popen:
     log_file = open(config.storage.data_dir / "worker.log", "ab")
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "aokun_worker.main"], cwd=os.getcwd(), env=env,
-            stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, start_new_session=True)
+            worker_command(config), cwd=os.getcwd(), stdin=subprocess.DEVNULL,
+            stdout=log_file, stderr=log_file, **platform.detached_popen_kwargs())
     finally:
         log_file.close()

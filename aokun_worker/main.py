@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
+from pathlib import Path
 
-from shared.config import load_config
+from shared.config import AppConfig, load_config
 from shared.errors import AokunError
 
 log = logging.getLogger("aokun.worker")
@@ -16,7 +18,18 @@ log = logging.getLogger("aokun.worker")
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="aokun-worker", description="Aokun Memory background worker")
     parser.add_argument("--config", help="config file (default: $AOKUN_CONFIG, else ./config.yaml)")
+    parser.add_argument("--data-dir", type=Path, help="overrides storage.data_dir")
+    parser.add_argument("--autostarted", action="store_true",
+                        help="started by a front: exit after worker.idle_exit_s without fronts or work")
     return parser.parse_args(argv)
+
+
+def with_data_dir(config: AppConfig, data_dir: Path | None) -> AppConfig:
+    """The config with storage.data_dir replaced (a relative path is taken from the cwd)."""
+    if data_dir is None:
+        return config
+    storage = dataclasses.replace(config.storage, data_dir=data_dir.expanduser().resolve())
+    return dataclasses.replace(config, storage=storage)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,10 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     # Idle OpenMP threads must sleep, not spin: the front shares these cores.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
-        config = load_config(args.config)
+        config = with_data_dir(load_config(args.config), args.data_dir)
         from aokun_worker.service import WorkerService
 
-        service = WorkerService.open(config)
+        service = WorkerService.open(config, autostarted=args.autostarted)
     except AokunError as exc:
         print(f"aokun-worker: {exc}", file=sys.stderr)
         return 2

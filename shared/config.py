@@ -195,6 +195,9 @@ class WorkerConfig:
     autostart: bool = _opt(True)
     heartbeat_interval_s: float = _opt(5.0, minimum=0.1)
     poll_interval_s: float = _opt(0.25, minimum=0.01, maximum=5.0)
+    # An autostarted worker exits once no front has been alive this long and no work is
+    # pending (0 = never); workers started by hand never do.
+    idle_exit_s: float = _opt(600.0, minimum=0.0)
 
     @property
     def heartbeat_timeout_s(self) -> float:

@@ -1,29 +1,36 @@
-"""Process bookkeeping shared by front and workers: counters, heartbeats, periodic runs."""
+"""Process bookkeeping shared by fronts and workers: heartbeats, periodic runs, counters.
+
+Liveness is a heartbeat newer than a cut-off and, for a process on this host, a pid that
+still exists: a process killed a second ago is dead at once, whatever its last beat says.
+"""
 
 from __future__ import annotations
 
-import os
 import socket
+from dataclasses import dataclass
 
-DDL = [
-    "CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID",
-    """
-    CREATE TABLE workers (
-        worker_id TEXT PRIMARY KEY,
-        pid INTEGER NOT NULL,
-        hostname TEXT NOT NULL,
-        started_time REAL NOT NULL,
-        heartbeat_time REAL NOT NULL
-    ) WITHOUT ROWID
-    """,
-    """
-    CREATE TABLE periodic_runs (
-        name TEXT PRIMARY KEY,
-        last_run_time REAL NOT NULL
-    ) WITHOUT ROWID
-    """,
-]
+from shared.platform import pid_alive
 
+
+@dataclass(frozen=True)
+class ProcessRow:
+    """A worker's or a front's heartbeat row. `kind` is 'autostarted', 'manual' (workers) or
+    the transport (fronts)."""
+
+    id: str
+    pid: int
+    hostname: str
+    kind: str
+    started_time: float
+    heartbeat_time: float
+    stopping: bool = False
+
+    def alive(self, alive_since: float) -> bool:
+        return (not self.stopping and self.heartbeat_time >= alive_since
+                and (self.hostname != socket.gethostname() or pid_alive(self.pid)))
+
+
+# -- workers -------------------------------------------------------------------------------
 
 def beat(conn, worker_id: str, pid: int, hostname: str, now: float) -> None:
     """Record that a worker is alive (insert on first beat)."""
@@ -31,6 +38,17 @@ def beat(conn, worker_id: str, pid: int, hostname: str, now: float) -> None:
         "INSERT INTO workers (worker_id, pid, hostname, started_time, heartbeat_time)"
         " VALUES (?, ?, ?, ?, ?) ON CONFLICT (worker_id) DO UPDATE SET heartbeat_time = excluded.heartbeat_time",
         (worker_id, pid, hostname, now, now))
+
+
+def mark_autostarted(conn, worker_id: str) -> None:
+    """Note that a front started this worker (it may exit when idle); after its first beat."""
+    conn.execute("UPDATE workers SET autostarted = 1 WHERE worker_id = ?", (worker_id,))
+
+
+def mark_stopping(conn, worker_id: str) -> None:
+    """From now on the worker counts as gone, though it still beats while it winds down: a
+    front starting meanwhile starts a new worker instead of relying on this one."""
+    conn.execute("UPDATE workers SET stopping = 1 WHERE worker_id = ?", (worker_id,))
 
 
 def remove_worker(conn, worker_id: str) -> None:
@@ -42,38 +60,56 @@ def newest_heartbeat(conn) -> float | None:
     return conn.execute("SELECT MAX(heartbeat_time) FROM workers").fetchone()[0]
 
 
+def worker_rows(conn) -> list[ProcessRow]:
+    """Every worker row, newest start first, alive or not."""
+    rows = conn.execute(
+        "SELECT worker_id, pid, hostname, CASE autostarted WHEN 1 THEN 'autostarted' ELSE 'manual' END,"
+        " started_time, heartbeat_time, stopping FROM workers ORDER BY started_time DESC").fetchall()
+    return [ProcessRow(*row[:6], stopping=bool(row[6])) for row in rows]
+
+
 def live_workers(conn, alive_since: float) -> list[str]:
-    """Ids of workers whose heartbeat is newer than alive_since and, when they run on this
-    host, whose process still exists (a worker killed a second ago is dead at once)."""
-    here = socket.gethostname()
-    rows = conn.execute("SELECT worker_id, pid, hostname FROM workers WHERE heartbeat_time >= ?",
-                        (alive_since,)).fetchall()
-    return [worker_id for worker_id, pid, host in rows if host != here or _pid_alive(pid)]
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return _not_zombie(pid)
-
-
-def _not_zombie(pid: int) -> bool:
-    # A killed child not yet reaped by its parent still answers kill(0) on Linux.
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        return True
+    """Ids of workers alive: beat since alive_since, process present if on this host, not
+    winding down."""
+    return [row.id for row in worker_rows(conn) if row.alive(alive_since)]
 
 
 def prune_workers(conn, dead_before: float) -> int:
     """Forget workers that have not beaten since dead_before (killed, never said goodbye)."""
     return conn.execute("DELETE FROM workers WHERE heartbeat_time < ?", (dead_before,)).rowcount
 
+
+# -- fronts --------------------------------------------------------------------------------
+
+def front_beat(conn, front_id: str, pid: int, hostname: str, transport: str, now: float) -> None:
+    """Record that a front is alive (insert on first beat)."""
+    conn.execute(
+        "INSERT INTO fronts (front_id, pid, hostname, transport, started_time, heartbeat_time)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (front_id) DO UPDATE SET heartbeat_time = excluded.heartbeat_time",
+        (front_id, pid, hostname, transport, now, now))
+
+
+def remove_front(conn, front_id: str) -> None:
+    conn.execute("DELETE FROM fronts WHERE front_id = ?", (front_id,))
+
+
+def front_rows(conn) -> list[ProcessRow]:
+    """Every front row, newest start first, alive or not."""
+    rows = conn.execute("SELECT front_id, pid, hostname, transport, started_time, heartbeat_time"
+                        " FROM fronts ORDER BY started_time DESC").fetchall()
+    return [ProcessRow(*row) for row in rows]
+
+
+def live_fronts(conn, alive_since: float) -> list[ProcessRow]:
+    return [row for row in front_rows(conn) if row.alive(alive_since)]
+
+
+def prune_fronts(conn, dead_before: float) -> int:
+    """Forget fronts that have not beaten since dead_before (killed, never said goodbye)."""
+    return conn.execute("DELETE FROM fronts WHERE heartbeat_time < ?", (dead_before,)).rowcount
+
+
+# -- periodic jobs -------------------------------------------------------------------------
 
 def claim_periodic(conn, name: str, interval_s: float, now: float) -> tuple[bool, float | None]:
     """If job `name` is due, record this run and return (True, previous run time or None).

@@ -54,7 +54,9 @@ def worker_pids(config: Path) -> list[int]:
     return [row[0] for row in db_rows(config, "SELECT pid FROM workers")]
 
 
-def kill_leftovers(pids) -> None:
+def kill_leftovers(config: Path) -> None:
+    """A detached worker would outlive a failed test: kill every one this store knows of."""
+    pids = set(worker_pids(config)) | set(health.read_pid_files(config.parent / "data"))
     for pid in pids:
         if platform.pid_alive(pid):
             os.kill(pid, 9)
@@ -70,7 +72,6 @@ def api():
 def test_autostarted_worker_names_its_store_is_listed_and_stops_gracefully(tmp_path, api):
     config = fake_config(tmp_path, api, autostart=True)
     data_dir = (tmp_path / "data").resolve()
-    pids = []
     try:
         with mcp_session(stdio_params(config)) as s:
             s.ok("memorize", {"content": "the autostarted worker embeds this"})
@@ -106,7 +107,7 @@ def test_autostarted_worker_names_its_store_is_listed_and_stops_gracefully(tmp_p
         doctor = aokun(config, "doctor")  # all done: no worker needed
         assert doctor.returncode == 0 and "consistent" in doctor.stdout, doctor.stdout
     finally:
-        kill_leftovers(pids)
+        kill_leftovers(config)
 
 
 @pytest.mark.slow

@@ -1,8 +1,8 @@
 """Periodic jobs that survive downtime.
 
 Each job's last run lives in SQLite (periodic_runs). A scheduler thread in every worker
-checks once a second which jobs are due and claims each due run with a compare-and-set, so
-however many workers run, one of them runs it. A job gets the time of its previous run, so
+checks once a second which jobs are due (a read) and claims each due run with a
+compare-and-set (a write), so however many workers run, one of them runs it. A job gets the time of its previous run, so
 one that fell due while no worker was up runs at start and can catch up on what it missed.
 """
 
@@ -35,6 +35,7 @@ class PeriodicScheduler:
         self.jobs = list(jobs)
         self.tick_s = tick_s
         self.clock = clock
+        self._failing: dict[str, int] = {}  # job name -> failed runs in a row
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="periodic", daemon=True)
 
@@ -48,21 +49,26 @@ class PeriodicScheduler:
     def run_due(self) -> list[str]:
         """Run every job that is due now; return the names of those run. A job that fails
         (or cannot be claimed) is logged and does not keep the others from running."""
+        last_runs = runtime.periodic_runs(self.db.connection())
         ran = []
         for job in self.jobs:
+            previous = last_runs.get(job.name)
+            if previous is not None and self.clock() - previous < job.interval_s:
+                continue
             try:
-                if self._run_if_due(job):
+                if self._claim_and_run(job):
                     ran.append(job.name)
+                self._recovered(job.name)
             except Exception:
-                log.exception("periodic job %s failed; it stays due", job.name)
+                self._failed(job.name)
         return ran
 
-    def _run_if_due(self, job: PeriodicJob) -> bool:
+    def _claim_and_run(self, job: PeriodicJob) -> bool:
         now = self.clock()
         with self.db.write() as tx:
             due, previous = runtime.claim_periodic(tx, job.name, job.interval_s, now)
         if not due:
-            return False
+            return False  # another worker took this run
         try:
             summary = job.run(previous, now)
         except Exception:
@@ -72,11 +78,23 @@ class PeriodicScheduler:
         log.info("periodic %s: %s", job.name, summary)
         return True
 
+    def _failed(self, name: str) -> None:
+        self._failing[name] = self._failing.get(name, 0) + 1
+        if self._failing[name] == 1:  # one traceback per outage, not one per tick
+            log.exception("periodic job %s failed; it stays due and is tried again", name)
+
+    def _recovered(self, name: str) -> None:
+        failures = self._failing.pop(name, 0)
+        if failures:
+            log.warning("periodic job %s ran again after %d failure(s)", name, failures)
+
     def _loop(self) -> None:
         # Whatever a tick raises, the scheduler keeps ticking: jobs fall due again.
         while not self._stop.is_set():
             try:
                 self.run_due()
             except Exception:
-                log.exception("periodic scheduler tick failed")
+                self._failed("(scheduler)")
+            else:
+                self._recovered("(scheduler)")
             self._stop.wait(self.tick_s)

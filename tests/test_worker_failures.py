@@ -139,6 +139,7 @@ def test_a_short_lock_at_completion_is_waited_out(db, fake_api):
     assert fake_api.texts.count(doc.text) == 1  # completed, not computed again
 
 
+@pytest.mark.slow
 def test_a_long_lock_gives_the_lease_back_as_soon_as_the_database_is_writable(db, fake_api):
     doc = memory_service(db).memorize("released while the database was locked", MemoryFields())
     fake_api.delay_s = 0.5

@@ -16,6 +16,7 @@ from shared import __version__
 from shared.config import AppConfig
 from shared.embedders import Embedder, build_embedder
 from shared.extract.atoms import ttl_days
+from shared.health import FrontHeartbeat
 from shared.lifecycle import Lifecycle
 from shared.memories import MemoryService
 from shared.queue import open_queue
@@ -50,6 +51,7 @@ class Front:
     enqueuer: Enqueuer
     recaller: Recaller
     memories: MemoryService
+    heartbeat: FrontHeartbeat | None = None
 
     def start_background(self, autostart_worker: bool) -> None:
         """Warm caches, reconcile the queue and (stdio) make sure a worker runs — off the

@@ -231,6 +231,8 @@ class QueueFigures(BaseModel):
     failed: int
     done: int
     oldest_pending_age_s: float
+    stuck: int = Field(0, description="running stages whose lease ran out")
+    retrying: int = Field(0, description="pending stages that failed before and back off")
 
 
 class VectorFigures(BaseModel):
@@ -254,6 +256,8 @@ class StatsResult(BaseModel):
     workers: WorkerFigures
     tables: dict[str, int]
     database: dict[str, str | int]
+    warnings: list[str] = Field(default_factory=list, description="why stages will not get done "
+                                "by themselves: no live worker, stuck or failed stages")
 
 
 AtomType = Literal["episodic", "planned", "factual", "relational", "preference", "unknown"]

@@ -7,6 +7,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from aokun_server.models import QueueFigures, VectorFigures, WorkerFigures
+from shared import health
 from shared.config import WorkerConfig
 from shared.memories import MemoryService
 from shared.search.vectors import VectorIndex
@@ -57,4 +58,5 @@ def pipeline_figures(db: Database, index: VectorIndex, worker: WorkerConfig) -> 
             foreign=sum(count for _, _, _, count in vectors.foreign_spaces_from(spaces, index.model, index.dim))),
         "workers": WorkerFigures(live=len(live),
                                  heartbeat_age_s=round(now - newest, 1) if newest else None),
+        "warnings": health.pipeline_warnings(queue, len(live), newest, now),
     }

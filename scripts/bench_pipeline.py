@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from shared.config import load_config  # noqa: E402
 from shared.store import vectors  # noqa: E402
-from shared.store.documents import DocumentStore, MemoryFields  # noqa: E402
+from shared.store.documents import MemoryFields  # noqa: E402
 from shared.store.schema import open_database  # noqa: E402
 from shared.text.segment import Segmenter  # noqa: E402
 
@@ -95,19 +95,31 @@ def pipeline_throughput(folder: Path, sample: list[str]) -> tuple[float, float]:
     return len(sample) / elapsed, acked
 
 
+
+def _service(db, text_config):
+    """The memory service without a queue (this script marks the stages itself)."""
+    from functools import partial
+
+    from shared.config import AtomsConfig
+    from shared.extract.atoms import ttl_days
+    from shared.memories import MemoryService
+
+    return MemoryService(db, Segmenter(text_config), None, partial(ttl_days, config=AtomsConfig()))
+
+
 def seed_with_vectors(folder: Path, size: int) -> Path:
     config = folder / "config.yaml"
     config.write_text("storage:\n  data_dir: data\n  synchronous: normal\nworker:\n  autostart: false\n")
     app = load_config(config)
     db = open_database(app.storage)
-    store = DocumentStore(db, Segmenter(app.text))
+    store = _service(db, app.text)
     rng = np.random.default_rng(0)
     sample = texts(2000)
     model = "local:multilingual-e5-small-q4"
     have = 0
     while have < size:
         n = min(2000, size - have)
-        ids = store.insert_many([(sample[i], MemoryFields(persona_id=f"p{i % 20}")) for i in range(n)])
+        ids = store.memorize_many([(sample[i], MemoryFields(persona_id=f"p{i % 20}")) for i in range(n)])
         matrix = rng.standard_normal((n, 384)).astype(np.float32)
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
         with db.write() as tx:

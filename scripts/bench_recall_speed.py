@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from shared.config import load_config  # noqa: E402
 from shared.store import graph, vectors  # noqa: E402
-from shared.store.documents import DocumentFilter, DocumentStore, MemoryFields  # noqa: E402
+from shared.store.documents import DocumentFilter, MemoryFields  # noqa: E402
 from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec  # noqa: E402
 from shared.store.schema import open_database  # noqa: E402
 from shared.text.segment import Segmenter  # noqa: E402
@@ -56,24 +56,37 @@ def corpus() -> tuple[list[dict], list[str]]:
     return rows, questions
 
 
+
+def _service(db, text_config):
+    """The memory service without a queue (this script marks the stages itself)."""
+    from functools import partial
+
+    from shared.config import AtomsConfig
+    from shared.extract.atoms import ttl_days
+    from shared.memories import MemoryService
+
+    return MemoryService(db, Segmenter(text_config), None, partial(ttl_days, config=AtomsConfig()))
+
+
 def seed(config_path: Path, size: int, rows: list[dict]) -> None:
     config = load_config(config_path)
     db = open_database(config.storage)
     segmenter = Segmenter(config.text)
-    store = DocumentStore(db, segmenter)
-    have = store.stats()["total"]
+    store = _service(db, config.text)
+    have = store.documents.stats()["total"]
     rng = np.random.default_rng(0)
     started = time.perf_counter()
     while have < size:
         n = min(2000, size - have)
         batch = [rows[(have + i) % len(rows)] for i in range(n)]
-        ids = store.insert_many([(f"{r['content']} #{have + i}", MemoryFields(
+        ids = store.memorize_many([(f"{r['content']} #{have + i}", MemoryFields(
             persona_id=f"p{(have + i) % PERSONAS}", participants=tuple(r.get("participants") or ())))
             for i, r in enumerate(batch)])
         doc_vectors = _unit(rng, n)
         entry_vectors = _unit(rng, n)
         with db.write() as tx:
             for j, (doc_id, row) in enumerate(zip(ids, batch)):
+                vectors.delete_for_memory(tx, doc_id, 0.0, kind="graph_entry")
                 entry_ids = graph.replace_for_memory(tx, doc_id, f"p{(have + j) % PERSONAS}",
                                                      _graph_of(row, segmenter), "seed", 0.0)
                 vectors.upsert(tx, vectors.VectorRow("document", doc_id, doc_id, MODEL, doc_vectors[j], "seed"), 0.0)

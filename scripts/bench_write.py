@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from shared.config import StorageConfig, TextConfig  # noqa: E402
-from shared.store.documents import DocumentStore, MemoryFields  # noqa: E402
+from shared.store.documents import MemoryFields  # noqa: E402
 from shared.store.schema import open_database  # noqa: E402
 from shared.text.segment import Segmenter  # noqa: E402
 
@@ -49,11 +49,23 @@ def corpus() -> tuple[list[str], list[str]]:
     return texts, queries
 
 
+
+def _service(db, text_config):
+    """The memory service without a queue (this script marks the stages itself)."""
+    from functools import partial
+
+    from shared.config import AtomsConfig
+    from shared.extract.atoms import ttl_days
+    from shared.memories import MemoryService
+
+    return MemoryService(db, Segmenter(text_config), None, partial(ttl_days, config=AtomsConfig()))
+
+
 def seed(data_dir: Path, target: int, texts: list[str]) -> None:
     """Bring the store up to `target` memories, in batches of one transaction each."""
     db = open_database(StorageConfig(data_dir=data_dir, synchronous="normal"))
-    store = DocumentStore(db, Segmenter(TextConfig()))
-    have = store.stats()["total"]
+    store = _service(db, TextConfig())
+    have = store.documents.stats()["total"]
     source = itertools.islice(itertools.cycle(texts), have, target)
     started = time.perf_counter()
     while True:
@@ -61,7 +73,7 @@ def seed(data_dir: Path, target: int, texts: list[str]) -> None:
                  for i, text in enumerate(itertools.islice(source, 2000))]
         if not batch:
             break
-        store.insert_many(batch)
+        store.memorize_many(batch)
         have += len(batch)
     with db.write() as tx:  # seeded memories count as processed: no worker runs here
         tx.execute("UPDATE memory_stages SET status = 'done'")

@@ -175,3 +175,19 @@ def all_processed(config: Path, expected_memories: int) -> bool:
     done = db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE status = 'done'")[0][0]
     vecs = db_rows(config, "SELECT COUNT(*) FROM vectors WHERE kind = 'document'")[0][0]
     return done == 3 * expected_memories and vecs == expected_memories
+
+
+def memory_service(db, text=None, clock=None, queue=None):
+    """The real memory service on a database, for tests that write without a front
+    (no queue: the stages are left for a reconciler, as after a front crash)."""
+    import time as _time
+
+    from shared.config import AtomsConfig, TextConfig
+    from shared.extract.atoms import ttl_days
+    from shared.memories import MemoryService
+    from shared.text.segment import Segmenter
+
+    atoms_config = AtomsConfig()
+    return MemoryService(db, Segmenter(text or TextConfig()), queue,
+                         lambda kind, importance, n: ttl_days(kind, importance, n, atoms_config),
+                         clock or _time.time)

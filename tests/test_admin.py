@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import db_rows, mcp_session, stdio_params, write_config
+from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
 
 BIN = Path(sys.executable).parent
 
@@ -26,6 +26,14 @@ def test_doctor_repair_and_rebuild_index(tmp_path):
                                                    "model": "fake", "dimensions": 16})
         with mcp_session(stdio_params(config)) as s:
             ids = [s.ok("memorize", {"content": f"note {i} about tea"})["id"] for i in range(5)]
+        doctor = aokun(config, "doctor")
+        # Work waiting with nobody to do it is a problem, said plainly.
+        assert doctor.returncode == 1 and "15 stages pending, no worker has ever run" in doctor.stdout
+        worker = start_worker(config)
+        try:
+            wait_for(lambda: all_processed(config, 5), 60, what="the memories processed")
+        finally:
+            assert stop(worker) == 0
         doctor = aokun(config, "doctor")
         assert doctor.returncode == 0, doctor.stdout + doctor.stderr
         assert "consistent" in doctor.stdout

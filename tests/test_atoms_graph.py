@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
-from shared.config import AtomsConfig, StorageConfig, TextConfig
+from helpers import (all_processed, db_rows, mcp_session, memory_service, start_worker, stdio_params, stop,
+                     wait_for, write_config)
+from shared.config import AtomsConfig, StorageConfig
 from shared.extract.graph_rules import canonical
+from shared.rules.atoms import store_atoms
 from shared.store import atoms
-from shared.store.documents import DocumentStore, MemoryFields
+from shared.store.documents import MemoryFields
 from shared.store.schema import open_database
-from shared.text.segment import Segmenter
 
 
 @pytest.fixture
@@ -54,7 +56,10 @@ def test_atoms_and_graph_shape_of_a_memory(system):
     assert ("alice", "describes", "fact") in edges and ("bob", "describes", "fact") in edges
     assert any(t == "co_occurs_with" for _, t, _ in edges)
     entries = db_rows(config, "SELECT text FROM graph_entries WHERE source_memory_id = ?", (mid,))
-    assert entries == [("Fact: Alice 是 Bob 的同事，她们每天一起吃午饭。 Summary: Alice 是 Bob 的同事，她们每天一起吃午饭。",)]
+    # The summary is the stored text, with its time marker (here the creation time).
+    assert len(entries) == 1 and re.fullmatch(
+        r"Fact: Alice 是 Bob 的同事，她们每天一起吃午饭。 Summary: \[[-\d :]+\] Alice 是 Bob 的同事，她们每天一起吃午饭。",
+        entries[0][0])
     assert db_rows(config, "SELECT COUNT(*) FROM vectors WHERE kind = 'graph_entry'") == [(1,)]
 
 
@@ -153,13 +158,13 @@ def test_entity_resolution():
 
 def test_batch_insert_falls_back_row_by_row(tmp_path):
     db = open_database(StorageConfig(data_dir=tmp_path))
-    doc = DocumentStore(db, Segmenter(TextConfig())).insert("two facts", MemoryFields(persona_id="p"))
-    owner = atoms.MemoryAtoms(doc.id, "p", None, 0.5, doc.content_hash, 0.6, lambda *a: 30.0)
+    doc = memory_service(db).memorize("two facts", MemoryFields(persona_id="p"))
+    owner = atoms.AtomOwner(doc.id, "p", None, 0.5, doc.content_hash)
     rows = [atoms.AtomRow("factual", "I live in Oslo", "live oslo", 0.8),
             atoms.AtomRow("dream", "a row that breaks the type check", "row break", 0.5),
             atoms.AtomRow("preference", "I like skiing", "like ski", 0.7)]
     with db.write() as tx:
-        outcome = atoms.replace_for_memory(tx, owner, rows, time.time())
+        outcome = store_atoms(tx, owner, rows, lambda *a: 30.0, 0.6, time.time())
     assert (outcome.inserted, outcome.needs_repair) == (2, 1)
     stored = db.connection().execute(
         "SELECT type, needs_repair FROM memory_atoms ORDER BY id").fetchall()

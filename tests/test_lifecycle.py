@@ -11,15 +11,14 @@ from pathlib import Path
 import pytest
 
 from aokun_server.app import build_front
-from helpers import mcp_session, write_config
+from helpers import mcp_session, memory_service, write_config
 from shared.config import load_config
 from shared.decay import DAY
 from shared.lifecycle import Lifecycle, decay_boundaries
 from shared.store import graph
-from shared.store.documents import DocumentStore, MemoryFields
+from shared.store.documents import MemoryFields
 from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
 from shared.store.schema import open_database
-from shared.text.segment import Segmenter
 
 BIN = Path(sys.executable).parent
 T0 = 1_700_000_000.0  # 2023-11-14 22:13 UTC
@@ -29,8 +28,8 @@ T0 = 1_700_000_000.0  # 2023-11-14 22:13 UTC
 def life(tmp_path):
     config = load_config(write_config(tmp_path, forgetting={"decay_rate": 0.05}))
     db = open_database(config.storage)
-    store = DocumentStore(db, Segmenter(config.text), clock=lambda: T0)
-    yield Lifecycle(config, db, store), store
+    store = memory_service(db, config.text, clock=lambda: T0)
+    yield Lifecycle(config, db), store
     db.close()
 
 
@@ -48,9 +47,9 @@ def expected_after(days, importance_0, accesses, rate=0.05, multiplier=0.5):
 
 def test_thirty_days_of_decay_follow_the_formula(life):
     lifecycle, store = life
-    plain = store.insert("plain memory", MemoryFields(importance=0.8)).id
-    used = store.insert("often recalled memory", MemoryFields(importance=0.8)).id
-    pinned = store.insert("pinned memory", MemoryFields(importance=0.8, pinned=True)).id
+    plain = store.memorize("plain memory", MemoryFields(importance=0.8)).id
+    used = store.memorize("often recalled memory", MemoryFields(importance=0.8)).id
+    pinned = store.memorize("pinned memory", MemoryFields(importance=0.8, pinned=True)).id
     store.touch([used] * 1, T0)
     with store.db.write() as tx:
         tx.execute("UPDATE documents SET access_count = 6 WHERE id = ?", (used,))
@@ -66,7 +65,7 @@ def test_thirty_days_of_decay_follow_the_formula(life):
 
 def test_catch_up_after_a_five_day_gap(life):
     lifecycle, store = life
-    mid = store.insert("memory", MemoryFields(importance=0.6)).id
+    mid = store.memorize("memory", MemoryFields(importance=0.6)).id
     lifecycle.decay(T0)
     report = lifecycle.decay(T0 + 5 * DAY + 60)
     assert report["days"] == 5
@@ -86,7 +85,7 @@ def test_archival_and_include_archived(tmp_path):
     with mcp_session(front.server) as s:
         old = s.ok("memorize", {"content": "an old trivial note about socks", "metadata": {"importance": 0.1}})["id"]
         keep = s.ok("memorize", {"content": "an old important note about socks", "metadata": {"importance": 0.9}})["id"]
-        lifecycle = Lifecycle(front.config, front.db, front.recaller.store)
+        lifecycle = Lifecycle(front.config, front.db)
         assert lifecycle.archive(time.time() + 11 * DAY)["archived"] == 1
         assert [r["id"] for r in s.ok("recall", {"query": "socks"})["results"]] == [keep]
         both = s.ok("recall", {"query": "socks", "include_archived": True})["results"]
@@ -96,18 +95,21 @@ def test_archival_and_include_archived(tmp_path):
 
 def test_an_atom_walks_to_purged_with_its_graph_output(life):
     lifecycle, store = life
-    doc = store.insert("I have a dentist appointment tomorrow", MemoryFields())
+    doc = store.memorize("I have a dentist appointment tomorrow", MemoryFields())
+    from shared.rules.atoms import store_atoms
     from shared.store import atoms as atom_store
 
-    owner = atom_store.MemoryAtoms(doc.id, None, None, 0.5, doc.content_hash, 0.6, lambda *a: 2.0)
+    owner = atom_store.AtomOwner(doc.id, None, None, 0.5, doc.content_hash)
     text = "I have a dentist appointment tomorrow"
     fact = NodeSpec("fact", text, text.lower())
     with store.db.write() as tx:
-        atom_store.replace_for_memory(tx, owner, [atom_store.AtomRow(
-            "planned", text, "dentist appoint tomorrow", 0.8, deadline=T0 + DAY, ttl_days=2.0)], T0)
+        store_atoms(tx, owner, [atom_store.AtomRow(
+            "planned", text, "dentist appoint tomorrow", 0.8, deadline=T0 + DAY, ttl_days=2.0)],
+            lambda *a: 2.0, 0.6, T0)
+        (atom_id,) = [row["id"] for row in atom_store.of_memory(tx, doc.id)]
         graph.replace_for_memory(tx, doc.id, None, MemoryGraph(
             [fact], [EdgeSpec(NodeSpec("topic", "dentist", "dentist"), fact, "describes", 0.8)],
-            [EntrySpec(f"Fact: {text}", "dentist appoint tomorrow", fact, 0.8)]), "h", T0)
+            [EntrySpec(f"Fact: {text}", "dentist appoint tomorrow", fact, 0.8, atom_id)]), "h", T0)
     state = lambda: store.db.connection().execute("SELECT state FROM memory_atoms").fetchone()[0]  # noqa: E731
     assert lifecycle.sweep_atoms(T0 + DAY / 2)["expired"] == 0 and state() == "active"
     assert lifecycle.sweep_atoms(T0 + 2 * DAY)["expired"] == 1 and state() == "expired"
@@ -128,12 +130,12 @@ def test_backup_during_writes_restores_into_a_fresh_data_dir(tmp_path):
     stop = threading.Event()
     written = []
 
-    store = DocumentStore(open_database(front.config.storage), Segmenter(front.config.text))
+    store = memory_service(open_database(front.config.storage), front.config.text)
     store.segmenter.warm_up()
 
     def writer():
         while not stop.is_set():
-            written.append(store.insert(f"concurrent note {len(written)} about gardening", MemoryFields()).id)
+            written.append(store.memorize(f"concurrent note {len(written)} about gardening", MemoryFields()).id)
 
     with mcp_session(front.server) as s:
         s.ok("memorize", {"content": "the boiler code is 4711"})
@@ -236,3 +238,83 @@ def test_memory_maintenance_tool_and_cli(tmp_path):
         assert "action" in s.error("memory_maintenance", {"action": "defragment"})
     run = _aokun(config_path, "maintenance", "atoms")
     assert run.returncode == 0 and '"expired": 0' in run.stdout
+
+
+def test_backups_in_one_millisecond_get_their_own_files_and_leave_nothing_else(tmp_path):
+    from shared.backup import backup_database, integrity
+
+    db = open_database(load_config(write_config(tmp_path)).storage)
+    directory = tmp_path / "backups"
+    try:
+        paths = [backup_database(db, directory, T0, "manual") for _ in range(3)]
+    finally:
+        db.close()
+    assert len(set(paths)) == 3
+    assert sorted(p.name for p in directory.iterdir()) == sorted(p.name for p in paths)
+    assert all(integrity(p) == (True, "ok") for p in paths)
+    assert sorted(p.name for p in directory.iterdir()) == sorted(p.name for p in paths)  # checks leave nothing
+
+
+def test_a_failed_backup_leaves_no_files(tmp_path):
+    import sqlite3
+
+    from shared.backup import backup_database
+    from shared.errors import StorageError
+    from shared.store.db import Database
+
+    storage = load_config(write_config(tmp_path)).storage
+    db = open_database(storage)
+    with db.write() as tx:
+        tx.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [(f"k{i}", "x" * 3000) for i in range(200)])
+    db.close()
+    conn = sqlite3.connect(storage.db_path)
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.close()
+    with open(storage.db_path, "r+b") as handle:  # garbage over the last third of the pages
+        handle.seek(page_size * (pages * 2 // 3))
+        handle.write(b"\x17" * page_size * (pages // 3))
+    damaged = Database(storage.db_path)
+    directory = tmp_path / "backups"
+    try:
+        with pytest.raises(StorageError):
+            backup_database(damaged, directory, T0, "manual")
+    finally:
+        damaged.close()
+    assert list(directory.iterdir()) == []
+
+
+def test_a_restored_store_has_no_worker_or_front_rows(tmp_path):
+    import os
+    import socket
+
+    from shared.store import runtime
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    source = write_config(tmp_path / "a")
+    db = open_database(load_config(source).storage)
+    with db.write() as tx:
+        # Rows of processes that ran on the source store (this pid: they would pass for live).
+        runtime.beat(tx, "source-worker", os.getpid(), socket.gethostname(), time.time())
+        runtime.front_beat(tx, "source-front", os.getpid(), socket.gethostname(), "stdio", time.time())
+    db.close()
+    backup = subprocess.run([BIN / "aokun", "backup", "--config", source], capture_output=True, text=True, timeout=60)
+    assert backup.returncode == 0, backup.stderr
+    target = write_config(tmp_path / "b")
+    path = backup.stdout.strip().splitlines()[-1]
+    run = subprocess.run([BIN / "aokun", "restore", path, "--config", target], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    restored = open_database(load_config(target).storage)
+    try:
+        conn = restored.connection()
+        assert conn.execute("SELECT COUNT(*) FROM workers").fetchone()[0] == 0
+        assert conn.execute("SELECT COUNT(*) FROM fronts").fetchone()[0] == 0
+    finally:
+        restored.close()
+    # The backup itself is untouched: it still holds the source's rows.
+    import sqlite3
+
+    kept = sqlite3.connect(path)
+    assert kept.execute("SELECT COUNT(*) FROM workers").fetchone()[0] == 1
+    kept.close()

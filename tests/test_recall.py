@@ -9,14 +9,13 @@ import pytest
 
 from aokun_server.app import build_front
 from fake_openai import FakeEmbeddingsServer
-from helpers import mcp_session, wait_for, write_config
+from helpers import mcp_session, memory_service, wait_for, write_config
 from shared.config import load_config
 from shared.embedders.openai import OpenAIEmbedder
 from shared.store import graph, vectors
 from shared.store.documents import DocumentFilter, DocumentStore, MemoryFields
 from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
 from shared.store.schema import open_database
-from shared.text.segment import Segmenter
 
 
 @pytest.fixture
@@ -35,7 +34,7 @@ def front_for(tmp_path, api, **retrieval):
 def embed_documents(front, api):
     """What the worker's embed stage does, done here: every document gets its vector."""
     embedder = OpenAIEmbedder(api.base_url, "fake", "", 64)
-    store = DocumentStore(front.db, front.segmenter)
+    store = DocumentStore(front.db)
     docs, _ = store.list(1000, 0, DocumentFilter(include_archived=True))
     with front.db.write() as tx:
         for doc, vec in zip(docs, embedder.embed_passages([d.text for d in docs])):
@@ -142,7 +141,7 @@ def test_cache_is_invalidated_by_a_write_from_another_process(tmp_path, api):
         assert len(front.recaller.cache) == 1
         # Another process (its own connections) writes: the next recall must see it at once.
         other = open_database(front.config.storage)
-        DocumentStore(other, Segmenter(front.config.text)).insert("garden shed key is lost", MemoryFields())
+        memory_service(other, front.config.text).memorize("garden shed key is lost", MemoryFields())
         other.close()
         assert len(s.ok("recall", {"query": "garden shed"})["results"]) == 2
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shared.config import StorageConfig, TextConfig
+from shared.config import StorageConfig
 from shared.search.vectors import VectorIndex
 from shared.store import vectors
-from shared.store.documents import DocumentStore, MemoryFields
+from helpers import memory_service
+from shared.store.documents import MemoryFields
 from shared.store.schema import open_database
-from shared.text.segment import Segmenter
 
 DIM = 8
 
@@ -24,7 +24,7 @@ def unit(i: int) -> np.ndarray:
 @pytest.fixture
 def store(tmp_path):
     db = open_database(StorageConfig(data_dir=tmp_path))
-    yield DocumentStore(db, Segmenter(TextConfig()))
+    yield memory_service(db)
     db.close()
 
 
@@ -35,7 +35,7 @@ def put(store, doc, vec, model="m"):
 
 def test_index_follows_adds_replacements_and_deletes(store):
     index = VectorIndex(store.db, "document", "m", DIM)
-    docs = [store.insert(f"memory {i}", MemoryFields()) for i in range(4)]
+    docs = [store.memorize(f"memory {i}", MemoryFields()) for i in range(4)]
     for i, doc in enumerate(docs[:3]):
         put(store, doc, unit(i))
     put(store, docs[3], unit(0), model="other")  # another space: never mixed in
@@ -51,16 +51,16 @@ def test_index_follows_adds_replacements_and_deletes(store):
 
 def test_edit_drops_the_stale_vector(store):
     index = VectorIndex(store.db, "document", "m", DIM)
-    doc = store.insert("I live in Beijing", MemoryFields())
+    doc = store.memorize("I live in Beijing", MemoryFields())
     put(store, doc, unit(2))
     assert len(index.search(unit(2), 5)) == 1
-    store.update(doc.id, "I live in Shanghai", {})
+    store.edit(doc.id, "I live in Shanghai", {})
     assert index.search(unit(2), 5) == []
 
 
 def test_allowed_ids_restrict_the_search(store):
     index = VectorIndex(store.db, "document", "m", DIM)
-    docs = [store.insert(f"m{i}", MemoryFields()) for i in range(3)]
+    docs = [store.memorize(f"m{i}", MemoryFields()) for i in range(3)]
     for i, doc in enumerate(docs):
         put(store, doc, unit(i))
     assert [i for i, _ in index.search(unit(0), 5, allowed=[docs[2].id])] == [docs[2].id]
@@ -69,7 +69,7 @@ def test_allowed_ids_restrict_the_search(store):
 
 def test_a_front_older_than_pruned_tombstones_rebuilds(store):
     index = VectorIndex(store.db, "document", "m", DIM)
-    docs = [store.insert(f"m{i}", MemoryFields()) for i in range(2)]
+    docs = [store.memorize(f"m{i}", MemoryFields()) for i in range(2)]
     for i, doc in enumerate(docs):
         put(store, doc, unit(i))
     assert len(index.search(unit(0), 5)) == 2

@@ -1,4 +1,4 @@
-"""Process bookkeeping shared by fronts and workers: heartbeats, periodic runs, counters.
+"""Process bookkeeping shared by fronts and workers: heartbeats and periodic runs.
 
 Liveness is a heartbeat newer than a cut-off and, for a process on this host, a pid that
 still exists: a process killed a second ago is dead at once, whatever its last beat says.
@@ -137,19 +137,3 @@ def restore_periodic(conn, name: str, previous: float | None) -> None:
 
 def periodic_runs(conn) -> dict[str, float]:
     return dict(conn.execute("SELECT name, last_run_time FROM periodic_runs").fetchall())
-
-
-EPOCH_KEY = "write_epoch"
-
-
-def bump_epoch(conn) -> None:
-    """Note a change that recall results depend on (call inside the write transaction)."""
-    conn.execute("INSERT INTO meta (key, value) VALUES (?, 1)"
-                 " ON CONFLICT (key) DO UPDATE SET value = value + 1", (EPOCH_KEY,))
-
-
-def recall_epoch(conn) -> int:
-    """Changes whenever any process changes what recall can return: document writes bump
-    write_epoch, vector writes bump vector_seq; both only grow, so their sum does too."""
-    return conn.execute("SELECT COALESCE(SUM(value), 0) FROM meta WHERE key IN (?, 'vector_seq')",
-                        (EPOCH_KEY,)).fetchone()[0]

@@ -112,6 +112,16 @@ def test_one_row_that_cannot_be_stored_fails_only_its_own_stage(db, fake_api):
     assert [r[0] for r in vectors] == [docs[0].id, docs[2].id]
 
 
+def test_a_document_that_cannot_be_read_is_recorded_on_its_stage(db, fake_api):
+    doc = memory_service(db).memorize("a row damaged on disk", MemoryFields())
+    db.connection().execute("UPDATE documents SET topics = '{not json' WHERE id = ?", (doc.id,))
+    assert embed_runner(db, fake_api).run(StageKey(doc.id, "embed", doc.content_hash)) == 0
+    row = stage_row(db, doc.id)
+    assert (row["status"], row["attempts"], row["lease_owner"]) == ("pending", 1, None)
+    assert row["last_error"].startswith("JSONDecodeError:")
+    assert fake_api.requests == 0
+
+
 def _run_in_thread(runner, key):
     outcome = {}
 

@@ -33,6 +33,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -234,6 +235,7 @@ class Tally:
         self.failed: collections.Counter = collections.Counter()     # "tool: message" -> calls
         self.open_failed: collections.Counter = collections.Counter()  # message -> sessions
         self.reused_ids: list[int] = []
+        self.restarts: list[float] = []          # seconds from a front's restart to listening
 
     def on_result(self, tool: str, arguments: dict, result, ms: float) -> None:
         with self.lock:
@@ -275,10 +277,24 @@ def kill_loop(services: list[Service], stop: threading.Event, every: float, rng:
         victim.kill()
         victim.start()
         kills[victim.kind] += 1
+        if victim.kind == "front":
+            threading.Thread(target=time_restart, args=(victim, tally), daemon=True).start()
         with tally.lock:
             acked, failed = len(tally.acked), sum(tally.failed.values())
         print(f"  {time.monotonic() - started:5.1f} s  kill -9 {victim.name:<11} "
               f"(acknowledged {acked}, failed {failed})", flush=True)
+
+
+def time_restart(front: Service, tally: Tally) -> None:
+    """Record how long a restarted front took to listen (unless it was killed first)."""
+    started, proc = time.monotonic(), front.proc
+    try:
+        front.wait_listening()
+    except RuntimeError:
+        return
+    if front.proc is proc:
+        with tally.lock:
+            tally.restarts.append(time.monotonic() - started)
 
 
 def stage_counts(db_path: Path) -> dict[str, int]:
@@ -402,7 +418,8 @@ def chaos(args, work: Path, data_dir: Path) -> bool:
     run = f"chaos-{uuid.uuid4().hex[:8]}"
     tally, kills = Tally(), collections.Counter()
     print(f"chaos {run}: {args.duration:.0f} s, {args.clients} clients, 2 fronts + 2 workers, "
-          f"kill -9 every ~{args.kill_every:.0f} s; data_dir {data_dir}; logs {logs}", flush=True)
+          f"kill -9 every ~{args.kill_every:.0f} s; load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores\n  data_dir {data_dir}; logs {logs}", flush=True)
     try:
         cluster.start()
         stuck_clients = storm(args, cluster, run, tally, kills)
@@ -434,6 +451,9 @@ def report(tally: Tally, duration: float, kills, stuck_clients: int, found: dict
     for message, count in tally.open_failed.most_common():
         print(f"  {count:6d}  {message}")
     print(f"kills: fronts {kills['front']}, workers {kills['worker']}")
+    if tally.restarts:
+        print(f"front restart to listening: median {statistics.median(tally.restarts):.1f} s, "
+              f"max {max(tally.restarts):.1f} s ({len(tally.restarts)} restarts)")
     if stuck_clients:
         print(f"client threads still in a call after the stop: {stuck_clients}")
     lost = len(found["lost"]) + len(found["changed"])

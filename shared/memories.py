@@ -17,7 +17,7 @@ import time
 from dataclasses import replace
 from typing import Callable, Protocol, Sequence
 
-from shared.store import atoms, consistency, documents, graph, stages, vectors
+from shared.store import atoms, consistency, documents, fts, graph, stages, vectors
 from shared.store.db import Database
 from shared.store.documents import Document, DocumentStore, MemoryFields, content_hash
 from shared.store.stages import StageKey
@@ -29,8 +29,6 @@ log = logging.getLogger("aokun.memories")
 # Fields the atoms and graph stages read besides the text: changing one redoes the stages.
 DERIVED_FIELDS = frozenset({"key_facts", "participants", "topics", "persona_summary"})
 
-# The full-text tables a deleted memory's terms must leave (see shared/store/fts.py).
-FTS_TABLES = ("documents_fts", "atoms_fts", "graph_entries_fts")
 
 
 class StageQueue(Protocol):
@@ -86,12 +84,16 @@ class MemoryService:
             documents.update(tx, memory_id, text, self.index_tokens(text, fields), fields, now)
             text_changed = content_hash(text) != old.content_hash
             if text_changed:
-                # The vector of the old text is stale (a recall must not find it meanwhile).
+                # The vector of the old text is stale (a recall must not find it meanwhile),
+                # and the old words leave the index: an edit that removes a secret removes it.
                 vectors.delete_for_memory(tx, memory_id, now, kind="document")
+                fts.scrub_terms(tx, ["documents_fts"])
             redo = text_changed or bool(DERIVED_FIELDS & changes.keys())
             if redo:
                 stages.reset_for_memory(tx, memory_id, content_hash(text), now)
             doc = documents.get(tx, memory_id)
+        if text_changed:
+            fts.flush_deleted(self.db.connection())
         if redo:
             self._submit([doc])
         return doc
@@ -114,6 +116,8 @@ class MemoryService:
             receipt.update(atoms.delete_for_memory(tx, memory_id))
             receipt.update(stages.delete_for_memory(tx, memory_id, now))
             receipt.update(documents.delete(tx, memory_id))
+            fts.scrub_terms(tx, [table for table in fts.FTS_TABLES if receipt.get(table)])
+        fts.flush_deleted(self.db.connection())
         return receipt
 
     def touch(self, ids: Sequence[int], now: float) -> None:

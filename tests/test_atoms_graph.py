@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -176,3 +177,69 @@ def test_ttl_config_defaults():
     config = AtomsConfig()
     assert [config.base_ttl_days(t) for t in ("episodic", "planned", "factual", "relational",
                                                "preference", "unknown")] == [7, 2, 180, 90, 60, 30]
+
+
+def rerun_stage(config, memory_id: int, stage: str) -> None:
+    """Set a done stage back to pending (as a repair would) and have it queued."""
+    import sqlite3
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    conn = sqlite3.connect(config.parent / "data" / "aokun.db")
+    with conn:
+        conn.execute("UPDATE memory_stages SET status = 'pending', attempts = 0, enqueued_time = NULL"
+                     " WHERE memory_id = ? AND stage = ?", (memory_id, stage))
+    conn.close()
+    run = subprocess.run([Path(sys.executable).parent / "aokun", "maintenance", "reconcile",
+                          "--config", str(config)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.slow
+def test_stages_are_idempotent_and_a_delete_takes_back_what_a_memory_did(system):
+    s, config = system
+    fact = "I really love hiking in the mountains every weekend"
+    first = s.ok("memorize", {"content": fact, "metadata": {"persona_id": "u1"}})["id"]
+    settle(config, 1)
+    second = s.ok("memorize", {"content": fact, "metadata": {"persona_id": "u1"}})["id"]
+    settle(config, 2)
+    count = lambda: db_rows(config, "SELECT reinforcement_count FROM memory_atoms WHERE memory_id = ?"  # noqa: E731
+                                    " AND state = 'active'", (first,))[0][0]
+    assert count() == 1
+    for _ in range(2):  # the atoms stage of the reinforcing memory runs again: still one
+        rerun_stage(config, second, "atoms")
+        wait_for(lambda: db_rows(config, "SELECT status FROM memory_stages WHERE memory_id = ?"
+                                         " AND stage = 'atoms'", (second,)) == [("done",)], 60,
+                 what="the atoms stage done again")
+        assert count() == 1
+    s.ok("delete_memory", {"id": second})
+    assert count() == 0
+
+    old = s.ok("memorize", {"content": "我住在北京", "metadata": {"persona_id": "u2"}})["id"]
+    settle(config, 2)
+    new = s.ok("memorize", {"content": "我现在住在上海", "metadata": {"persona_id": "u2"}})["id"]
+    settle(config, 3)
+    state = lambda: db_rows(config, "SELECT state FROM memory_atoms WHERE memory_id = ?", (old,))[0][0]  # noqa: E731
+    assert state() == "superseded"
+    s.ok("delete_memory", {"id": new})
+    assert state() == "active"  # what superseded it is gone
+
+
+@pytest.mark.slow
+def test_graph_is_built_from_the_stored_atoms_with_one_node_per_name(system):
+    s, config = system
+    a = s.ok("memorize", {"content": "Alice went to Paris for a conference last spring",
+                          "metadata": {"persona_id": "p", "participants": ["Alice"]}})["id"]
+    b = s.ok("memorize", {"content": "She bought fresh bread at the market on Sunday morning",
+                          "metadata": {"persona_id": "p", "participants": ["ALICE"]}})["id"]
+    settle(config, 2)
+    people = db_rows(config, "SELECT canonical, forms FROM graph_nodes WHERE type = 'person' AND canonical = 'alice'")
+    assert len(people) == 1 and people[0][0] == "alice"
+    assert sorted(json.loads(people[0][1])) == ["ALICE", "Alice"]
+    # Every entry names the stored atom it was made from.
+    for memory_id in (a, b):
+        atom_ids = {r[0] for r in db_rows(config, "SELECT id FROM memory_atoms WHERE memory_id = ?", (memory_id,))}
+        entry_atoms = {r[0] for r in db_rows(config, "SELECT atom_id FROM graph_entries"
+                                                     " WHERE source_memory_id = ?", (memory_id,))}
+        assert atom_ids and entry_atoms == atom_ids

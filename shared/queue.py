@@ -1,19 +1,246 @@
 """The job queue: Huey over its own SQLite file, kept apart from the main database.
 
 Huey's tables have generic names and it deletes a task before running it, so the queue
-only carries hints; the stage rows in the main database are the truth.
+only carries hints; the stage rows in the main database are the truth. That is also why a
+damaged queue file (a garbage header, a truncated file) is simply moved aside and replaced by
+a fresh one, when a process opens the queue or when an operation on it reports the damage:
+nothing in it is needed, and the reconciler re-queues every pending stage once it finds the
+queue empty. Fronts and workers may find the damage at the same moment, so the check and the
+move happen under an OS lock on data_dir/queue.lock, and a process whose file was replaced
+under it follows the path to the fresh one before its next operation.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import logging
+import os
+import sqlite3
+import time
+from pathlib import Path
+
 from shared.config import StorageConfig
+from shared.errors import StorageError
+from shared.platform import exclusive_file_lock
+
+log = logging.getLogger("aokun.queue")
+
+QUEUE_NAME = "aokun"
+# Primary SQLite result codes that mean the file itself is damaged.
+_CORRUPT, _NOTADB = 11, 26
+_DAMAGE_WORDS = ("file is not a database", "malformed")
 
 
 def open_queue(storage: StorageConfig):
-    """A SqliteHuey on data_dir/queue.db (imported here so importing this module is cheap)."""
+    """A SqliteHuey on data_dir/queue.db; a damaged file there is moved aside first."""
     from huey import SqliteHuey
 
-    storage.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        storage.data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"cannot create data_dir {storage.data_dir}: {exc.strerror}; create it "
+                           "writable for this user or set storage.data_dir to a writable folder",
+                           kind="read_only") from exc
+    queue_file = QueueFile(storage)
+    queue_file.replace_if_damaged()
     # results=False: nothing reads task results, and stored ones would pile up forever.
-    return SqliteHuey(name="aokun", filename=str(storage.queue_path), results=False,
-                      timeout=storage.busy_timeout_ms / 1000)
+    return SqliteHuey(name=QUEUE_NAME, results=False, storage_class=_storage_class(),
+                      queue_file=queue_file, filename=str(queue_file.path),
+                      timeout=queue_file.timeout_s)
+
+
+def queue_file_problem(storage: StorageConfig) -> str | None:
+    """What is wrong with the queue file, for `aokun doctor`, or None. Moves nothing."""
+    queue_file = QueueFile(storage)
+    reason = queue_file.damage()
+    if reason is None:
+        return None
+    return (f"queue file {queue_file.path} is damaged ({reason}); `aokun repair --apply` or the "
+            "next start of aokun-server or aokun-worker moves it aside and starts a fresh one "
+            "(pending work is re-queued from the stage rows)")
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether a SQLite error (or one it arose from) says the file itself is damaged."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, sqlite3.Error):
+            code = getattr(seen, "sqlite_errorcode", None)  # Python 3.11+
+            if code is not None and code & 0xFF in (_CORRUPT, _NOTADB):
+                return True
+            if code is None and any(word in str(seen) for word in _DAMAGE_WORDS):
+                return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """Which file is at `path` now (device, inode), or None if there is none."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+class QueueFile:
+    """data_dir/queue.db as a file: its lock, its health check, moving it aside."""
+
+    def __init__(self, storage: StorageConfig):
+        self.path = storage.queue_path
+        self.timeout_s = storage.busy_timeout_ms / 1000
+        self._lock_path = storage.data_dir / "queue.lock"
+
+    def lock(self):
+        # Windows has no flock: there two processes finding the damage at once may both move
+        # a file aside (the second one a fresh file); the reconciler re-queues what that loses.
+        return exclusive_file_lock(self._lock_path)
+
+    def damage(self) -> str | None:
+        """Why the file is damaged, or None (also when it is missing or cannot be opened)."""
+        if not self.path.is_file():
+            return None
+        # Read-write but never creating: a read-only connection to a WAL file leaves empty
+        # -wal and -shm files behind, a read-write one cleans up after itself.
+        try:
+            conn = sqlite3.connect(f"{self.path.absolute().as_uri()}?mode=rw", uri=True,
+                                   timeout=self.timeout_s)
+        except sqlite3.Error:
+            return None
+        try:
+            rows = conn.execute("PRAGMA quick_check").fetchall()
+        except sqlite3.DatabaseError as exc:
+            return str(exc) if is_damage(exc) else None
+        finally:
+            conn.close()
+        if rows != [("ok",)]:
+            return "; ".join(str(row[0]) for row in rows[:3])
+        return None
+
+    def replace_if_damaged(self) -> None:
+        """At open: if the file is damaged, move it aside and start a fresh queue."""
+        with self.lock():
+            reason = self.damage()
+            if reason is not None:
+                self._replace(reason)
+
+    def recover(self, seen: tuple[int, int] | None, reason: str) -> str:
+        """After an operation found the file damaged: replace it unless another process
+        already has (the file at the path is no longer the one `seen`). One warning line."""
+        with self.lock():
+            if seen is not None and _identity(self.path) == seen:
+                return self._replace(reason)
+        message = (f"queue file {self.path} was damaged ({reason}); another process has already "
+                   "moved it aside and started a fresh queue; pending work is re-queued from the "
+                   "stage rows")
+        log.warning(message)
+        return message
+
+    def _replace(self, reason: str) -> str:
+        """Move the file (and its -wal, -shm) aside and create a fresh queue; call locked."""
+        target = self._aside_name()
+        try:
+            # The -wal first: a fresh file must never meet the damaged file's log.
+            for suffix in ("-wal", "-shm", ""):
+                source = Path(f"{self.path}{suffix}")
+                if source.exists():
+                    os.replace(source, Path(f"{target}{suffix}"))
+            _create_tables(self.path, self.timeout_s)
+        except (OSError, sqlite3.Error) as exc:
+            raise StorageError(f"queue file {self.path} is damaged ({reason}) and could not be "
+                               f"replaced ({exc}); stop every aokun process on this data_dir and "
+                               "delete it (nothing in it is needed)", kind="io") from exc
+        message = (f"queue file {self.path} was damaged ({reason}); moved aside to {target}; a "
+                   "fresh queue is started and pending work is re-queued from the stage rows")
+        log.warning(message)
+        return message
+
+    def _aside_name(self) -> Path:
+        now = time.time()
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now)) + f"-{int(now * 1000) % 1000:03d}"
+        target = self.path.with_name(f"{self.path.name}.damaged-{stamp}")
+        counter = 1
+        while any(Path(f"{target}{s}").exists() for s in ("", "-wal", "-shm")):
+            counter += 1
+            target = self.path.with_name(f"{self.path.name}.damaged-{stamp}-{counter}")
+        return target
+
+
+def _create_tables(path: Path, timeout_s: float) -> None:
+    """Huey's tables in the file at `path` (created if missing)."""
+    from huey.storage import SqliteStorage
+
+    SqliteStorage(QUEUE_NAME, filename=str(path), timeout=timeout_s).close()
+
+
+@functools.cache
+def _storage_class():
+    """Huey's SQLite storage that survives its file being damaged or replaced. Built on first
+    use so that importing this module does not import Huey."""
+    from huey.storage import SqliteStorage
+
+    class QueueStorage(SqliteStorage):
+        def __init__(self, name, queue_file: QueueFile, **kwargs):
+            self.queue_file = queue_file
+            self._identity: tuple[int, int] | None = None
+            super().__init__(name, **kwargs)
+
+        @property
+        def conn(self):
+            # Another process may have moved a damaged file aside (or `aokun restore` removed
+            # it): follow the path instead of writing hints nobody reads. SQLite does not
+            # checkpoint into, or delete the -wal of, a file that was moved, so closing is safe.
+            if self._conn is not None and _identity(self.queue_file.path) != self._identity:
+                self._close_connection()
+            return super().conn
+
+        def _create_connection(self):
+            # Locked: a process replacing the file creates the fresh one's tables first.
+            with self.queue_file.lock():
+                self._identity = _identity(self.queue_file.path)
+                conn = super()._create_connection()
+                if self._identity is None:  # the file was gone (deleted): this made a new one
+                    self._identity = _identity(self.queue_file.path)
+                    _create_tables(self.queue_file.path, self._timeout)
+            return conn
+
+        def _close_connection(self) -> None:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+
+        @contextlib.contextmanager
+        def db(self, commit=False, close=False):
+            try:
+                with super().db(commit=commit, close=close) as cursor:
+                    yield cursor
+            except sqlite3.DatabaseError as exc:
+                if not is_damage(exc):
+                    raise
+                seen = self._identity
+                with self.lock:
+                    self._close_connection()
+                raise StorageError(self.queue_file.recover(seen, str(exc)), kind="corrupt") from exc
+
+        # The consumer polls these in a loop; a replaced file was logged once by recover() and
+        # the next poll reads the fresh one, so answer "nothing" instead of a traceback. (A file
+        # that could not be replaced is kind "io" and reaches Huey's own error log.)
+        def dequeue(self):
+            try:
+                return super().dequeue()
+            except StorageError as exc:
+                if exc.kind != "corrupt":
+                    raise
+                return None
+
+        def read_schedule(self, ts):
+            try:
+                return super().read_schedule(ts)
+            except StorageError as exc:
+                if exc.kind != "corrupt":
+                    raise
+                return []
+
+    return QueueStorage

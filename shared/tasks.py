@@ -5,15 +5,19 @@ process(0, "", [stage]) that means "run the next batch of whatever of this stage
 (used for large backlogs, and chained while batches come back full). Messages are only
 hints — the stage rows say what still needs doing — so a lost or duplicated message is
 harmless: the reconciler re-enqueues what is pending, and a stage that is already done,
-leased elsewhere, or for an older content hash is skipped.
+leased elsewhere, or for an older content hash is skipped. For the same reason a queue that
+cannot be written is a StorageError the caller logs and goes on from, not a crash.
 """
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections import defaultdict
-from typing import Callable, Iterable, Sequence
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator, Sequence
 
+from shared.errors import StorageError
 from shared.store.stages import StageKey
 
 log = logging.getLogger("aokun.queue")
@@ -37,21 +41,36 @@ class Enqueuer:
         self._process = process
 
     def enqueue(self, keys: Iterable[StageKey], delay_s: float = 0.0) -> int:
-        """Queue the stages, one message per memory version; return the number of messages."""
+        """Queue the stages, one message per memory version; return the number of messages.
+        StorageError if the queue file cannot take them (a damaged one is replaced at once)."""
         grouped: dict[tuple[int, str], list[str]] = defaultdict(list)
         for key in keys:
             grouped[(key.memory_id, key.content_hash)].append(key.stage)
-        for (memory_id, content_hash), stages in grouped.items():
-            if delay_s > 0:
-                self._process.schedule((memory_id, content_hash, stages), delay=delay_s)
-            else:
-                self._process(memory_id, content_hash, stages)
+        with self._queue_errors("queue work"):
+            for (memory_id, content_hash), stages in grouped.items():
+                if delay_s > 0:
+                    self._process.schedule((memory_id, content_hash, stages), delay=delay_s)
+                else:
+                    self._process(memory_id, content_hash, stages)
         return len(grouped)
 
     def drain(self, stage: str) -> None:
         """Queue a message that runs the next waiting batch of `stage`, whichever memories."""
-        self._process(DRAIN, "", [stage])
+        with self._queue_errors("queue work"):
+            self._process(DRAIN, "", [stage])
 
     def pending_count(self) -> int:
         """Messages waiting in the queue (scheduled retries not counted)."""
-        return self.huey.pending_count()
+        with self._queue_errors("count queued work"):
+            return self.huey.pending_count()
+
+    @contextmanager
+    def _queue_errors(self, doing: str) -> Iterator[None]:
+        """Raw SQLite errors from the queue file leave as one-line StorageErrors (damage is
+        already one: the queue's storage replaces a damaged file and says so)."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            path = getattr(self.huey.storage, "filename", "the queue file")
+            raise StorageError(f"could not {doing} in {path} ({exc}); nothing is lost: the stage "
+                               "rows keep the work and the reconciler queues it") from exc

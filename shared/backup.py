@@ -7,6 +7,8 @@ restore.
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import shutil
 import sqlite3
@@ -16,31 +18,64 @@ from pathlib import Path
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
+from shared.store import runtime
 from shared.store.db import Database
 
 PREFIX = "aokun-"
 
 
 def backup_database(db: Database, directory: Path, now: float, reason: str) -> Path:
-    """Copy the live database into directory (writers keep going); return the file written."""
+    """Copy the live database into a new file in directory (writers keep going); return it.
+    Never overwrites an earlier backup, and leaves nothing else behind, even when it fails."""
     directory.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.fromtimestamp(now, timezone.utc).strftime("%Y%m%d-%H%M%S")
-    path = directory / f"{PREFIX}{stamp}-{reason}.db"
-    partial = path.with_suffix(".partial")
-    target = sqlite3.connect(partial)
+    path, partial = _reserve_names(directory, now, reason)
     try:
+        _copy_into(db, partial)
+        ok, detail = integrity(partial)
+        if not ok:
+            raise StorageError(f"the backup failed its integrity check: {detail}")
+        os.replace(partial, path)
+    except BaseException:
+        _remove_with_journals(partial)
+        raise
+    return path
+
+
+def _reserve_names(directory: Path, now: float, reason: str) -> tuple[Path, Path]:
+    """(final, partial) names for a new backup. The partial file is created exclusively, so
+    two backups in the same millisecond (two processes, or two calls) take different names."""
+    stamp = datetime.fromtimestamp(now, timezone.utc).strftime("%Y%m%d-%H%M%S-%f")[:-3]
+    for counter in itertools.count(1):
+        suffix = "" if counter == 1 else f"-{counter}"
+        path = directory / f"{PREFIX}{stamp}-{reason}{suffix}.db"
+        partial = path.with_name(path.name + ".partial")
+        try:
+            os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            continue
+        if not path.exists():
+            return path, partial
+        partial.unlink()
+    raise AssertionError("unreachable")
+
+
+def _copy_into(db: Database, partial: Path) -> None:
+    target = sqlite3.connect(partial, isolation_level=None)
+    try:
+        # The copy carries the source's WAL flag in its header; a rollback journal instead
+        # leaves no -wal/-shm beside the file, and the copy is one self-contained file.
         # WAL readers do not block writers; pages=1000 lets writers interleave on big stores.
         db.connection().backup(target, pages=1000, sleep=0.001)
+        target.execute("PRAGMA journal_mode = DELETE")
     except sqlite3.Error as exc:
         raise StorageError(f"backup failed: {exc}") from exc
     finally:
         target.close()
-    ok, detail = integrity(partial)
-    if not ok:
-        partial.unlink(missing_ok=True)
-        raise StorageError(f"the backup failed its integrity check: {detail}")
-    os.replace(partial, path)
-    return path
+
+
+def _remove_with_journals(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def prune_backups(directory: Path, keep_days: float, now: float, keep: Path | None = None) -> list[Path]:
@@ -86,6 +121,11 @@ def restore(file: Path, storage: StorageConfig, live_workers: list[str]) -> Path
     target = storage.db_path
     staged = target.with_name(target.name + f".restore-{int(time.time())}")
     shutil.copyfile(file, staged)
+    try:
+        _forget_processes(staged)
+    except sqlite3.Error as exc:
+        _remove_with_journals(staged)
+        raise StorageError(f"could not prepare {file} for restoring: {exc}") from exc
     for suffix in ("-wal", "-shm"):
         Path(str(target) + suffix).unlink(missing_ok=True)
     os.replace(staged, target)
@@ -93,3 +133,21 @@ def restore(file: Path, storage: StorageConfig, live_workers: list[str]) -> Path
     for path in (storage.queue_path, Path(str(storage.queue_path) + "-wal"), Path(str(storage.queue_path) + "-shm")):
         path.unlink(missing_ok=True)
     return target
+
+
+def _forget_processes(path: Path) -> None:
+    """Drop the worker and front rows a backup carries: those processes ran on the source
+    store, and here they would pass for live ones (refusing the next restore, keeping a
+    front from starting a worker)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        runtime.prune_workers(conn, dead_before=math.inf)  # every row beat before infinity
+        try:
+            runtime.prune_fronts(conn, dead_before=math.inf)
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):  # a backup from before fronts had rows
+                raise
+        conn.execute("COMMIT")
+    finally:
+        conn.close()

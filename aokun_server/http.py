@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import hmac
 import json
+import os
+import socket
 
 from mcp.server.mcpserver import MCPServer
+
+from shared.errors import ConfigError
 
 
 class BearerTokenGate:
@@ -37,11 +42,37 @@ async def _refuse(send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def serve_http(server: MCPServer, host: str, port: int, token: str, log_level: str) -> None:
-    """Serve MCP at http://host:port/mcp until interrupted."""
+def bind_listener(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port and listening, or ConfigError saying the port is taken.
+    Bound here rather than by uvicorn so that a busy port is one line, found before the slow
+    start-up, and so that "serving at" is only said of a port that is ours."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        if os.name == "posix":  # rebind while old connections linger in TIME_WAIT, as uvicorn does
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        elif hasattr(socket, "SO_EXCLUSIVEADDRUSE"):  # Windows' REUSEADDR would share the port
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_EXCLUSIVEADDRUSE, 1)
+        sock.bind((host, port))
+        sock.listen(2048)  # uvicorn's default backlog; connections wait here until it serves
+    except OSError as exc:
+        sock.close()
+        if exc.errno in (errno.EADDRINUSE, getattr(errno, "WSAEADDRINUSE", None)):
+            raise ConfigError(f"port {port} on {host} is in use (another aokun-server?); choose "
+                              "another with --port or server.port") from exc
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; check "
+                          "server.host and server.port (or --host and --port)") from exc
+    return sock
+
+
+def serve_http(server: MCPServer, listener: socket.socket, host: str, token: str,
+               log_level: str) -> None:
+    """Serve MCP at http://host:port/mcp on the listener bind_listener gave, until interrupted.
+    `host` as configured: the SDK's DNS-rebinding protection is keyed on it."""
     import uvicorn
 
     app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
     if token:
         app = BearerTokenGate(app, token)
-    uvicorn.run(app, host=host, port=port, log_level=log_level.lower())
+    config = uvicorn.Config(app, log_level=log_level.lower())
+    uvicorn.Server(config).run(sockets=[listener])

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from shared.config import load_config
+from shared.config import AppConfig, load_config
 from shared.errors import AokunError
 
 
@@ -26,31 +26,62 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
-        config = load_config(args.config)
-        from aokun_server.app import build_front
-
-        front = build_front(config)
-    except AokunError as exc:
-        print(f"aokun-server: {exc}", file=sys.stderr)
+        return serve(args)
+    except (AokunError, OSError) as exc:
+        # Start-up failures (unwritable data_dir, busy port, bad config...) are one line.
+        print(f"aokun-server: {describe(exc)}", file=sys.stderr)
         return 2
-    transport = args.transport or config.server.transport
-    front.start_background(autostart_worker=transport == "stdio")
-    try:
-        if transport == "http":
-            from aokun_server.http import serve_http
 
-            host = args.host or config.server.host
-            port = args.port or config.server.port
-            print(f"aokun-server: MCP over streamable HTTP at http://{host}:{port}/mcp",
-                  file=sys.stderr, flush=True)
-            serve_http(front.server, host, port, config.server.token, config.server.log_level)
-        else:
-            front.server.run("stdio")
+
+def serve(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    transport = args.transport or config.server.transport
+    if transport == "http":
+        return serve_http(config, args.host or config.server.host, args.port or config.server.port)
+    front = start_front(config, autostart_worker=True)
+    try:
+        front.server.run("stdio")
     except KeyboardInterrupt:
         pass
     finally:
         front.db.close()
     return 0
+
+
+def serve_http(config: AppConfig, host: str, port: int) -> int:
+    from aokun_server import http
+
+    # Bound before the slow start-up: a busy port fails at once, and nothing starts for nothing.
+    listener = http.bind_listener(host, port)
+    try:
+        front = start_front(config, autostart_worker=False)
+        try:
+            print(f"aokun-server: MCP over streamable HTTP at http://{host}:{port}/mcp",
+                  file=sys.stderr, flush=True)
+            http.serve_http(front.server, listener, host, config.server.token, config.server.log_level)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            front.db.close()
+    finally:
+        listener.close()
+    return 0
+
+
+def start_front(config: AppConfig, autostart_worker: bool):
+    from aokun_server.app import build_front
+
+    front = build_front(config)
+    front.start_background(autostart_worker=autostart_worker)
+    return front
+
+
+def describe(exc: BaseException) -> str:
+    """One line for a start-up failure; OSError's own text carries an '[Errno n]' prefix."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"cannot start: {exc.strerror}{where}"
+    return str(exc)
 
 
 if __name__ == "__main__":

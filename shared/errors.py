@@ -22,7 +22,14 @@ class MemoryNotFound(AokunError):
 
 
 class StorageError(AokunError):
-    """The database could not complete an operation (locked, corrupt, disk full...)."""
+    """The database could not complete an operation (locked, corrupt, disk full...).
+
+    `kind` lets callers decide without reading the message: "full", "read_only", "locked",
+    "corrupt", "cannot_open", "io" or "other"."""
+
+    def __init__(self, message: str, kind: str = "other"):
+        super().__init__(message)
+        self.kind = kind
 
 
 class EmbeddingError(AokunError):

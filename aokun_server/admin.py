@@ -98,6 +98,7 @@ def cmd_stats(admin: Admin, args) -> int:
 def cmd_doctor(admin: Admin, args) -> int:
     """Report every inconsistency found, and stages that will not get done by themselves;
     exit status 1 if there is any."""
+    from shared.queue import queue_file_problem
     from shared.store import consistency, vectors
 
     conn = admin.db.connection()
@@ -112,6 +113,9 @@ def cmd_doctor(admin: Admin, args) -> int:
     warning = vectors.foreign_space_warning(conn, embedder_model, dim)
     if warning:
         problems.append(warning)
+    queue_problem = queue_file_problem(admin.config.storage)
+    if queue_problem:
+        problems.append(queue_problem)
     pipeline, details = _pipeline_health(admin)
     print(f"documents {counts['documents']}, stages pending {pipeline['queue']['pending']}, running "
           f"{pipeline['queue']['running']}, failed {pipeline['queue']['failed']}, done {pipeline['queue']['done']}")
@@ -279,7 +283,7 @@ def _requeue(admin: Admin) -> int:
     from shared.tasks import Enqueuer
 
     report = reconcile(admin.db, Enqueuer(open_queue(admin.config.storage)),
-                       admin.config.worker.heartbeat_timeout_s)
+                       admin.config.worker.heartbeat_timeout_s, queue=admin.config.queue)
     return report.enqueued
 
 

@@ -53,12 +53,20 @@ class Front:
     memories: MemoryService
     heartbeat: FrontHeartbeat | None = None
 
-    def start_background(self, autostart_worker: bool) -> None:
-        """Warm caches, reconcile the queue and (stdio) make sure a worker runs — off the
-        request path, so the front answers at once."""
+    def start_background(self, autostart_worker: bool, transport: str) -> None:
+        """Beat as a live front, then warm caches, reconcile the queue and (stdio) make sure a
+        worker runs — off the request path, so the front answers at once. The heartbeat comes
+        first: an autostarted worker about to exit for want of fronts must see this one."""
+        self.heartbeat = FrontHeartbeat(self.db, self.config.worker.heartbeat_interval_s, transport)
+        self.heartbeat.start()
         threading.Thread(target=self._warm_up, name="warm-up", daemon=True).start()
         threading.Thread(target=self._housekeep, args=(autostart_worker,), name="start-up",
                          daemon=True).start()
+
+    def close(self) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
+        self.db.close()
 
     def _warm_up(self) -> None:
         self.segmenter.warm_up()
@@ -78,7 +86,8 @@ class Front:
         try:
             if autostart_worker and self.config.worker.autostart:
                 ensure_worker(self.config, self.db)
-            reconcile(self.db, self.enqueuer, self.config.worker.heartbeat_timeout_s)
+            reconcile(self.db, self.enqueuer, self.config.worker.heartbeat_timeout_s,
+                      queue=self.config.queue)
         except Exception:
             log.exception("start-up reconcile failed; workers will reconcile")
 
@@ -100,7 +109,8 @@ def build_front(config: AppConfig) -> Front:
                     reinforcer=Reinforcer(memories, config.retrieval.access_reinforcement),
                     atom_search=AtomSearch(db, segmenter),
                     lifecycle=Lifecycle(config, db),
-                    reconcile_queue=lambda: vars(reconcile(db, enqueuer, config.worker.heartbeat_timeout_s)),
+                    reconcile_queue=lambda: vars(reconcile(db, enqueuer, config.worker.heartbeat_timeout_s,
+                                                                      queue=config.queue)),
                     worker=config.worker,
                     max_content_chars=config.server.max_content_chars)
     server = AokunMCPServer("aokun-memory", version=__version__, instructions=INSTRUCTIONS,

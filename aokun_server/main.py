@@ -38,13 +38,13 @@ def serve(args: argparse.Namespace) -> int:
     transport = args.transport or config.server.transport
     if transport == "http":
         return serve_http(config, args.host or config.server.host, args.port or config.server.port)
-    front = start_front(config, autostart_worker=True)
+    front = start_front(config, "stdio")
     try:
         front.server.run("stdio")
     except KeyboardInterrupt:
         pass
     finally:
-        front.db.close()
+        front.close()
     return 0
 
 
@@ -54,7 +54,7 @@ def serve_http(config: AppConfig, host: str, port: int) -> int:
     # Bound before the slow start-up: a busy port fails at once, and nothing starts for nothing.
     listener = http.bind_listener(host, port)
     try:
-        front = start_front(config, autostart_worker=False)
+        front = start_front(config, "http")
         try:
             print(f"aokun-server: MCP over streamable HTTP at http://{host}:{port}/mcp",
                   file=sys.stderr, flush=True)
@@ -62,17 +62,19 @@ def serve_http(config: AppConfig, host: str, port: int) -> int:
         except KeyboardInterrupt:
             pass
         finally:
-            front.db.close()
+            front.close()
     finally:
         listener.close()
     return 0
 
 
-def start_front(config: AppConfig, autostart_worker: bool):
+def start_front(config: AppConfig, transport: str):
+    """A built front, beating and warming up; a stdio front (launched by a host) also makes
+    sure a worker runs."""
     from aokun_server.app import build_front
 
     front = build_front(config)
-    front.start_background(autostart_worker=autostart_worker)
+    front.start_background(autostart_worker=transport == "stdio", transport=transport)
     return front
 
 

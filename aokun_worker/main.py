@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         from aokun_worker.service import WorkerService
 
         service = WorkerService.open(config, autostarted=args.autostarted)
-    except AokunError as exc:
+    except (AokunError, OSError) as exc:
         print(f"aokun-worker: {exc}", file=sys.stderr)
         return 2
     return service.run()

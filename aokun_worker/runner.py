@@ -20,7 +20,7 @@ from aokun_worker.handlers import StageHandler
 from shared.config import QueueConfig
 from shared.errors import AokunError, StorageError
 from shared.store import stages
-from shared.store.db import Database
+from shared.store.db import Database, savepoint
 from shared.store.documents import DocumentStore
 from shared.store.stages import StageKey
 from shared.tasks import DRAIN, Enqueuer
@@ -57,8 +57,11 @@ class StageRunner:
     def process(self, memory_id: int, content_hash: str, stage_names: Sequence[str]) -> None:
         """Entry point for the queue task: run each named stage of one memory version, or
         for a drain message, the next waiting batch of each named stage."""
+        # A stage named runs its dependents after it (they read its fresh output).
+        named = set(stage_names)
+        named |= {later for stage in stage_names for later in stages.dependents(stage)}
         for stage in stages.STAGES:
-            if stage not in stage_names:
+            if stage not in named:
                 continue
             if memory_id == DRAIN:
                 self.run_next(stage)
@@ -175,19 +178,16 @@ class StageRunner:
         """Store one memory's result in a savepoint, so that a row that cannot be stored fails
         only its own stage: (done, error). Not done and no error: the lease was lost or the
         memory edited meanwhile, and nothing was written."""
-        tx.execute("SAVEPOINT stage_result")
         try:
-            # complete() first: it fails if the memory was edited or the lease lost.
-            completed = stages.complete(tx, key, self.parts.owner, now)
-            if completed:
-                handler.store(tx, document, result, now)
-            tx.execute("RELEASE stage_result")
+            with savepoint(tx, "stage_result"):
+                # complete() first: it fails if the memory was edited or the lease lost.
+                completed = stages.complete(tx, key, self.parts.owner, now)
+                if completed:
+                    handler.store(tx, document, result, now)
             return completed, None
         except Exception as exc:
             if not tx.in_transaction:
                 raise  # SQLite rolled the whole transaction back (disk full, I/O): not this row's
-            tx.execute("ROLLBACK TO stage_result")
-            tx.execute("RELEASE stage_result")
             return False, describe(exc)
 
     def _release(self, keys: list[StageKey], error: str, lease_end: float) -> None:

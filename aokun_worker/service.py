@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import time
 from functools import partial
 
@@ -101,6 +102,10 @@ class WorkerService:
     def run(self) -> int:
         """Consume until SIGTERM or SIGINT (both let running jobs finish) or, for an
         autostarted worker, until it has been idle for worker.idle_exit_s."""
+        # Huey installs its graceful SIGTERM handler only when the consumer starts; a SIGTERM
+        # before that (honcho stopping a worker that is still starting) must not kill us.
+        self._consumer = None
+        signal.signal(signal.SIGTERM, self._stop_before_consuming)
         self.heartbeat.start()
         pid_path = health.write_pid_file(self.config.storage.data_dir)
         try:
@@ -119,11 +124,22 @@ class WorkerService:
             log.info("worker %s stopped", self.heartbeat.worker_id)
         return 0
 
+    _stop_requested = False
+
+    def _stop_before_consuming(self, signum, frame) -> None:
+        """SIGTERM while starting: stop as soon as the consumer runs (it sees the flag)."""
+        self._stop_requested = True
+        if self._consumer is not None:
+            self._consumer.stop_flag.set()
+
     def _consume(self) -> None:
         consumer = self.huey.create_consumer(
             workers=self.config.worker.threads, worker_type="thread", periodic=False,
             initial_delay=self.config.worker.poll_interval_s, backoff=1.0,
             max_delay=self.config.worker.poll_interval_s, graceful_signal="TERM")
+        self._consumer = consumer
+        if self._stop_requested:
+            consumer.stop_flag.set()
         idle = None
         if self.autostarted and self.config.worker.idle_exit_s > 0:
             # The stop flag ends the consumer's loop and each worker thread after its job.

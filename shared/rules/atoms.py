@@ -19,6 +19,7 @@ from shared.decay import DAY, atom_time_factor
 from shared.search.mmr import jaccard
 from shared.store import atoms
 from shared.store.atoms import AtomOwner, AtomRow
+from shared.store.db import savepoint
 
 TtlFor = Callable[[str, float, int], float]  # (type, importance, reinforcements) -> days
 
@@ -80,25 +81,20 @@ def _insert_batch(conn, owner: AtomOwner, rows: Sequence[AtomRow], now: float,
                   outcome: AtomsOutcome) -> list[tuple[AtomRow, int]]:
     """Rows in as a batch; if the batch fails, row by row; a row that still fails is kept
     flagged needs_repair instead of losing the fact."""
-    conn.execute("SAVEPOINT atoms_batch")
     try:
-        stored = [(row, atoms.insert(conn, owner, row, now)) for row in rows]
-        conn.execute("RELEASE atoms_batch")
+        with savepoint(conn, "atoms_batch"):
+            stored = [(row, atoms.insert(conn, owner, row, now)) for row in rows]
         outcome.inserted += len(stored)
         return stored
     except sqlite3.Error:
-        conn.execute("ROLLBACK TO atoms_batch")
-        conn.execute("RELEASE atoms_batch")
+        pass
     stored = []
     for row in rows:
-        conn.execute("SAVEPOINT atoms_row")
         try:
-            stored.append((row, atoms.insert(conn, owner, row, now)))
-            conn.execute("RELEASE atoms_row")
+            with savepoint(conn, "atoms_row"):
+                stored.append((row, atoms.insert(conn, owner, row, now)))
             outcome.inserted += 1
         except sqlite3.Error:
-            conn.execute("ROLLBACK TO atoms_row")
-            conn.execute("RELEASE atoms_row")
             atoms.insert(conn, owner, AtomRow("unknown", str(row.text)[:2000], str(row.tokens), 0.0),
                          now, needs_repair=True)
             outcome.needs_repair += 1

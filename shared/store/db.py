@@ -28,6 +28,7 @@ from typing import Iterator, Sequence
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
+from shared.store import fts
 
 MIGRATIONS_DDL = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -157,6 +158,7 @@ class Database:
             self._enable_wal(conn)
             conn.execute(f"PRAGMA synchronous = {self._synchronous.upper()}")
             conn.execute("PRAGMA foreign_keys = ON")
+            fts.configure_connection(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise self._failure(exc) from exc
@@ -308,3 +310,18 @@ def apply_migrations(db: Database, migrations: Sequence[Migration]) -> list[int]
                        (migration.version, migration.name, time.time()))
             applied.append(migration.version)
     return applied
+
+
+@contextmanager
+def savepoint(conn: sqlite3.Connection, name: str) -> Iterator[sqlite3.Connection]:
+    """A nested transaction inside the caller's: released on success, rolled back (and the
+    error passed on) on failure, leaving the outer transaction going."""
+    conn.execute(f"SAVEPOINT {name}")
+    try:
+        yield conn
+    except BaseException:
+        if conn.in_transaction:  # else SQLite rolled everything back itself (disk full, I/O)
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
+        raise
+    conn.execute(f"RELEASE {name}")

@@ -18,6 +18,22 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 STAGES = ("embed", "atoms", "graph")
+# A stage that reads another stage's output: it runs only once that stage is done for the
+# same version of the memory, runs again whenever that stage has run again, and fails when
+# that stage fails for good (so it never waits forever).
+DEPENDS_ON = {"graph": "atoms"}
+
+
+def dependents(stage: str) -> list[str]:
+    return [later for later, earlier in DEPENDS_ON.items() if earlier == stage]
+
+
+# Claimable only when the stage it depends on is done for the same content version.
+_DEPENDENCY_MET = (
+    "NOT EXISTS (SELECT 1 FROM memory_stages d WHERE d.memory_id = memory_stages.memory_id"
+    " AND d.stage = (CASE memory_stages.stage "
+    + " ".join(f"WHEN '{later}' THEN '{earlier}'" for later, earlier in DEPENDS_ON.items())
+    + " END) AND (d.status != 'done' OR d.content_hash != memory_stages.content_hash))")
 """Stage names, in the order a memory's stages run; the schema's CHECK lists the same."""
 
 
@@ -65,7 +81,7 @@ def claim(conn: sqlite3.Connection, key: StageKey, owner: str, now: float, lease
         "UPDATE memory_stages SET status = 'running', lease_owner = ?, lease_until = ?,"
         " attempts = attempts + 1, update_time = ? WHERE memory_id = ? AND stage = ?"
         " AND content_hash = ? AND status = 'pending'"
-        " AND (next_attempt_time IS NULL OR next_attempt_time <= ?)",
+        f" AND (next_attempt_time IS NULL OR next_attempt_time <= ?) AND {_DEPENDENCY_MET}",
         (owner, now + lease_s, now, key.memory_id, key.stage, key.content_hash,
          now + _EARLY_TOLERANCE_S))
     return cur.rowcount == 1
@@ -76,7 +92,8 @@ def claim_more(conn: sqlite3.Connection, stage: str, owner: str, now: float, lea
     """Lease up to `limit` other ready pending rows of a stage, oldest first (for batching)."""
     rows = conn.execute(
         "SELECT memory_id, content_hash FROM memory_stages WHERE stage = ? AND status = 'pending'"
-        " AND (next_attempt_time IS NULL OR next_attempt_time <= ?) ORDER BY memory_id LIMIT ?",
+        f" AND (next_attempt_time IS NULL OR next_attempt_time <= ?) AND {_DEPENDENCY_MET}"
+        " ORDER BY memory_id LIMIT ?",
         (stage, now, limit)).fetchall()
     keys = [StageKey(r[0], stage, r[1]) for r in rows]
     return [k for k in keys if claim(conn, k, owner, now, lease_s)]
@@ -90,7 +107,16 @@ def complete(conn: sqlite3.Connection, key: StageKey, owner: str, now: float) ->
         " WHERE memory_id = ? AND stage = ? AND content_hash = ? AND status = 'running'"
         " AND lease_owner = ?",
         (now, key.memory_id, key.stage, key.content_hash, owner))
-    return cur.rowcount == 1
+    if cur.rowcount != 1:
+        return False
+    # What a later stage made from this stage's previous output is stale: it runs again.
+    for later in dependents(key.stage):
+        conn.execute(
+            "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
+            " lease_owner = NULL, lease_until = NULL, enqueued_time = NULL, last_error = NULL,"
+            " update_time = ? WHERE memory_id = ? AND stage = ? AND content_hash = ?"
+            " AND status IN ('done', 'failed')", (now, key.memory_id, later, key.content_hash))
+    return True
 
 
 def fail(conn: sqlite3.Connection, key: StageKey, owner: str, error: str, now: float,
@@ -110,7 +136,18 @@ def fail(conn: sqlite3.Connection, key: StageKey, owner: str, error: str, now: f
         "UPDATE memory_stages SET status = ?, lease_owner = NULL, lease_until = NULL, last_error = ?,"
         " next_attempt_time = ?, enqueued_time = ?, update_time = ? WHERE memory_id = ? AND stage = ?",
         (status, error[:2000], now + delay, now, now, key.memory_id, key.stage))
+    if status == "failed":
+        _fail_dependents(conn, key.memory_id, key.stage, now)
     return delay if status == "pending" else None
+
+
+def _fail_dependents(conn: sqlite3.Connection, memory_id: int, stage: str, now: float) -> None:
+    """Stages waiting for one that failed for good fail too (repair --apply retries all)."""
+    for later in dependents(stage):
+        conn.execute(
+            "UPDATE memory_stages SET status = 'failed', last_error = ?, update_time = ?"
+            " WHERE memory_id = ? AND stage = ? AND status = 'pending'",
+            (f"waits for the {stage} stage, which failed", now, memory_id, later))
 
 
 def mark_enqueued(conn: sqlite3.Connection, keys: Iterable[StageKey], now: float | None) -> None:
@@ -136,6 +173,9 @@ def reclaim_abandoned(conn: sqlite3.Connection, now: float, live_owners: Sequenc
         "UPDATE memory_stages SET status = ?, lease_owner = NULL, lease_until = NULL,"
         " next_attempt_time = NULL, enqueued_time = NULL, last_error = ?, update_time = ?"
         " WHERE memory_id = ? AND stage = ?", updates)
+    for status, _, _, memory_id, stage in updates:
+        if status == "failed":
+            _fail_dependents(conn, memory_id, stage, now)
     failed = sum(1 for u in updates if u[0] == "failed")
     return len(updates) - failed, failed
 

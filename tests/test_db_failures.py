@@ -331,7 +331,7 @@ def small_filesystem(folder: Path, size: str):
 def fill(folder: Path, leave: int = 0) -> Path:
     """Fill the filesystem holding folder, then free `leave` bytes; return the filler file."""
     filler = folder / "filler"
-    with open(filler, "wb") as out:
+    with open(filler, "wb", buffering=0) as out:  # unbuffered: nothing left to fail at close
         try:
             while True:
                 out.write(b"\0" * 65536)

@@ -108,7 +108,7 @@ def test_periodic_claim_runs_once_per_due_time(store):
 
 def test_leases_that_keep_running_out_end_in_failed(store):
     doc = store.memorize("a job that kills its worker every time", MemoryFields())
-    key = StageKey(doc.id, "graph", doc.content_hash)
+    key = StageKey(doc.id, "atoms", doc.content_hash)
     outcomes = []
     for attempt in range(1, 4):
         now = 1000.0 * attempt
@@ -116,9 +116,12 @@ def test_leases_that_keep_running_out_end_in_failed(store):
             assert stages.claim(tx, key, "w", now, 30)
             outcomes.append(stages.reclaim_abandoned(tx, now + 31, ["w"], 3))  # lease ran out
     assert outcomes == [(1, 0), (1, 0), (0, 1)]
-    row = rows(store, doc.id)["graph"]
+    row = rows(store, doc.id)["atoms"]
     assert (row["status"], row["attempts"]) == ("failed", 3)
     assert row["last_error"] == "lease expired 3 times (worker killed or stuck)"
+    # The graph stage reads the atoms: it fails with them instead of waiting forever.
+    graph_row = rows(store, doc.id)["graph"]
+    assert (graph_row["status"], graph_row["last_error"]) == ("failed", "waits for the atoms stage, which failed")
     with store.db.write() as tx:
         assert not stages.claim(tx, key, "w", 9000.0, 30)  # failed stays failed until repair
 
@@ -161,3 +164,24 @@ def test_queue_figures_and_stage_problems_show_stuck_failed_and_retrying(store):
     assert problems[1]["last_error"] == "lease held by w expired 70 s ago" and problems[1]["age_s"] == 70.0
     assert [tuple(r) for r in stages.failed_stages(store.db.connection())] == [(c.id, "embed", 1, "ValueError: bad")]
     assert len(stages.stage_problems(store.db.connection(), 200.0, 1)) == 1
+
+
+def test_graph_waits_for_the_atoms_of_its_version_and_runs_again_after_them(store):
+    doc = store.memorize("I moved to Lisbon last year", MemoryFields())
+    atoms_key = StageKey(doc.id, "atoms", doc.content_hash)
+    graph_key = StageKey(doc.id, "graph", doc.content_hash)
+    with store.db.write() as tx:
+        assert not stages.claim(tx, graph_key, "w", 10.0, 30)  # atoms not done yet
+        assert stages.claim_more(tx, "graph", "w", 10.0, 30, 10) == []
+        assert stages.claim(tx, atoms_key, "w", 10.0, 30)
+        assert stages.complete(tx, atoms_key, "w", 11.0)
+        assert stages.claim(tx, graph_key, "w", 12.0, 30)
+        assert stages.complete(tx, graph_key, "w", 13.0)
+    # The atoms stage runs again (a repair): what the graph made of the old atoms is stale.
+    with store.db.write() as tx:
+        stages.restart(tx, doc.id, "atoms", doc.content_hash, 20.0)
+        assert not stages.claim(tx, graph_key, "w", 21.0, 30)
+        assert stages.claim(tx, atoms_key, "w", 21.0, 30)
+        assert stages.complete(tx, atoms_key, "w", 22.0)
+    graph_row = rows(store, doc.id)["graph"]
+    assert (graph_row["status"], graph_row["attempts"], graph_row["enqueued_time"]) == ("pending", 0, None)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
+from shared.lifecycle import ACTIONS
 
 
 def _with_config(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     _with_config(commands.add_parser(
         "rebuild-index", help="re-embed every memory with the configured embedder"))
     maintenance = _with_config(commands.add_parser("maintenance", help="run upkeep now and report it"))
-    maintenance.add_argument("action", choices=("decay", "archive", "atoms", "backup", "reconcile", "all"))
+    maintenance.add_argument("action", choices=ACTIONS)
     _with_config(commands.add_parser("backup", help="write an online backup; prints its path last"))
     restore = _with_config(commands.add_parser("restore", help="restore a backup into data_dir (processes stopped)"))
     restore.add_argument("file", type=Path)
@@ -315,7 +316,7 @@ def cmd_backup(admin: Admin, args) -> int:
 
 
 def cmd_restore(admin: Admin, args) -> int:
-    from shared.backup import restore
+    from shared.store.backup import restore
     from shared.store import runtime
     from shared.store.db import Database
 

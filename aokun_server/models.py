@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
 
+from shared.lifecycle import ACTIONS
+from shared.store.atoms import ATOM_TYPES
 from shared.store.documents import Document, MemoryFields
 
 Sentiment = Literal["positive", "neutral", "negative"]
@@ -260,7 +262,7 @@ class StatsResult(BaseModel):
                                 "by themselves: no live worker, stuck or failed stages")
 
 
-AtomType = Literal["episodic", "planned", "factual", "relational", "preference", "unknown"]
+AtomType = Literal[ATOM_TYPES]
 
 
 class AtomOut(BaseModel):
@@ -295,7 +297,7 @@ class AtomsResult(BaseModel):
     atoms: list[AtomOut]
 
 
-MaintenanceAction = Literal["decay", "archive", "atoms", "backup", "reconcile", "all"]
+MaintenanceAction = Literal[ACTIONS]
 
 
 class MaintenanceResult(BaseModel):

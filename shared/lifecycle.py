@@ -87,7 +87,7 @@ class Lifecycle:
         return {"expired": len(expired), "forgotten": len(forgotten), "purged": len(purged), **removed}
 
     def backup(self, now: float, reason: str = "manual") -> dict:
-        from shared.backup import backup_database, prune_backups
+        from shared.store.backup import backup_database, prune_backups
 
         directory = self.backup_dir()
         path = backup_database(self.db, directory, now, reason)

@@ -20,7 +20,7 @@ import pytest
 
 from fake_openai import FakeEmbeddingsServer
 from helpers import BIN, all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
-from shared.backup import backup_database
+from shared.store.backup import backup_database
 from shared.config import StorageConfig, TextConfig
 from shared.errors import StorageError
 from shared.store import fts

@@ -241,7 +241,7 @@ def test_memory_maintenance_tool_and_cli(tmp_path):
 
 
 def test_backups_in_one_millisecond_get_their_own_files_and_leave_nothing_else(tmp_path):
-    from shared.backup import backup_database, integrity
+    from shared.store.backup import backup_database, integrity
 
     db = open_database(load_config(write_config(tmp_path)).storage)
     directory = tmp_path / "backups"
@@ -258,7 +258,7 @@ def test_backups_in_one_millisecond_get_their_own_files_and_leave_nothing_else(t
 def test_a_failed_backup_leaves_no_files(tmp_path):
     import sqlite3
 
-    from shared.backup import backup_database
+    from shared.store.backup import backup_database
     from shared.errors import StorageError
     from shared.store.db import Database
 

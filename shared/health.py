@@ -36,19 +36,19 @@ def pipeline_warnings(queue: dict, live_workers: int, newest_heartbeat: float | 
             since = f"no worker alive for {format_age(now - newest_heartbeat)}"
         warnings.append(f"{_count(waiting, 'stage')} pending, {since}; start aokun-worker "
                         "(or a stdio front with worker.autostart)")
-    stuck = queue.get("stuck", 0)
-    if stuck:
-        warnings.append(f"{_count(stuck, 'stage')} stuck, running past the lease; a live worker "
-                        "takes them back, or run `aokun maintenance reconcile`")
-    retrying = queue.get("retrying", 0)
-    if retrying:
-        warnings.append(f"{_count(retrying, 'stage')} failed and will be retried; the worker log "
-                        "says why")
-    failed = queue.get("failed", 0)
-    if failed:
-        warnings.append(f"{_count(failed, 'stage')} failed for good; `aokun repair --apply` "
-                        "retries them")
+    for figure, what in _TROUBLE:
+        if queue.get(figure, 0):
+            warnings.append(f"{_count(queue[figure], 'stage')} {what}")
     return warnings
+
+
+# Stage figures that mean trouble, and what to say about them.
+_TROUBLE = (
+    ("stuck", "stuck, running past the lease; a live worker takes them back, or run "
+              "`aokun maintenance reconcile`"),
+    ("retrying", "failed and will be retried; the worker log says why"),
+    ("failed", "failed for good; `aokun repair --apply` retries them"),
+)
 
 
 def format_age(seconds: float) -> str:

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from aokun_server.admin_health import cmd_doctor, cmd_status, cmd_stop, embedder_space
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
 from shared.lifecycle import ACTIONS
@@ -96,120 +97,6 @@ def cmd_stats(admin: Admin, args) -> int:
     return 0
 
 
-def cmd_doctor(admin: Admin, args) -> int:
-    """Report every inconsistency found, and stages that will not get done by themselves;
-    exit status 1 if there is any."""
-    from shared.queue import queue_file_problem
-    from shared.store import consistency, vectors
-
-    conn = admin.db.connection()
-    problems = []
-    counts = consistency.all_table_counts(admin.db)
-    if counts["documents"] != counts["documents_fts"]:
-        problems.append(f"{counts['documents']} documents but {counts['documents_fts']} BM25 rows")
-    embedder_model, dim = _embedder_space(admin.config)
-    for name, ids in consistency.missing_outputs(conn, embedder_model).items():
-        if ids:
-            problems.append(f"{len(ids)} memories lack {name} (e.g. {', '.join(map(str, ids[:5]))})")
-    warning = vectors.foreign_space_warning(conn, embedder_model, dim)
-    if warning:
-        problems.append(warning)
-    queue_problem = queue_file_problem(admin.config.storage)
-    if queue_problem:
-        problems.append(queue_problem)
-    pipeline, details = _pipeline_health(admin)
-    print(f"documents {counts['documents']}, stages pending {pipeline['queue']['pending']}, running "
-          f"{pipeline['queue']['running']}, failed {pipeline['queue']['failed']}, done {pipeline['queue']['done']}")
-    for problem in problems + pipeline["warnings"]:
-        print(f"PROBLEM: {problem}")
-    for line in details:
-        print(f"  {line}")
-    found = len(problems) + len(pipeline["warnings"])
-    print("consistent" if not found else f"{found} problem(s) found")
-    return 0 if not found else 1
-
-
-def _pipeline_health(admin: Admin, detail_limit: int = 20) -> tuple[dict, list[str]]:
-    """Queue figures, live workers and fronts, warnings (shared.health), and one line per
-    failed or stuck stage (the first detail_limit)."""
-    from shared import health
-    from shared.store import runtime, stages
-
-    now = time.time()
-    alive_since = now - admin.config.worker.heartbeat_timeout_s
-    with admin.db.snapshot() as conn:
-        queue = stages.queue_figures(conn, now)
-        workers = [row for row in runtime.worker_rows(conn) if row.alive(alive_since)]
-        newest = runtime.newest_heartbeat(conn)
-        fronts = runtime.live_fronts(conn, alive_since)
-        problems = stages.stage_problems(conn, now, detail_limit)
-    details = [f"memory {p['memory_id']}: {p['stage']} stage {p['status']} after {p['attempts']} "
-               f"attempt(s): {p['last_error']}" for p in problems]
-    if len(problems) == detail_limit:
-        details.append(f"... (first {detail_limit} shown; `aokun repair` lists every failed stage)")
-    return {"queue": queue, "workers": workers, "fronts": fronts,
-            "warnings": health.pipeline_warnings(queue, len(workers), newest, now)}, details
-
-
-def cmd_status(admin: Admin, args) -> int:
-    """Live workers and fronts of this data_dir, the queue, and what is wrong with it."""
-    from shared import health
-    from shared.store import runtime
-
-    pipeline, _ = _pipeline_health(admin)
-    now = time.time()
-    print(f"data_dir: {admin.config.storage.data_dir}")
-    rows = runtime.worker_rows(admin.db.connection())
-    unseen = {pid: kind for pid, kind in health.local_workers(
-        admin.config.storage.data_dir, rows, now - admin.config.worker.heartbeat_timeout_s).items()
-        if pid not in {row.pid for row in pipeline["workers"]}}
-    print(f"workers: {len(pipeline['workers'])} alive")
-    for row in pipeline["workers"]:
-        print(f"  {_describe(row, now)}")
-    for pid, kind in unseen.items():
-        print(f"  pid {pid} ({kind})")
-    print(f"fronts: {len(pipeline['fronts'])} alive")
-    for row in pipeline["fronts"]:
-        print(f"  {_describe(row, now)}")
-    queue = pipeline["queue"]
-    print(f"queue: {queue['pending']} pending, {queue['running']} running, {queue['failed']} failed, "
-          f"{queue['done']} done; oldest pending {health.format_age(queue['oldest_pending_age_s'])}")
-    for warning in pipeline["warnings"]:
-        print(f"WARNING: {warning}")
-    return 0
-
-
-def _describe(row, now: float) -> str:
-    from shared.health import format_age
-
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.started_time))
-    return (f"pid {row.pid} on {row.hostname}, {row.kind}, started {started} "
-            f"({format_age(now - row.started_time)} ago), heartbeat {format_age(now - row.heartbeat_time)} ago")
-
-
-def cmd_stop(admin: Admin, args) -> int:
-    """SIGTERM this data_dir's workers on this host (each finishes its running job), wait."""
-    from shared import health
-    from shared.store import runtime
-
-    data_dir = admin.config.storage.data_dir
-    rows = runtime.worker_rows(admin.db.connection())
-    targets = health.local_workers(data_dir, rows, time.time() - admin.config.worker.heartbeat_timeout_s)
-    if not targets:
-        print(f"no worker of {data_dir} is running on this host")
-        return 0
-    print(f"stopping {len(targets)} worker(s) of {data_dir}: "
-          + ", ".join(f"pid {pid} ({kind})" for pid, kind in targets.items()), flush=True)
-    running = health.stop_processes(list(targets), args.timeout)
-    for pid, kind in targets.items():
-        print(f"{'still running' if pid in running else 'stopped'}: worker pid {pid} ({kind})")
-    if running:
-        print(f"aokun stop: {len(running)} worker(s) still running after {args.timeout:.0f} s; "
-              "wait for their jobs, or kill them (stage rows make that safe)", file=sys.stderr)
-        return 1
-    return 0
-
-
 def cmd_repair(admin: Admin, args) -> int:
     """Find failed stages and missing derived rows; with --apply, redo those stages."""
     from shared.store import consistency, stages
@@ -218,7 +105,7 @@ def cmd_repair(admin: Admin, args) -> int:
     failed = stages.failed_stages(conn, limit=1_000_000)
     for memory_id, stage, attempts, error in failed[:50]:
         print(f"failed: memory {memory_id} {stage} ({attempts} attempts): {error}")
-    model, _ = _embedder_space(admin.config)
+    model, _ = embedder_space(admin.config)
     missing = consistency.missing_outputs(conn, model)
     for name, ids in missing.items():
         if ids:
@@ -286,14 +173,6 @@ def _requeue(admin: Admin) -> int:
     report = reconcile(admin.db, Enqueuer(open_queue(admin.config.storage)),
                        admin.config.worker.heartbeat_timeout_s, queue=admin.config.queue)
     return report.enqueued
-
-
-def _embedder_space(config: AppConfig) -> tuple[str, int]:
-    from shared.embedders import build_embedder
-
-    embedder = build_embedder(config.embedding, threads=1)
-    dim = config.embedding.dimensions if config.embedding.provider == "openai" else embedder.dim
-    return embedder.model, dim
 
 
 def _lifecycle(admin: Admin):

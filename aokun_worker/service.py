@@ -22,7 +22,7 @@ from shared.extract.atoms import AtomRules, ttl_days
 from shared.extract.graph_rules import GraphBuilder
 from shared.queue import open_queue
 from shared.reconcile import reconcile
-from shared.store import runtime, vectors
+from shared.store import fts, runtime, vectors
 from shared.store.db import Database
 from shared.store.documents import DocumentStore
 from shared.store.schema import open_database
@@ -97,7 +97,13 @@ class WorkerService:
             pruned = vectors.prune_tombstones(tx, now - TOMBSTONE_KEEP_S)
             gone = runtime.prune_workers(tx, now - TOMBSTONE_KEEP_S)
             fronts = runtime.prune_fronts(tx, now - TOMBSTONE_KEEP_S)
-        return f"{pruned} vector tombstones, {gone} dead worker rows and {fronts} dead front rows pruned"
+        # Words that edits and re-run stages replaced leave the full-text indexes (deletes
+        # drop theirs at once; on SQLite < 3.44 doing so per edit would rewrite the index).
+        with self.db.write() as tx:
+            fts.scrub_terms(tx, fts.FTS_TABLES)
+        fts.flush_deleted(self.db.connection())
+        return (f"{pruned} vector tombstones, {gone} dead worker rows and {fronts} dead front rows"
+                " pruned; replaced words scrubbed from the full-text indexes")
 
     def run(self) -> int:
         """Consume until SIGTERM or SIGINT (both let running jobs finish) or, for an

@@ -80,6 +80,11 @@ def scrub_terms(conn, tables: Iterable[str]) -> None:
         conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
 
 
+def scrubs_in_place(conn) -> bool:
+    """Whether scrub_terms is cheap here (in-place secure-delete) rather than a rewrite."""
+    return library_version(conn) >= IN_PLACE_FROM
+
+
 def _in_place_deletes(conn, table: str) -> bool:
     row = conn.execute(f"SELECT v FROM {table}_config WHERE k = 'secure-delete'").fetchone()
     return bool(row and row[0])

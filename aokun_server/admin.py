@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     maintenance = _with_config(commands.add_parser("maintenance", help="run upkeep now and report it"))
     maintenance.add_argument("action", choices=ACTIONS)
     _with_config(commands.add_parser("backup", help="write an online backup; prints its path last"))
+    panel = _with_config(commands.add_parser("panel", help="the local web panel (prints its URL with a token)"))
+    panel.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765)")
+    panel.add_argument("--no-browser", action="store_true", help="do not open a browser")
     restore = _with_config(commands.add_parser("restore", help="restore a backup into data_dir (processes stopped)"))
     restore.add_argument("file", type=Path)
     return parser
@@ -214,7 +217,14 @@ def cmd_restore(admin: Admin, args) -> int:
     return 0
 
 
-COMMANDS = {"config": cmd_config, "stats": cmd_stats, "doctor": cmd_doctor,
+def cmd_panel(admin: Admin, args) -> int:
+    from aokun_panel.main import serve
+
+    return serve(argparse.Namespace(config=getattr(args, "config", None), port=args.port,
+                                    no_browser=args.no_browser))
+
+
+COMMANDS = {"panel": cmd_panel, "config": cmd_config, "stats": cmd_stats, "doctor": cmd_doctor,
             "status": cmd_status, "stop": cmd_stop,
             "repair": cmd_repair, "rebuild-index": cmd_rebuild_index,
             "maintenance": cmd_maintenance, "backup": cmd_backup, "restore": cmd_restore}

@@ -83,6 +83,21 @@ class MemoryConfig:
 
 CHANNELS = ("bm25", "vector", "graph_keyword", "graph_vector")
 
+# Keys a running process cannot take over from a changed file: they shape what was opened or
+# built at start (files, sockets, models, thread pools, tokenizers). A change to one is
+# reported as "needs a restart" and not applied; every other key applies live.
+RESTART_SECTIONS = frozenset({"storage", "text", "embedding"})
+RESTART_KEYS = frozenset({
+    "server.transport", "server.host", "server.port", "server.token",
+    "worker.threads", "worker.heartbeat_interval_s", "worker.poll_interval_s",
+    "atoms.rules_file", "graph.aliases", "graph.max_topics",
+})
+
+
+def needs_restart(key: str) -> bool:
+    """Whether a change to `section.key` only takes effect after a restart."""
+    return key.split(".", 1)[0] in RESTART_SECTIONS or key in RESTART_KEYS
+
 
 @dataclass(frozen=True)
 class RetrievalConfig:

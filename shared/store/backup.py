@@ -151,3 +151,14 @@ def _forget_processes(path: Path) -> None:
         conn.execute("COMMIT")
     finally:
         conn.close()
+
+
+def latest_backup(directory: Path) -> dict | None:
+    """The newest backup in directory: {path, time, bytes}, or None."""
+    found = sorted(Path(directory).glob(f"{PREFIX}*.db"), key=lambda p: p.stat().st_mtime) \
+        if Path(directory).is_dir() else []
+    if not found:
+        return None
+    newest = found[-1]
+    stat = newest.stat()
+    return {"path": str(newest), "time": stat.st_mtime, "bytes": stat.st_size}

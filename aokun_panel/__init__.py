@@ -1,0 +1,1 @@
+"""The Aokun panel: a local web page to see and tune a memory store (`aokun panel`)."""

@@ -1,0 +1,54 @@
+"""The panel's Starlette app: the gate, the pages' routes, static files, and the reader's life."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from aokun_panel.context import PanelContext, build_memory_service
+from aokun_panel.pages import all_pages
+from aokun_panel.reader import Reader
+from aokun_panel.security import PanelGate, csrf_token
+from shared.live_config import LiveConfig
+from shared.store.schema import open_database
+
+HERE = Path(__file__).resolve().parent
+
+
+def build_context(live: LiveConfig, token: str) -> PanelContext:
+    config = live.current
+    db = open_database(config.storage)
+    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    templates.env.filters["age"] = _age
+    return PanelContext(live=live, db=db, memories=build_memory_service(config, db),
+                        reader=Reader(config.storage.db_path, config.storage.busy_timeout_ms),
+                        templates=templates, csrf=csrf_token(token))
+
+
+def build_app(ctx: PanelContext, token: str, port: int):
+    """The ASGI app: every request through the gate first."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        await ctx.reader.open()
+        try:
+            yield
+        finally:
+            await ctx.reader.close()
+            ctx.db.close()
+
+    routes = [route for module in all_pages() for route in module.routes(ctx)]
+    routes.append(Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"))
+    app = Starlette(routes=routes, lifespan=lifespan)
+    return PanelGate(app, token, port)
+
+
+def _age(seconds) -> str:
+    from shared.health import format_age
+
+    return "never" if seconds is None else format_age(float(seconds))

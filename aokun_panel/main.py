@@ -1,0 +1,63 @@
+"""`aokun panel` / `aokun-panel`: the local web panel, on 127.0.0.1 only, behind a token."""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+
+from shared.config import load_config
+from shared.errors import AokunError
+
+DEFAULT_PORT = 8765
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="aokun panel", description="Aokun Memory's local web panel")
+    parser.add_argument("--config", help="config file (default: $AOKUN_CONFIG, else ./config.yaml)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
+    parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return serve(args)
+    except (AokunError, OSError) as exc:
+        print(f"aokun panel: {exc}", file=sys.stderr)
+        return 2
+
+
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from aokun_panel.app import build_app, build_context
+    from aokun_server.http import bind_listener
+    from shared.live_config import LiveConfig
+
+    config = load_config(args.config)
+    listener = bind_listener("127.0.0.1", args.port)  # loopback only, whatever the config says
+    port = listener.getsockname()[1]
+    token = secrets.token_urlsafe(24)
+    live = LiveConfig(config)
+    ctx = build_context(live, token)
+    app = build_app(ctx, token, port)
+    url = f"http://127.0.0.1:{port}/?token={token}"
+    print(f"aokun panel: {url}", file=sys.stderr, flush=True)
+    if not args.no_browser:
+        import webbrowser
+
+        webbrowser.open(url)
+    server = uvicorn.Server(uvicorn.Config(app, log_level=config.server.log_level.lower()))
+    try:
+        server.run(sockets=[listener])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        listener.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

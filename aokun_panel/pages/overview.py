@@ -1,0 +1,70 @@
+"""Overview: what is stored, what is waiting, who is working; refreshes by itself."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from aokun_panel.pages import Page
+from aokun_panel.render import render
+from shared import health
+from shared.store import atoms, backup, consistency, documents, graph, runtime, stages, vectors
+
+PAGE = Page("/", "Overview")
+
+
+def figures(conn, config, now: float) -> dict:
+    """Everything the overview shows, in one read (on the reader's thread)."""
+    alive_since = now - config.worker.heartbeat_timeout_s
+    queue = stages.queue_figures(conn, now)
+    workers = [row for row in runtime.worker_rows(conn) if row.alive(alive_since)]
+    newest = runtime.newest_heartbeat(conn)
+    counts = documents.DocumentStore(_Conn(conn)).stats()
+    by_type: dict[str, dict[str, int]] = {}
+    for atom_type, state, count in atoms.counts_by_type_and_state(conn):
+        by_type.setdefault(atom_type, {})[state] = count
+    return {
+        "documents": counts,
+        "atoms": by_type,
+        "graph": graph.table_counts(conn),
+        "vectors": [{"kind": k, "model": m, "dim": d, "count": c} for k, m, d, c in vectors.space_figures(conn)],
+        "queue": queue,
+        "workers": [{"pid": w.pid, "host": w.hostname, "kind": w.kind,
+                     "heartbeat_age_s": round(now - w.heartbeat_time, 1)} for w in workers],
+        "fronts": [{"pid": f.pid, "host": f.hostname, "heartbeat_age_s": round(now - f.heartbeat_time, 1)}
+                   for f in runtime.live_fronts(conn, alive_since)],
+        "warnings": health.pipeline_warnings(queue, len(workers), newest, now),
+    }
+
+
+class _Conn:
+    """A Database face on one connection, for DocumentStore's reads."""
+
+    def __init__(self, conn):
+        self._conn = conn
+
+    def connection(self):
+        return self._conn
+
+
+def _files(config) -> dict:
+    path = config.storage.db_path
+    size = sum(os.path.getsize(p) for p in (path, path.with_name(path.name + "-wal")) if p.exists())
+    latest = backup.latest_backup(config.backup.dir or config.storage.data_dir / "backups")
+    return {"database_bytes": size, "last_backup": latest}
+
+
+def routes(ctx) -> list[Route]:
+    async def page(request: Request):
+        data = await ctx.reader.run(figures, ctx.config, time.time())
+        return render(ctx, request, "overview.html", PAGE, data=data, files=_files(ctx.config))
+
+    async def data(request: Request):
+        data = await ctx.reader.run(figures, ctx.config, time.time())
+        return JSONResponse({**data, "files": _files(ctx.config)})
+
+    return [Route("/", page), Route("/api/overview", data)]

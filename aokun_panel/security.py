@@ -1,0 +1,99 @@
+"""The panel's gate: loopback Host only, a per-start token on every request, and a CSRF token
+plus a same-origin Origin on every write.
+
+- Host: a page on another site can make the browser talk to 127.0.0.1 under its own name (DNS
+  rebinding); refusing any Host but 127.0.0.1 / localhost stops that.
+- Token: printed with the URL at start (as Jupyter does). The first visit brings it as
+  ?token=..., which sets an HttpOnly, SameSite=Strict cookie; after that the cookie carries it.
+- Writes (any method but GET/HEAD): the CSRF token (derived from the access token, sent in a
+  form field or the X-CSRF-Token header) and an Origin header naming this panel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from http.cookies import SimpleCookie
+from urllib.parse import parse_qs
+
+COOKIE = "aokun_panel"
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+
+def csrf_token(access_token: str) -> str:
+    """The CSRF token pages embed: derived from the access token, so nothing else is kept."""
+    return hmac.new(access_token.encode(), b"aokun-panel-csrf", hashlib.sha256).hexdigest()
+
+
+def host_name(host_header: str) -> str:
+    """'127.0.0.1:8765' -> '127.0.0.1'; '[::1]:8765' -> '::1'."""
+    if host_header.startswith("["):
+        return host_header[1:].split("]", 1)[0]
+    return host_header.rsplit(":", 1)[0] if ":" in host_header else host_header
+
+
+class PanelGate:
+    """ASGI middleware in front of the whole panel."""
+
+    def __init__(self, app, token: str, port: int):
+        self.app = app
+        self.token = token
+        self.csrf = csrf_token(token)
+        self.origins = {f"http://{host}:{port}" for host in LOCAL_HOSTS}
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        refusal = self._refusal(scope, headers)
+        if refusal is not None:
+            await _send(send, *refusal)
+            return
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if query.get("token", [""])[0] == self.token and self._cookie(headers) != self.token:
+            await self.app(scope, receive, _setting_cookie(send, self.token))
+            return
+        await self.app(scope, receive, send)
+
+    def _refusal(self, scope, headers: dict) -> tuple[int, str] | None:
+        if host_name(headers.get("host", "")) not in LOCAL_HOSTS:
+            return 403, "this panel answers only to 127.0.0.1 or localhost (Host header refused)"
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        given = self._cookie(headers) or query.get("token", [""])[0] or headers.get("x-aokun-token", "")
+        if not hmac.compare_digest(given.encode(), self.token.encode()):
+            return 401, "open the panel with the URL `aokun panel` printed (it carries the access token)"
+        if scope["method"] not in SAFE_METHODS:
+            if headers.get("origin") not in self.origins:
+                return 403, "cross-origin write refused: the Origin header must be this panel"
+            if not hmac.compare_digest(headers.get("x-csrf-token", "").encode(), self.csrf.encode()):
+                return 403, "missing or wrong CSRF token: reload the page and try again"
+        return None
+
+    @staticmethod
+    def _cookie(headers: dict) -> str:
+        cookie = SimpleCookie()
+        try:
+            cookie.load(headers.get("cookie", ""))
+        except Exception:  # a malformed Cookie header is no token
+            return ""
+        return cookie[COOKIE].value if COOKIE in cookie else ""
+
+
+def _setting_cookie(send, token: str):
+    async def wrapped(message):
+        if message["type"] == "http.response.start":
+            value = f"{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
+            message = {**message, "headers": [*message.get("headers", []),
+                                              (b"set-cookie", value.encode("latin-1"))]}
+        await send(message)
+    return wrapped
+
+
+async def _send(send, status: int, text: str) -> None:
+    body = json.dumps({"error": text}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,91 @@
+"""The panel under test: a real `aokun panel` process and a real headless Chromium.
+
+Chromium is Debian's (`apt-get install chromium`; .ci/run installs it), driven by the
+playwright package; playwright's own browser download is not used. Without a Chromium the
+browser tests skip and say so (scripts/test prints it too).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from helpers import BIN, free_port
+
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chrome")
+
+
+def find_chromium() -> str | None:
+    explicit = os.environ.get("AOKUN_CHROMIUM")
+    if explicit:
+        return explicit
+    for name in CHROMIUM_NAMES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@contextmanager
+def panel_process(config: Path, env: dict | None = None):
+    """Run `aokun panel --no-browser` on a free port; yield (base_url, token)."""
+    port = free_port()
+    log = config.parent / "panel-test.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(BIN / "aokun"), "panel", "--config", str(config), "--port", str(port),
+                                 "--no-browser"], stdout=out, stderr=out, env={**os.environ, **(env or {})})
+    try:
+        deadline = time.monotonic() + 60
+        token = None
+        while token is None:
+            text = log.read_text(errors="replace")
+            found = re.search(r"http://127\.0\.0\.1:\d+/\?token=(\S+)", text)
+            if found:
+                token = found.group(1)
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"panel did not start: {text}")
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}", token
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@contextmanager
+def chromium_page():
+    """A fresh headless Chromium page (skips the test when no Chromium is installed)."""
+    executable = find_chromium()
+    if executable is None:
+        pytest.skip("no Chromium found (apt-get install chromium, or set AOKUN_CHROMIUM): "
+                    "browser tests skipped")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            yield page
+        finally:
+            browser.close()
+
+
+def screenshot(page, name: str) -> Path:
+    """Write the page as docs/screenshots/<name>.png (the README shows some of them)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

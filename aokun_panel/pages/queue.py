@@ -1,8 +1,100 @@
-"""Placeholder replaced by its owner in this change."""
+"""Queue: stages in trouble (failed, stuck, retrying) with their errors, the workers and fronts
+alive, and the repair buttons (the `aokun repair --apply` path, through the memory service)."""
+
+from __future__ import annotations
+
+import time
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
 from aokun_panel.pages import Page
+from aokun_panel.render import render
+from shared import health
+from shared.errors import AokunError
+from shared.store import consistency, runtime, stages
 
 PAGE = Page("/queue", "Queue")
+LISTED = 100  # rows per table; the counts above them are exact
 
 
-def routes(ctx):
-    return []
+def queue_view(conn, heartbeat_timeout_s: float, now: float) -> dict:
+    """Everything the queue page shows, in one read (on the reader's thread)."""
+    alive_since = now - heartbeat_timeout_s
+    figures = stages.queue_figures(conn, now)
+    workers = [row for row in runtime.worker_rows(conn) if row.alive(alive_since)]
+    return {
+        "queue": figures,
+        "problems": stages.stage_problems(conn, now, LISTED),
+        "retrying": stages.retrying_stages(conn, now, LISTED),
+        "workers": [{"pid": w.pid, "host": w.hostname, "autostarted": w.kind == "autostarted",
+                     "heartbeat_age_s": round(now - w.heartbeat_time, 1),
+                     "up_s": round(now - w.started_time, 1)} for w in workers],
+        "fronts": [{"pid": f.pid, "host": f.hostname, "transport": f.kind,
+                    "heartbeat_age_s": round(now - f.heartbeat_time, 1)}
+                   for f in runtime.live_fronts(conn, alive_since)],
+        "warnings": health.pipeline_warnings(figures, len(workers), runtime.newest_heartbeat(conn), now),
+    }
+
+
+def configured_model(config) -> str:
+    """The name of the configured vector space (the local models load only on first use, so
+    naming it loads nothing)."""
+    from shared.embedders import build_embedder
+
+    return build_embedder(config.embedding, threads=1).model
+
+
+def missing_summary(missing: dict[str, list[int]]) -> dict:
+    return {name: {"count": len(ids), "examples": ids[:10]} for name, ids in missing.items() if ids}
+
+
+def refused(exc: AokunError) -> JSONResponse:
+    """A store or config failure as the one line the page shows (409: nothing was changed)."""
+    return JSONResponse({"error": str(exc)}, status_code=409)
+
+
+def routes(ctx) -> list[Route]:
+    async def view() -> dict:
+        return await ctx.reader.run(queue_view, ctx.config.worker.heartbeat_timeout_s, time.time())
+
+    async def find_missing() -> dict[str, list[int]]:
+        return await ctx.reader.run(consistency.missing_outputs, configured_model(ctx.config))
+
+    async def page(request: Request):
+        return render(ctx, request, "queue.html", PAGE, data=await view())
+
+    async def data(request: Request):
+        return JSONResponse(await view())
+
+    async def missing(request: Request):
+        """The doctor's check for derived rows a done stage should have made (a full scan:
+        run on demand, not on every refresh)."""
+        try:
+            return JSONResponse({"missing": missing_summary(await find_missing())})
+        except AokunError as exc:
+            return refused(exc)
+
+    async def retry_failed(request: Request):
+        """aokun repair --apply, failed half: fresh attempts, queued for the workers."""
+        try:
+            return JSONResponse({"retried": await run_in_threadpool(ctx.memories.retry_failed)})
+        except AokunError as exc:
+            return refused(exc)
+
+    async def redo_missing(request: Request):
+        """aokun repair --apply, missing half: found again here (never trusting ids from the
+        page), then the stages that make them run again."""
+        try:
+            found = await find_missing()
+            redone = await run_in_threadpool(ctx.memories.redo_missing, found)
+        except AokunError as exc:
+            return refused(exc)
+        return JSONResponse({"redone": redone, "missing": missing_summary(found)})
+
+    return [Route("/queue", page), Route("/api/queue", data),
+            Route("/api/queue/missing", missing),
+            Route("/api/queue/retry-failed", retry_failed, methods=["POST"]),
+            Route("/api/queue/redo-missing", redo_missing, methods=["POST"])]

@@ -299,3 +299,15 @@ def is_done(conn: sqlite3.Connection, memory_id: int, stage: str, content_hash: 
     return conn.execute(
         "SELECT 1 FROM memory_stages WHERE memory_id = ? AND stage = ? AND content_hash = ?"
         " AND status = 'done'", (memory_id, stage, content_hash)).fetchone() is not None
+
+
+def retrying_stages(conn: sqlite3.Connection, now: float, limit: int = 50) -> list[dict]:
+    """Stages pending again after a failed attempt, soonest retry first (the panel's queue
+    page): {memory_id, stage, attempts, last_error, retry_in_s} (0 once the backoff is over)."""
+    rows = conn.execute(
+        "SELECT memory_id, stage, attempts, last_error, next_attempt_time FROM memory_stages"
+        " WHERE status = 'pending' AND attempts > 0 ORDER BY next_attempt_time, memory_id LIMIT ?",
+        (limit,)).fetchall()
+    return [{"memory_id": r[0], "stage": r[1], "attempts": r[2], "last_error": r[3],
+             "retry_in_s": round(max(0.0, (r[4] or now) - now), 1)} for r in rows]
+

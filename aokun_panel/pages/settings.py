@@ -1,8 +1,93 @@
-"""Placeholder replaced by its owner in this change."""
+"""Settings: every key of config.example.yaml with its description, default, running value and
+an input that fits; saving writes the config file (shared/config_file.py) with the user's
+comments kept, after the loader has accepted the result.
+
+Which file: the one the panel's running config came from; a panel running on defaults (no
+file found) saves to ./config.yaml in its working folder, created from config.example.yaml,
+the file processes started in that folder read next. The panel only writes the file: every
+process (this one too) applies the change through its config watcher (shared/live_config.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
 from aokun_panel.pages import Page
+from aokun_panel.render import render
+from shared.config_file import as_json, config_target, example_settings, save_settings
+from shared.errors import ConfigError
 
 PAGE = Page("/settings", "Settings")
+SECRET_KEYS = frozenset({"server.token", "embedding.api_key"})  # shown as set / not set
 
 
-def routes(ctx):
-    return []
+def running_values(config, sections: dict) -> dict:
+    """{section.key: value as JSON} of the running config, for every key the page lists."""
+    return {s.key: as_json(getattr(getattr(config, section), s.key.split(".", 1)[1]))
+            for section, settings in sections.items() for s in settings}
+
+
+def shown(key: str, value) -> str:
+    """A value as one line of text in the default / now columns."""
+    if key in SECRET_KEYS:
+        return "set" if value else "not set"
+    if isinstance(value, list):
+        return ", ".join(value) if value else "(none)"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "(empty)" if value == "" else str(value)
+
+
+def waiting(live) -> dict:
+    """{section.key: text of the saved value} for keys the file changed that this process
+    applies only after a restart."""
+    return {key: shown(key, as_json(new)) for key, (_, new) in live.pending_restart.items()}
+
+
+def routes(ctx) -> list[Route]:
+    async def described() -> dict:
+        # The first call parses config.example.yaml (about 0.1 s): off the event loop.
+        return await run_in_threadpool(example_settings)
+
+    async def page(request: Request):
+        config = ctx.config
+        target = config_target(config)
+        try:
+            sections = await described()
+        except ConfigError as exc:
+            return render(ctx, request, "settings.html", PAGE, status_code=500, problem=str(exc),
+                          sections={}, target=str(target), exists=target.is_file())
+        return render(ctx, request, "settings.html", PAGE, sections=sections,
+                      values=running_values(config, sections), shown=shown, secrets=SECRET_KEYS,
+                      waiting=waiting(ctx.live), target=str(target), exists=target.is_file())
+
+    async def current(request: Request):
+        values = running_values(ctx.config, await described())
+        return JSONResponse({"values": values, "shown": {k: shown(k, v) for k, v in values.items()},
+                             "waiting": waiting(ctx.live)})
+
+    async def save(request: Request):
+        try:
+            changes = json.loads(await request.body())
+        except ValueError:
+            return JSONResponse({"error": 'send the changed settings as JSON {"section.key": value}'},
+                                status_code=400)
+        target = config_target(ctx.config)
+        try:
+            receipt = await run_in_threadpool(save_settings, target, changes)
+        except ConfigError as exc:  # the loader's message; nothing was written
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except OSError as exc:
+            return JSONResponse({"error": f"cannot write {target}: {exc.strerror or exc}; the file is unchanged"},
+                                status_code=500)
+        return JSONResponse({"file": str(receipt.path), "created": receipt.created,
+                             "backup": str(receipt.backup) if receipt.backup else None,
+                             "saved": list(receipt.saved), "live": receipt.live, "restart": receipt.restart})
+
+    return [Route("/settings", page), Route("/api/settings", current),
+            Route("/api/settings", save, methods=["POST"])]

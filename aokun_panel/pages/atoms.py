@@ -1,8 +1,131 @@
-"""Placeholder replaced by its owner in this change."""
+"""Atoms: by type and state, how long each active one has left, reinforcements, and the chains
+of atoms that replaced one another ("我住在北京" → "我现在住在上海")."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
 from aokun_panel.pages import Page
+from aokun_panel.render import render
+from shared.decay import DAY
+from shared.health import format_age
+from shared.rules.atoms import time_factor
+from shared.store import atoms
 
 PAGE = Page("/atoms", "Atoms")
+PAGE_SIZE = 50
 
 
-def routes(ctx):
-    return []
+def shelf_life(row, now: float) -> dict | None:
+    """What is left of an active atom's validity: until its deadline (a plan), else in its
+    shelf life (ttl_days from its last confirmation), as the fraction left for a bar, a label
+    and the time factor recall applies (shared/rules/atoms.time_factor). None when the atom
+    is no longer active (its state says why)."""
+    if row["state"] != "active":
+        return None
+    if row["deadline"] is not None:
+        start, end, kind = row["create_time"], row["deadline"], "until its deadline"
+    elif row["ttl_days"]:
+        start = row["state_time"] or row["create_time"]
+        end, kind = start + row["ttl_days"] * DAY, "of its shelf life"
+    else:
+        return {"fraction": 1.0, "label": "never fades", "factor": 1.0, "kind": "no shelf life"}
+    left = end - now
+    span = end - start
+    fraction = min(1.0, max(0.0, left / span)) if span > 0 else float(left > 0)
+    label = f"{format_age(left)} left" if left > 0 else f"overdue by {format_age(-left)} (the sweep expires it)"
+    return {"fraction": fraction, "label": label, "factor": round(time_factor(row, now), 3), "kind": kind}
+
+
+def atom_view(row, now: float) -> dict:
+    """One atom as the pages show it."""
+    return {
+        "id": row["id"], "type": row["type"], "state": row["state"], "text": row["text"],
+        "memory_id": row["memory_id"], "persona_id": row["persona_id"],
+        "confidence": round(row["confidence"], 3), "importance": round(row["importance"], 3),
+        "reinforcement_count": row["reinforcement_count"], "ttl_days": row["ttl_days"],
+        "deadline": utc(row["deadline"]), "superseded_by": row["superseded_by"],
+        "slots": (row["subject"], row["attribute"], row["value"]) if row["subject"] else None,
+        "needs_repair": bool(row["needs_repair"]), "life": shelf_life(row, now),
+    }
+
+
+def chains(conn, rows) -> dict[int, list[dict]]:
+    """{atom id: its supersede chain, oldest first} for the atoms that are in one."""
+    found = {}
+    for row in rows:
+        if row["state"] == "dormant":
+            continue  # a provenance row: its link means "reinforced", not "replaced"
+        chain = atoms.supersede_chain(conn, row["id"], row["persona_id"])
+        if len(chain) > 1:
+            found[row["id"]] = [{"id": a["id"], "text": a["text"], "state": a["state"],
+                                 "memory_id": a["memory_id"]} for a in chain]
+    return found
+
+
+def atoms_page(conn, filters: dict, offset: int, now: float) -> dict:
+    """One page of atoms (newest first) with their chains, in one read."""
+    rows = atoms.page(conn, filters["type"], filters["state"], filters["persona"], PAGE_SIZE + 1, offset)
+    shown = rows[:PAGE_SIZE]
+    return {"atoms": [atom_view(r, now) for r in shown], "chains": chains(conn, shown),
+            "more": len(rows) > PAGE_SIZE}
+
+
+def counts(conn) -> dict[str, dict[str, int]]:
+    """{type: {state: atoms}} over the whole store. A full scan (0.1-0.2 s at 150k atoms on a
+    busy 2-core machine), so the page asks for it after it has loaded."""
+    found: dict[str, dict[str, int]] = {t: {} for t in atoms.ATOM_TYPES}
+    for atom_type, state, count in atoms.counts_by_type_and_state(conn):
+        found.setdefault(atom_type, {})[state] = count
+    return found
+
+
+def link(path: str, filters: dict, **changes) -> str:
+    """The page's URL with its filters, some of them changed (None or "" leaves one out)."""
+    values = {**filters, **changes}
+    return f"{path}?{urlencode({k: v for k, v in values.items() if v not in (None, '')})}"
+
+
+def utc(ts: float | None) -> str | None:
+    """An epoch time as the pages show it: 2024-05-08 13:56 UTC."""
+    return None if ts is None else datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _filters(request: Request) -> tuple[dict, int, str | None]:
+    """The filters of the query string, the offset, and what was wrong with them (or None)."""
+    query = request.query_params
+    filters = {"type": query.get("type") or None, "state": query.get("state") or None,
+               "persona": query.get("persona") or None}
+    problem = None
+    if filters["type"] not in (None, *atoms.ATOM_TYPES):
+        problem = f"type must be one of {', '.join(atoms.ATOM_TYPES)}, got {filters['type'][:40]!r}"
+        filters["type"] = None
+    if filters["state"] not in (None, *atoms.ATOM_STATES):
+        problem = f"state must be one of {', '.join(atoms.ATOM_STATES)}, got {filters['state'][:40]!r}"
+        filters["state"] = None
+    try:
+        page = max(1, int(query.get("page", "1")))
+    except ValueError:
+        page, problem = 1, f"page must be a whole number, got {query.get('page', '')[:40]!r}"
+    return filters, (page - 1) * PAGE_SIZE, problem
+
+
+def routes(ctx) -> list[Route]:
+    async def page(request: Request):
+        filters, offset, problem = _filters(request)
+        data = await ctx.reader.run(atoms_page, filters, offset, time.time())
+        return render(ctx, request, "atoms.html", PAGE, status_code=400 if problem else 200,
+                      data=data, filters=filters, problem=problem, types=atoms.ATOM_TYPES,
+                      states=atoms.ATOM_STATES, page_number=offset // PAGE_SIZE + 1,
+                      link=lambda **changes: link(PAGE.path, filters, **changes))
+
+    async def counts_data(request: Request):
+        return JSONResponse({"counts": await ctx.reader.run(counts)})
+
+    return [Route("/atoms", page), Route("/api/atoms/counts", counts_data)]

@@ -1,8 +1,221 @@
-"""Placeholder replaced by its owner in this change."""
+"""Memories: search (the real recall, explained as score bars), a filtered list, and one memory
+with its atoms, graph facts and stages; edit, pin and delete through the memory service, the
+same calls the MCP tools make, so messages and receipts read the same."""
+
+from __future__ import annotations
+
+import time
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
 from aokun_panel.pages import Page
+from aokun_panel.pages.atoms import atom_view, chains, link, utc
+from aokun_panel.recall import panel_recall
+from aokun_panel.render import render
+from aokun_server.models import MAX_INT64, MemoryMetadata, MemoryOut, parse_iso
+from shared.errors import AokunError, MemoryNotFound, StorageError
+from shared.store import atoms, documents, graph, stages
+from shared.store.documents import DocumentFilter, unmarked
 
 PAGE = Page("/memories", "Memories")
+PAGE_SIZE = 50
+COUNT_CAP = 10_000     # a list counts its matches up to here ("10000+"): never a whole table
+PERSONAS_SHOWN = 500
 
 
-def routes(ctx):
-    return []
+class EditArgs(BaseModel):
+    """An edit as the panel sends it: the edit_memory tool's arguments, so a bad value is
+    refused with the tool's own message ("metadata.importance: must be at most 1 ...")."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    content: str | None = None
+    metadata: MemoryMetadata | None = None
+
+
+# -- reads (on the reader's thread) ---------------------------------------------------------
+
+
+def list_page(conn, scope: DocumentFilter, state: str, offset: int) -> dict:
+    docs, total = documents.list_by_state(conn, scope, state, PAGE_SIZE, offset, COUNT_CAP)
+    return {"memories": docs, "total": total, "capped": total >= COUNT_CAP,
+            "personas": documents.persona_ids(conn, PERSONAS_SHOWN)}
+
+
+def memory_page(conn, memory_id: int, now: float) -> dict:
+    """One memory with what was derived from it: atoms, graph entries and edges, stages."""
+    doc = documents.get(conn, memory_id)
+    atom_rows = atoms.of_memory(conn, memory_id)
+    entries = graph.entries_of_memory(conn, memory_id)
+    edges = graph.edges_of_memory(conn, memory_id)
+    nodes = {}
+    for e in edges:
+        nodes[e["src_id"]] = (e["src_type"], e["src_value"])
+        nodes[e["dst_id"]] = (e["dst_type"], e["dst_value"])
+    for e in entries:
+        if e["node_id"] is not None:
+            nodes[e["node_id"]] = (e["node_type"], e["node_value"])
+    return {"doc": doc, "atoms": [atom_view(r, now) for r in atom_rows], "chains": chains(conn, atom_rows),
+            "entries": entries, "edges": edges,
+            "nodes": sorted(nodes.values(), key=lambda n: ("person", "topic", "fact").index(n[0])),
+            "stages": stages.of_memory(conn, memory_id)}
+
+
+# -- the request's filters -------------------------------------------------------------------
+
+
+def read_filters(request: Request) -> tuple[dict, DocumentFilter, int, str | None]:
+    """(filters as given, the DocumentFilter they make, offset, what was wrong or None)."""
+    q = request.query_params
+    filters = {key: q.get(key, "").strip() for key in ("q", "persona", "session", "since", "until")}
+    filters["state"] = q.get("state") or "active"
+    problem = None
+    if filters["state"] not in documents.LIST_STATES:
+        problem = f"state must be one of {', '.join(documents.LIST_STATES)}, got {filters['state'][:40]!r}"
+        filters["state"] = "active"
+    bounds = {}
+    for name in ("since", "until"):
+        try:
+            bounds[name] = _bound(filters[name], name)
+        except ValueError as exc:
+            problem, bounds[name] = str(exc), None
+    if bounds["since"] is not None and bounds["until"] is not None and bounds["since"] > bounds["until"]:
+        problem = f"since ({filters['since']}) is after until ({filters['until']})"
+    try:
+        page = max(1, int(q.get("page", "1")))
+    except ValueError:
+        page, problem = 1, f"page must be a whole number, got {q.get('page', '')[:40]!r}"
+    scope = DocumentFilter(session_id=filters["session"] or None, persona_id=filters["persona"] or None,
+                           include_archived=filters["state"] != "active",
+                           since=bounds["since"], until=bounds["until"])
+    return filters, scope, (page - 1) * PAGE_SIZE, problem
+
+
+def _bound(value: str, name: str) -> float | None:
+    """A since/until field as epoch seconds; a bare date for until means the end of that day."""
+    if not value:
+        return None
+    moment = documents.epoch(parse_iso(value, name))
+    return moment + 86_399.999 if name == "until" and len(value) == 10 else moment
+
+
+# -- routes -----------------------------------------------------------------------------------
+
+
+def routes(ctx) -> list[Route]:
+    async def memories(request: Request):
+        filters, scope, offset, problem = read_filters(request)
+        hits, search_error = None, None
+        if filters["q"] and problem is None:
+            try:
+                hits = await run_in_threadpool(panel_recall(ctx).recall, filters["q"],
+                                               ctx.config.memory.recall_top_k, scope)
+            except AokunError as exc:
+                search_error = str(exc)
+        data = await ctx.reader.run(list_page, scope, filters["state"], offset)
+        return render(ctx, request, "memories.html", PAGE, status_code=400 if problem else 200,
+                      filters=filters, problem=problem, hits=hits, search_error=search_error,
+                      data=data, offset=offset, page_size=PAGE_SIZE, states=documents.LIST_STATES,
+                      channels=ctx.config.retrieval.channels, utc=utc,
+                      link=lambda **changes: link(PAGE.path, filters, **changes))
+
+    async def memory(request: Request):
+        try:
+            data = await ctx.reader.run(memory_page, _memory_id(request), time.time())
+        except MemoryNotFound as exc:
+            return render(ctx, request, "memory.html", PAGE, status_code=404, missing=str(exc), utc=utc)
+        return render(ctx, request, "memory.html", PAGE, data=data, missing=None,
+                      content=unmarked(data["doc"].text), utc=utc)
+
+    async def edit(request: Request):
+        try:
+            args = EditArgs.model_validate(await request.json())
+        except ValidationError as exc:
+            return _refused(_describe(exc), 400)
+        except ValueError:
+            return _refused("the body must be JSON: {\"content\": ..., \"metadata\": {...}}", 400)
+        return await _write(_edit, ctx, request, args)
+
+    async def pin(request: Request):
+        body = await _json(request)
+        if not isinstance(body, dict) or not isinstance(body.get("pinned"), bool):
+            return _refused("pinned must be true or false", 400)
+        return await _write(_pin, ctx, request, body["pinned"])
+
+    async def delete(request: Request):
+        return await _write(_delete, ctx, request)
+
+    return [Route("/memories", memories), Route("/memories/{memory_id:int}", memory),
+            Route("/api/memories/{memory_id:int}", edit, methods=["POST"]),
+            Route("/api/memories/{memory_id:int}", delete, methods=["DELETE"]),
+            Route("/api/memories/{memory_id:int}/pin", pin, methods=["POST"])]
+
+
+# -- writes: the memory service, off the event loop -----------------------------------------
+
+
+def _edit(ctx, memory_id: int, args: EditArgs) -> dict:
+    from aokun_server.tools import checked_content
+
+    content = args.content
+    if content is not None:
+        content = checked_content(content, ctx.config.server.max_content_chars)
+    changes = args.metadata.changes() if args.metadata is not None else {}
+    if content is None and not changes:
+        raise ValueError("nothing to change: give content and/or metadata")
+    doc = ctx.memories.edit(memory_id, content, changes)
+    return {"id": doc.id, "status": "updated", "memory": MemoryOut.of(doc).model_dump()}
+
+
+def _pin(ctx, memory_id: int, pinned: bool) -> dict:
+    doc = ctx.memories.set_pinned(memory_id, pinned)
+    return {"id": doc.id, "pinned": doc.fields.pinned}
+
+
+def _delete(ctx, memory_id: int) -> dict:
+    return {"id": memory_id, "status": "deleted", "removed": ctx.memories.delete(memory_id)}
+
+
+def _memory_id(request: Request) -> int:
+    """The memory id in the path; one SQLite cannot hold is no memory."""
+    memory_id = request.path_params["memory_id"]
+    if memory_id > MAX_INT64:
+        raise MemoryNotFound(memory_id)
+    return memory_id
+
+
+async def _write(fn, ctx, request: Request, *args) -> JSONResponse:
+    """Run a write on the request's memory in a thread; our errors become one-line JSON
+    refusals."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        return JSONResponse(await run_in_threadpool(fn, ctx, _memory_id(request), *args))
+    except MemoryNotFound as exc:
+        return _refused(str(exc), 404)
+    except StorageError as exc:
+        return _refused(str(exc), 503)
+    except ValidationError:
+        raise  # a result that does not fit its model is our bug, not the user's input
+    except (AokunError, ToolError, ValueError) as exc:
+        return _refused(str(exc), 400)
+
+
+def _describe(exc: ValidationError) -> str:
+    from aokun_server.server import describe_validation_error
+
+    return describe_validation_error(exc, EditArgs)
+
+
+async def _json(request: Request):
+    try:
+        return await request.json()
+    except ValueError:
+        return None
+
+
+def _refused(message: str, status: int) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)

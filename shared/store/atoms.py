@@ -216,3 +216,35 @@ def table_counts(conn: sqlite3.Connection) -> dict[str, int]:
         "memory_atoms": conn.execute("SELECT COUNT(*) FROM memory_atoms").fetchone()[0],
         "atoms_fts": conn.execute("SELECT COUNT(*) FROM atoms_fts").fetchone()[0],
     }
+
+
+def page(conn: sqlite3.Connection, atom_type: str | None, state: str | None, persona_id: str | None,
+         limit: int, offset: int) -> list[sqlite3.Row]:
+    """Atoms newest first (the panel's atoms page), of a type, a state and a persona when
+    given; with no state, every state but dormant (a reinforcement's provenance row)."""
+    clauses, params = [], []
+    for column, value in (("type", atom_type), ("state", state), ("persona_id", persona_id)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if state is None:
+        clauses.append("state != 'dormant'")
+    return conn.execute(f"SELECT * FROM memory_atoms WHERE {' AND '.join(clauses)}"
+                        " ORDER BY id DESC LIMIT ? OFFSET ?", (*params, limit, offset)).fetchall()
+
+
+def supersede_chain(conn: sqlite3.Connection, atom_id: int, persona_id: str | None,
+                    max_steps: int = 20) -> list[sqlite3.Row]:
+    """The atoms one atom replaced and those that replaced it, with itself, oldest first:
+    id, text, state, memory_id, superseded_by. Just itself when it is in no chain. Superseding
+    stays within a persona, so the backward step reads the (persona_id, state) index."""
+    return conn.execute(
+        "WITH RECURSIVE back(id, step) AS (SELECT ?, 0 UNION SELECT a.id, back.step + 1 FROM back"
+        " JOIN memory_atoms a ON a.persona_id IS ? AND a.state = 'superseded'"
+        " AND a.superseded_by = back.id WHERE back.step < ?),"
+        " ahead(id, step) AS (SELECT ?, 0 UNION SELECT a.superseded_by, ahead.step + 1 FROM ahead"
+        " JOIN memory_atoms a ON a.id = ahead.id WHERE a.state = 'superseded'"
+        " AND a.superseded_by IS NOT NULL AND ahead.step < ?)"
+        " SELECT id, text, state, memory_id, superseded_by FROM memory_atoms"
+        " WHERE id IN (SELECT id FROM back UNION SELECT id FROM ahead) ORDER BY id",
+        (atom_id, persona_id, max_steps, atom_id, max_steps)).fetchall()

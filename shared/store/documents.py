@@ -334,3 +334,28 @@ def _row_to_document(row: sqlite3.Row) -> Document:
         access_count=row["access_count"], last_access_time=row["last_access_time"],
         create_time=row["create_time"], update_time=row["update_time"])
 
+
+LIST_STATES = ("active", "pinned", "archived", "all")
+
+
+def list_by_state(conn: sqlite3.Connection, scope: DocumentFilter, state: str, limit: int,
+                  offset: int, count_cap: int) -> tuple[list[Document], int]:
+    """A page of documents newest first (the panel's list) and how many match, counted up to
+    count_cap so a count never reads a whole 100k table. state: active (not archived), pinned,
+    archived or all; scope.include_archived is ignored (the state says it)."""
+    where, params = _filter_sql(DocumentFilter(scope.session_id, scope.persona_id,
+                                               include_archived=state != "active",
+                                               since=scope.since, until=scope.until), alias="documents")
+    where += {"pinned": " AND documents.pinned = 1", "archived": " AND documents.archived = 1"}.get(state, "")
+    total = conn.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM documents WHERE {where} LIMIT ?)",
+                         (*params, count_cap)).fetchone()[0]
+    rows = conn.execute(f"SELECT * FROM documents WHERE {where} ORDER BY id DESC LIMIT ? OFFSET ?",
+                        (*params, limit, offset)).fetchall()
+    return [_row_to_document(r) for r in rows], total
+
+
+def persona_ids(conn: sqlite3.Connection, limit: int) -> list[str]:
+    """Distinct persona ids, sorted (the panel's persona filter), up to limit."""
+    return [r[0] for r in conn.execute(
+        "SELECT DISTINCT persona_id FROM documents WHERE persona_id IS NOT NULL"
+        " ORDER BY persona_id LIMIT ?", (limit,))]

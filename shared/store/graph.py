@@ -272,3 +272,23 @@ def memory_confidence(conn: sqlite3.Connection, memory_ids: Sequence[int]) -> di
     return dict(conn.execute(
         "SELECT source_memory_id, MAX(confidence) FROM graph_entries WHERE source_memory_id IN"
         " (SELECT value FROM json_each(?)) GROUP BY source_memory_id", (json.dumps(list(memory_ids)),)))
+
+
+def entries_of_memory(conn: sqlite3.Connection, memory_id: int, limit: int = 200) -> list[sqlite3.Row]:
+    """A memory's graph entries with the node each describes (the panel's memory page): id,
+    text, confidence, atom_id, node_id, node_type, node_value."""
+    return conn.execute(
+        "SELECT e.id, e.text, e.confidence, e.atom_id, e.node_id, n.type AS node_type,"
+        " n.value AS node_value FROM graph_entries e LEFT JOIN graph_nodes n ON n.id = e.node_id"
+        " WHERE e.source_memory_id = ? ORDER BY e.id LIMIT ?", (memory_id, limit)).fetchall()
+
+
+def edges_of_memory(conn: sqlite3.Connection, memory_id: int, limit: int = 200) -> list[sqlite3.Row]:
+    """A memory's graph edges with the nodes they join (the panel's memory page): type,
+    confidence, weight, src_id, src_type, src_value, dst_id, dst_type, dst_value."""
+    return conn.execute(
+        "SELECT e.type, e.confidence, e.weight, s.id AS src_id, s.type AS src_type,"
+        " s.value AS src_value, d.id AS dst_id, d.type AS dst_type, d.value AS dst_value"
+        " FROM graph_edges e JOIN graph_nodes s ON s.id = e.src_node_id"
+        " JOIN graph_nodes d ON d.id = e.dst_node_id WHERE e.source_memory_id = ?"
+        " ORDER BY e.id LIMIT ?", (memory_id, limit)).fetchall()

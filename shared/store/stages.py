@@ -311,3 +311,12 @@ def retrying_stages(conn: sqlite3.Connection, now: float, limit: int = 50) -> li
     return [{"memory_id": r[0], "stage": r[1], "attempts": r[2], "last_error": r[3],
              "retry_in_s": round(max(0.0, (r[4] or now) - now), 1)} for r in rows]
 
+
+def of_memory(conn: sqlite3.Connection, memory_id: int) -> list[sqlite3.Row]:
+    """A memory's stage rows in run order (the panel's memory page): stage, status, attempts,
+    last_error, next_attempt_time, lease_until, update_time, content_hash."""
+    order = " ".join(f"WHEN '{stage}' THEN {i}" for i, stage in enumerate(STAGES))
+    return conn.execute(
+        "SELECT stage, status, attempts, last_error, next_attempt_time, lease_until, update_time,"
+        f" content_hash FROM memory_stages WHERE memory_id = ? ORDER BY CASE stage {order} END",
+        (memory_id,)).fetchall()

@@ -118,6 +118,8 @@ def test_list_filters_by_persona_and_state(panel):
         # Newest first, across personas.
         everyone = listed(page, url, state="all")
         assert everyone == sorted(everyone, reverse=True) and ids["cello"] in everyone
+        page.goto(f"{url}/memories?page={'9' * 30}")  # far past the end: empty, not an error
+        assert page.locator("#memories tr.memory").count() == 0
         page.goto(f"{url}/memories?since=yesterday")
         assert "since must be an ISO-8601 date" in page.locator("#problem").inner_text()
 
@@ -231,5 +233,7 @@ def test_atoms_page_shows_a_superseded_chain_and_shelf_lives(panel):
         screenshot(page, "atoms")
         page.goto(f"{url}/atoms?state=superseded&persona=u2")
         assert page.locator("#atoms tr.atom").evaluate_all("els => els.map(e => e.id)") == [f"atom-{old_atom}"]
+        page.goto(f"{url}/atoms?page={'9' * 30}")
+        assert page.locator("#atoms tr.atom").count() == 0 and "No atoms match" in page.locator("#atoms").inner_text()
         page.goto(f"{url}/atoms?type=planned")
         assert {e for e in page.locator("#atoms tr.atom").evaluate_all("els => els.map(e => e.id)")} == {f"atom-{plan}"}

@@ -20,6 +20,7 @@ from shared.store import atoms
 
 PAGE = Page("/atoms", "Atoms")
 PAGE_SIZE = 50
+MAX_PAGE = 1_000_000  # far past any store; keeps the offset a number SQLite takes
 
 
 def shelf_life(row, now: float) -> dict | None:
@@ -110,7 +111,7 @@ def _filters(request: Request) -> tuple[dict, int, str | None]:
         problem = f"state must be one of {', '.join(atoms.ATOM_STATES)}, got {filters['state'][:40]!r}"
         filters["state"] = None
     try:
-        page = max(1, int(query.get("page", "1")))
+        page = min(max(1, int(query.get("page", "1"))), MAX_PAGE)
     except ValueError:
         page, problem = 1, f"page must be a whole number, got {query.get('page', '')[:40]!r}"
     return filters, (page - 1) * PAGE_SIZE, problem

@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from aokun_panel.pages import Page
-from aokun_panel.pages.atoms import atom_view, chains, link, utc
+from aokun_panel.pages.atoms import MAX_PAGE, atom_view, chains, link, utc
 from aokun_panel.recall import panel_recall
 from aokun_panel.render import render
 from aokun_server.models import MAX_INT64, MemoryMetadata, MemoryOut, parse_iso
@@ -85,7 +85,7 @@ def read_filters(request: Request) -> tuple[dict, DocumentFilter, int, str | Non
     if bounds["since"] is not None and bounds["until"] is not None and bounds["since"] > bounds["until"]:
         problem = f"since ({filters['since']}) is after until ({filters['until']})"
     try:
-        page = max(1, int(q.get("page", "1")))
+        page = min(max(1, int(q.get("page", "1"))), MAX_PAGE)
     except ValueError:
         page, problem = 1, f"page must be a whole number, got {q.get('page', '')[:40]!r}"
     scope = DocumentFilter(session_id=filters["session"] or None, persona_id=filters["persona"] or None,

@@ -36,9 +36,12 @@ def build_app(ctx: PanelContext, token: str, port: int):
     @contextlib.asynccontextmanager
     async def lifespan(app):
         await ctx.reader.open()
+        watcher = ctx.live.watch()  # settings saved anywhere apply here too
         try:
             yield
         finally:
+            if watcher is not None:
+                watcher.stop()
             await ctx.reader.close()
             ctx.db.close()
 

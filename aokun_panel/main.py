@@ -34,13 +34,14 @@ def serve(args: argparse.Namespace) -> int:
 
     from aokun_panel.app import build_app, build_context
     from aokun_server.http import bind_listener
-    from shared.live_config import LiveConfig
+    from shared.live_config import LiveConfig, apply_log_level
 
     config = load_config(args.config)
     listener = bind_listener("127.0.0.1", args.port)  # loopback only, whatever the config says
     port = listener.getsockname()[1]
     token = secrets.token_urlsafe(24)
     live = LiveConfig(config)
+    live.subscribe(lambda old, new: apply_log_level(new.server.log_level))
     ctx = build_context(live, token)
     app = build_app(ctx, token, port)
     url = f"http://127.0.0.1:{port}/?token={token}"

@@ -1,4 +1,8 @@
-"""Build the front: open the store and queue, wire the channels, register the tools."""
+"""Build the front: open the store and queue, wire the channels, register the tools.
+
+Everything reads the process's LiveConfig: per call (tools, recall, lifecycle jobs), or by
+subscribing to rebuild what it built from it (the recaller with its channels, the listed tools,
+the log level), so a saved config file applies without a restart."""
 
 from __future__ import annotations
 
@@ -15,15 +19,15 @@ from aokun_server.tools import ToolDeps, register_tools
 from shared import __version__
 from shared.config import AppConfig
 from shared.embedders import Embedder, build_embedder
-from shared.extract.atoms import ttl_days
 from shared.health import FrontHeartbeat
 from shared.lifecycle import Lifecycle
+from shared.live_config import ConfigWatcher, LiveConfig, apply_log_level, live_ttl_days
 from shared.memories import MemoryService
 from shared.queue import open_queue
 from shared.reconcile import reconcile
 from shared.search.atoms import AtomSearch
-from shared.search.channels import ChannelParts, build_channels
-from shared.search.recall import Recaller
+from shared.search.channels import ChannelParts
+from shared.search.recall import LiveRecaller
 from shared.search.vectors import VectorIndex
 from shared.store import vectors
 from shared.store.db import Database
@@ -43,27 +47,38 @@ INSTRUCTIONS = (
 @dataclass
 class Front:
     server: AokunMCPServer
-    config: AppConfig
+    live: LiveConfig
     db: Database
     segmenter: Segmenter
     embedder: Embedder
     index: VectorIndex
     enqueuer: Enqueuer
-    recaller: Recaller
+    recaller: LiveRecaller
     memories: MemoryService
     heartbeat: FrontHeartbeat | None = None
+    watcher: ConfigWatcher | None = None
+
+    @property
+    def config(self) -> AppConfig:
+        return self.live.current
 
     def start_background(self, autostart_worker: bool, transport: str) -> None:
         """Beat as a live front, then warm caches, reconcile the queue and (stdio) make sure a
         worker runs — off the request path, so the front answers at once. The heartbeat comes
-        first: an autostarted worker about to exit for want of fronts must see this one."""
+        first: an autostarted worker about to exit for want of fronts must see this one.
+        Then follow the config file."""
         self.heartbeat = FrontHeartbeat(self.db, self.config.worker.heartbeat_interval_s, transport)
         self.heartbeat.start()
         threading.Thread(target=self._warm_up, name="warm-up", daemon=True).start()
         threading.Thread(target=self._housekeep, args=(autostart_worker,), name="start-up",
                          daemon=True).start()
+        if autostart_worker:
+            self.live.subscribe(self._autostart_turned_on)
+        self.watcher = self.live.watch()
 
     def close(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
         if self.heartbeat is not None:
             self.heartbeat.stop()
         self.db.close()
@@ -91,9 +106,21 @@ class Front:
         except Exception:
             log.exception("start-up reconcile failed; workers will reconcile")
 
+    def _autostart_turned_on(self, old: AppConfig, new: AppConfig) -> None:
+        # As at start: a stdio front makes sure a worker runs once autostart is on.
+        if new.worker.autostart and not old.worker.autostart:
+            threading.Thread(target=self._ensure_worker, name="autostart", daemon=True).start()
+
+    def _ensure_worker(self) -> None:
+        try:
+            ensure_worker(self.config, self.db)
+        except Exception:
+            log.exception("could not start a worker; start aokun-worker by hand")
+
 
 def build_front(config: AppConfig) -> Front:
     """Open (and migrate) the database, open the queue, and return a ready MCP server."""
+    live = LiveConfig(config)
     db = open_database(config.storage)
     segmenter = Segmenter(config.text)
     embedder = build_embedder(config.embedding, threads=1)
@@ -102,22 +129,32 @@ def build_front(config: AppConfig) -> Front:
     entry_index = VectorIndex(db, "graph_entry", embedder.model, dim)
     _warn_foreign_vectors(db, index)
     enqueuer = Enqueuer(open_queue(config.storage))
-    memories = MemoryService(db, segmenter, enqueuer, partial(ttl_days, config=config.atoms))
-    channels = build_channels(ChannelParts(memories.documents, config.retrieval, index, entry_index))
-    recaller = Recaller(memories.documents, segmenter, channels, embedder.embed_query, config.retrieval)
-    deps = ToolDeps(memories=memories, recaller=recaller, memory=config.memory, index=index,
-                    reinforcer=Reinforcer(memories, config.retrieval.access_reinforcement),
+    memories = MemoryService(db, segmenter, enqueuer, live_ttl_days(live))
+    recaller = LiveRecaller(memories.documents, segmenter,
+                            ChannelParts(memories.documents, config.retrieval, index, entry_index),
+                            embedder.embed_query, live)
+    reinforcer = Reinforcer(memories, config.retrieval.access_reinforcement)
+    deps = ToolDeps(memories=memories, recaller=recaller, index=index, reinforcer=reinforcer,
                     atom_search=AtomSearch(db, segmenter),
-                    lifecycle=Lifecycle(config, db),
-                    reconcile_queue=lambda: vars(reconcile(db, enqueuer, config.worker.heartbeat_timeout_s,
-                                                                      queue=config.queue)),
-                    worker=config.worker,
-                    max_content_chars=config.server.max_content_chars)
+                    lifecycle=Lifecycle(live, db),
+                    reconcile_queue=lambda: vars(reconcile(db, enqueuer, live.current.worker.heartbeat_timeout_s,
+                                                           queue=live.current.queue)),
+                    live=live)
     server = AokunMCPServer("aokun-memory", version=__version__, instructions=INSTRUCTIONS,
                             log_level=config.server.log_level,
                             exposed_tools=config.server.exposed_tools)
     register_tools(server, deps)
-    return Front(server, config, db, segmenter, embedder, index, enqueuer, recaller, memories)
+    live.subscribe(partial(_apply_server_settings, server, reinforcer))
+    return Front(server, live, db, segmenter, embedder, index, enqueuer, recaller, memories)
+
+
+def _apply_server_settings(server: AokunMCPServer, reinforcer: Reinforcer,
+                           old: AppConfig, new: AppConfig) -> None:
+    """What the front built from the config at start, brought up to date."""
+    reinforcer.enabled = new.retrieval.access_reinforcement
+    server.expose(new.server.exposed_tools)
+    if new.server.log_level != old.server.log_level:
+        apply_log_level(new.server.log_level)
 
 
 def _space_dim(config: AppConfig, embedder: Embedder) -> int:

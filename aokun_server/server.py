@@ -3,19 +3,30 @@
 Every tool call passes through `AokunMCPServer.call_tool`, so one place decides what a failure
 looks like to the model: one line, no pydantic boilerplate, no documentation URLs, and never
 the SDK's bare "Error executing tool X".
+
+The listed tools can change while clients are connected (server.exposed_tools, live): each is
+then told `notifications/tools/list_changed`, the way its protocol era allows (ToolListClients).
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import functools
 import json
+import logging
 import re
 import types
 import typing
-from typing import Any
+from typing import Any, Iterable
 
+from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
+from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from pydantic import BaseModel, ValidationError
+
+log = logging.getLogger("aokun.front")
 
 MAX_MESSAGE_CHARS = 1000
 MAX_SHOWN_ERRORS = 5
@@ -43,11 +54,26 @@ class AokunMCPServer(MCPServer):
     every failed call in one line, and answers unparseable stdio lines."""
 
     def __init__(self, *args, exposed_tools: tuple[str, ...], **kwargs):
-        super().__init__(*args, **kwargs)
+        self._bus = InMemorySubscriptionBus()
+        super().__init__(*args, subscriptions=self._bus, **kwargs)
         self._exposed = frozenset(exposed_tools)
+        self._clients = ToolListClients(self._bus)
+        self.middleware.append(self._clients.observe)
+        # Handshake-era clients learn from the initialize result that the list may change.
+        # Every transport builds that result through this method (HTTP calls it bare).
+        lowlevel = self._lowlevel_server
+        lowlevel.create_initialization_options = functools.partial(
+            lowlevel.create_initialization_options, NotificationOptions(tools_changed=True))
 
     async def list_tools(self):
         return [tool for tool in await super().list_tools() if tool.name in self._exposed]
+
+    def expose(self, tools: Iterable[str]) -> None:
+        """List `tools` from now on and tell connected clients (callable from any thread)."""
+        tools = frozenset(tools)
+        if tools != self._exposed:
+            self._exposed = tools
+            self._clients.announce()
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
         try:
@@ -67,6 +93,44 @@ class AokunMCPServer(MCPServer):
         async with stdio_transport() as (read_stream, write_stream):
             await self._lowlevel_server.run(read_stream, write_stream,
                                             self._lowlevel_server.create_initialization_options())
+
+
+class ToolListClients:
+    """Connected clients to tell that the tool list changed.
+
+    2026-07-28 clients hear it on the `subscriptions/listen` streams they opened (the bus);
+    handshake-era clients on their connection, reached through the session their
+    `notifications/initialized` came with. The SDK has no hook for a connection closing, so
+    the newest MAX_HANDSHAKE_CLIENTS are kept (telling a closed one is a no-op).
+    """
+
+    MAX_HANDSHAKE_CLIENTS = 256
+
+    def __init__(self, bus: InMemorySubscriptionBus):
+        self.bus = bus
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sessions: collections.deque = collections.deque(maxlen=self.MAX_HANDSHAKE_CLIENTS)
+
+    async def observe(self, ctx, call_next):
+        """Server middleware: note the serving loop and each handshake-era client."""
+        self._loop = asyncio.get_running_loop()
+        if ctx.method == "notifications/initialized":
+            self._sessions.append(ctx.session)
+        return await call_next(ctx)
+
+    def announce(self) -> None:
+        """Send the notification from the serving loop (nobody to tell before a client came)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            asyncio.run_coroutine_threadsafe(self._send(), loop)
+
+    async def _send(self) -> None:
+        await self.bus.publish(ToolsListChanged())
+        for session in list(self._sessions):
+            try:
+                await session.send_tool_list_changed()
+            except Exception as exc:  # a client gone; the others still hear of it
+                log.debug("could not tell a client its tool list changed: %s", exc)
 
 
 def failure_message(exc: ToolError, arg_model: type[BaseModel] | None = None) -> str:

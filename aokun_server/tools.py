@@ -23,10 +23,10 @@ from aokun_server.models import (
     reject_lone_surrogates,
 )
 from aokun_server.pipeline import Reinforcer, pipeline_figures
-from shared.config import MemoryConfig, WorkerConfig
 from shared.lifecycle import Lifecycle
+from shared.live_config import LiveConfig
 from shared.search.atoms import AtomSearch
-from shared.search.recall import Hit, Recaller, RecallRequest
+from shared.search.recall import Hit, LiveRecaller, RecallRequest
 from shared.search.vectors import VectorIndex
 from shared.errors import AokunError
 from shared.memories import MemoryService
@@ -39,18 +39,17 @@ MAX_QUERY_CHARS = 100_000
 
 @dataclass(frozen=True)
 class ToolDeps:
-    """What the tools need, built once at start-up."""
+    """What the tools need, built once at start-up. Settings are read from `live` at each
+    call, so a changed config file applies from the next call on."""
 
     memories: MemoryService
-    recaller: Recaller
-    memory: MemoryConfig
+    recaller: LiveRecaller
     index: VectorIndex
     reinforcer: Reinforcer
     atom_search: AtomSearch
     lifecycle: Lifecycle
     reconcile_queue: Callable[[], dict]
-    worker: WorkerConfig
-    max_content_chars: int
+    live: LiveConfig
 
 
 def translate_errors(fn: F) -> F:
@@ -91,7 +90,7 @@ def checked_id(value: str | None, name: str) -> str | None:
 
 def register_tools(server: MCPServer, deps: ToolDeps) -> None:
     """Add every Aokun tool to server."""
-    memories, store, memory = deps.memories, deps.memories.documents, deps.memory
+    memories, store, live = deps.memories, deps.memories.documents, deps.live
 
     @server.tool()
     @translate_errors
@@ -103,7 +102,7 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         pinned (never decays); session_id; persona_id (whose memory this is);
         original_time (ISO-8601, when it happened); persona_summary.
         The memory is committed before this returns."""
-        content = checked_content(content, deps.max_content_chars)
+        content = checked_content(content, live.current.server.max_content_chars)
         doc = memories.memorize(content, metadata.to_fields())
         return MemorizeResult(id=doc.id, text=doc.text, persona_id=doc.fields.persona_id,
                               session_id=doc.fields.session_id)
@@ -130,6 +129,7 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
                                persona_id=checked_id(persona_id, "persona_id"),
                                include_archived=include_archived, since=start, until=end)
+        memory = live.current.memory
         k = min(k or memory.recall_top_k, memory.recall_max_k)
         hits = deps.recaller.recall(RecallRequest(query[:MAX_QUERY_CHARS], k, scope, explain))
         deps.reinforcer.touch([h.document.id for h in hits])
@@ -144,8 +144,9 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         reject_lone_surrogates("query", query)
         if not query.strip():
             raise ToolError("query is empty: say what to look for")
-        if not 1 <= k <= memory.recall_max_k:
-            raise ToolError(f"k must be between 1 and {memory.recall_max_k}, got {k}")
+        max_k = live.current.memory.recall_max_k
+        if not 1 <= k <= max_k:
+            raise ToolError(f"k must be between 1 and {max_k}, got {k}")
         hits = deps.atom_search.search(query[:MAX_QUERY_CHARS], k, types,
                                        checked_id(persona_id, "persona_id"),
                                        checked_id(session_id, "session_id"))
@@ -186,7 +187,7 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
                     metadata: MemoryMetadata | None = None) -> EditResult:
         """Change a memory's content and/or some metadata keys (others stay as they were)."""
         if content is not None:
-            content = checked_content(content, deps.max_content_chars)
+            content = checked_content(content, live.current.server.max_content_chars)
         changes = metadata.changes() if metadata is not None else {}
         if content is None and not changes:
             raise ToolError("nothing to change: give content and/or metadata")
@@ -213,7 +214,7 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         path = store.db.path
         size = sum(os.path.getsize(p) for p in (path, path.with_name(path.name + "-wal"))
                    if p.exists())
-        figures = pipeline_figures(store.db, deps.index, deps.worker)
+        figures = pipeline_figures(store.db, deps.index, live.current.worker)
         return StatsResult(documents=DocumentCounts(**store.stats()), tables=consistency.all_table_counts(store.db),
                            database={"path": str(path), "size_bytes": size}, **figures)
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import threading
 import time
-from functools import partial
+from dataclasses import replace
+from typing import Callable
 
 from aokun_worker.handlers import AtomsHandler, EmbedHandler, GraphHandler
 from aokun_worker.heartbeat import Heartbeat
@@ -16,9 +18,10 @@ from shared import health
 from shared.config import AppConfig
 from shared.decay import DAY
 from shared.lifecycle import Lifecycle
+from shared.live_config import LiveConfig, live_ttl_days
 from shared.memories import MemoryService
 from shared.embedders import build_embedder
-from shared.extract.atoms import AtomRules, ttl_days
+from shared.extract.atoms import AtomRules
 from shared.extract.graph_rules import GraphBuilder
 from shared.queue import open_queue
 from shared.reconcile import reconcile
@@ -36,43 +39,63 @@ TOMBSTONE_KEEP_S = 86_400.0
 
 
 class WorkerService:
-    """One worker process: everything it runs, built from the config once."""
+    """One worker process: everything it runs, built from the config once; what can follow a
+    changed config file (queue numbers, atom shelf lives, periodic intervals, forgetting and
+    backup settings, idle exit) follows it."""
 
     def __init__(self, config: AppConfig, db: Database, huey, autostarted: bool = False):
-        self.config = config
+        self.live = LiveConfig(config)
         self.db = db
         self.huey = huey
         self.autostarted = autostarted
         self.heartbeat = Heartbeat(db, config.worker.heartbeat_interval_s)
         self.embedder = build_embedder(config.embedding, threads=config.embedding.threads)
-        segmenter = Segmenter(config.text)
-        rules = AtomRules.load(config.atoms.rules_file)
-        handlers = {
-            "embed": EmbedHandler(self.embedder, config.queue.embed_batch_size),
-            "atoms": AtomsHandler(rules, segmenter, config.atoms),
-            "graph": GraphHandler(db, GraphBuilder(segmenter, config.graph), self.embedder),
-        }
+        self.segmenter = Segmenter(config.text)
+        self.atom_rules = AtomRules.load(config.atoms.rules_file)
+        graph = GraphHandler(db, GraphBuilder(self.segmenter, config.graph), self.embedder)
         parts = RunnerParts(db=db, documents=DocumentStore(db),
-                            handlers=handlers, queue=config.queue, owner=self.heartbeat.worker_id)
-        runner = StageRunner(parts)
-        self.enqueuer = Enqueuer(huey, processor=runner.process)
-        runner.enqueuer = self.enqueuer
-        self.lifecycle = Lifecycle(config, db)
+                            handlers={**self._handlers(config), "graph": graph},
+                            queue=config.queue, owner=self.heartbeat.worker_id)
+        self.runner = StageRunner(parts)
+        self.enqueuer = Enqueuer(huey, processor=self.runner.process)
+        self.runner.enqueuer = self.enqueuer
+        self.lifecycle = Lifecycle(self.live, db)
         # Only for repairs at start (BM25 rows back-filled); memories are written by fronts.
-        self.memories = MemoryService(db, segmenter, None, partial(ttl_days, config=config.atoms))
-        f = config.forgetting
+        self.memories = MemoryService(db, self.segmenter, None, live_ttl_days(self.live))
+        self.scheduler = PeriodicScheduler(db, self._jobs(config))
+        self.idle = IdleWatch(self)
+        self.live.subscribe(self._config_changed)
+
+    @property
+    def config(self) -> AppConfig:
+        return self.live.current
+
+    def _handlers(self, config: AppConfig) -> dict:
+        """The stage handlers built from live settings (the graph's are restart-only)."""
+        return {"embed": EmbedHandler(self.embedder, config.queue.embed_batch_size),
+                "atoms": AtomsHandler(self.atom_rules, self.segmenter, config.atoms)}
+
+    def _jobs(self, config: AppConfig) -> list[PeriodicJob]:
+        lifecycle = self.lifecycle
         jobs = [
             PeriodicJob("reconcile", config.queue.reconcile_interval_s, self.reconcile_job),
             PeriodicJob("housekeeping", HOUSEKEEPING_INTERVAL_S, self.housekeeping_job),
             # Hourly: the job itself applies every daily decay that fell due (catch-up).
-            PeriodicJob("decay", HOUSEKEEPING_INTERVAL_S, lambda prev, now: str(self.lifecycle.decay(now))),
-            PeriodicJob("archive", DAY, lambda prev, now: str(self.lifecycle.archive(now))),
-            PeriodicJob("atoms", f.atom_maintenance_interval_hours * 3600,
-                        lambda prev, now: str(self.lifecycle.sweep_atoms(now))),
+            PeriodicJob("decay", HOUSEKEEPING_INTERVAL_S, lambda prev, now: str(lifecycle.decay(now))),
+            PeriodicJob("archive", DAY, lambda prev, now: str(lifecycle.archive(now))),
+            PeriodicJob("atoms", config.forgetting.atom_maintenance_interval_hours * 3600,
+                        lambda prev, now: str(lifecycle.sweep_atoms(now))),
         ]
         if config.backup.daily:
-            jobs.append(PeriodicJob("backup", DAY, lambda prev, now: str(self.lifecycle.backup(now, "daily"))))
-        self.scheduler = PeriodicScheduler(db, jobs)
+            jobs.append(PeriodicJob("backup", DAY, lambda prev, now: str(lifecycle.backup(now, "daily"))))
+        return jobs
+
+    def _config_changed(self, old: AppConfig, new: AppConfig) -> None:
+        """Rebuild what was built from the settings; a job in flight ends with the old ones."""
+        parts = self.runner.parts
+        self.runner.parts = replace(parts, queue=new.queue, handlers={**parts.handlers, **self._handlers(new)})
+        self.scheduler.jobs = self._jobs(new)
+        self.idle.follow(new.worker.idle_exit_s)
 
     @classmethod
     def open(cls, config: AppConfig, autostarted: bool = False) -> "WorkerService":
@@ -88,8 +111,8 @@ class WorkerService:
         return service
 
     def reconcile_job(self, previous: float | None, now: float) -> str:
-        report = reconcile(self.db, self.enqueuer, self.config.worker.heartbeat_timeout_s,
-                           queue=self.config.queue)
+        config = self.config
+        report = reconcile(self.db, self.enqueuer, config.worker.heartbeat_timeout_s, queue=config.queue)
         return f"{report.reclaimed} reclaimed, {report.enqueued} queued"
 
     def housekeeping_job(self, previous: float | None, now: float) -> str:
@@ -113,6 +136,7 @@ class WorkerService:
         self._consumer = None
         signal.signal(signal.SIGTERM, self._stop_before_consuming)
         self.heartbeat.start()
+        watcher = self.live.watch()
         pid_path = health.write_pid_file(self.config.storage.data_dir)
         try:
             if self.autostarted:
@@ -123,6 +147,8 @@ class WorkerService:
             self.scheduler.start()
             self._consume()
         finally:
+            if watcher is not None:
+                watcher.stop()
             self.scheduler.stop()
             self.heartbeat.stop()
             pid_path.unlink(missing_ok=True)
@@ -146,22 +172,56 @@ class WorkerService:
         self._consumer = consumer
         if self._stop_requested:
             consumer.stop_flag.set()
-        idle = None
-        if self.autostarted and self.config.worker.idle_exit_s > 0:
-            # The stop flag ends the consumer's loop and each worker thread after its job.
-            idle = health.IdleExit(self.db, self.heartbeat.worker_id, self.config.worker.idle_exit_s,
-                                   self.config.worker.heartbeat_timeout_s, on_idle=consumer.stop_flag.set)
-            idle.start()
+        # The stop flag ends the consumer's loop and each worker thread after its job.
+        self.idle.begin(on_idle=consumer.stop_flag.set)
         log.info("worker %s (pid %d%s) consuming %s", self.heartbeat.worker_id, os.getpid(),
                  ", autostarted" if self.autostarted else "", self.config.storage.queue_path)
         try:
             consumer.run()
         finally:
-            if idle is not None:
-                idle.stop()
+            self.idle.end()
             for _, thread in consumer.worker_threads:  # joined already after a signal
                 if thread.is_alive():
                     thread.join()
+
+
+class IdleWatch:
+    """An autostarted worker's idle exit while it consumes, following worker.idle_exit_s
+    (0 = never): a changed value replaces the watcher, which keeps when it last saw a front."""
+
+    def __init__(self, service: WorkerService):
+        self.service = service
+        self._lock = threading.Lock()
+        self._exit: health.IdleExit | None = None
+        self._on_idle: Callable[[], None] | None = None
+
+    def begin(self, on_idle: Callable[[], None]) -> None:
+        with self._lock:
+            self._on_idle = on_idle
+            self._replace(self.service.config.worker.idle_exit_s)
+
+    def follow(self, idle_s: float) -> None:
+        with self._lock:
+            if self._on_idle is not None and (self._exit is None or self._exit.idle_s != idle_s):
+                self._replace(idle_s)
+
+    def end(self) -> None:
+        with self._lock:
+            self._on_idle = None
+            self._replace(0)
+
+    def _replace(self, idle_s: float) -> None:
+        old, self._exit = self._exit, None
+        if old is not None:
+            old.stop()
+        service = self.service
+        if not service.autostarted or idle_s <= 0 or self._on_idle is None:
+            return
+        self._exit = health.IdleExit(service.db, service.heartbeat.worker_id, idle_s,
+                                     service.config.worker.heartbeat_timeout_s, on_idle=self._on_idle)
+        if old is not None:
+            self._exit.last_front_seen = old.last_front_seen
+        self._exit.start()
 
 
 def _warn_foreign_vectors(db: Database, embedder) -> None:

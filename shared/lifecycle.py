@@ -8,13 +8,13 @@ them by hand.
 from __future__ import annotations
 
 import calendar
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from shared import __version__
 from shared.config import AppConfig
 from shared.decay import DAY, decayed_importance
+from shared.live_config import LiveConfig
 from shared.store import atoms, documents, graph, meta, vectors
 from shared.store.db import Database
 
@@ -35,10 +35,18 @@ def decay_boundaries(previous: float, now: float, hour: int, minute: int) -> lis
     return times
 
 
-@dataclass
 class Lifecycle:
-    config: AppConfig
-    db: Database
+    """The upkeep jobs. Each reads the settings current when it runs: a process passes its
+    LiveConfig, so a saved forgetting.* or backup.* key applies from the next run; a one-off
+    command passes its AppConfig."""
+
+    def __init__(self, config: AppConfig | LiveConfig, db: Database):
+        self.live = config if isinstance(config, LiveConfig) else LiveConfig(config)
+        self.db = db
+
+    @property
+    def config(self) -> AppConfig:
+        return self.live.current
 
     def decay(self, now: float) -> dict:
         """Apply every daily decay due since the last one (catching up after downtime)."""

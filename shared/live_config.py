@@ -1,17 +1,39 @@
 """The running configuration of a process, replaced when the config file changes.
 
 Holds the current AppConfig; whoever needs a value reads `live.current` when it needs it
-(never keeps a section past one request or job), so a saved setting applies without a restart.
+(never keeps a section past one request or job), or subscribes to rebuild what it built from
+it, so a saved setting applies without a restart.
+
+`watch()` follows the config file: a daemon thread watches the file's folder (so a save by
+rename is seen too), reloads the file with the loader the process started with, applies every
+changed key that can apply live, and reports the keys that need a restart
+(shared.config.needs_restart) without applying them: those keep the value the process started
+with. An invalid file is ignored with one log line, and the running config stays.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import os
 import threading
-from typing import Callable
+from pathlib import Path
+from typing import Any, Callable
 
-from shared.config import AppConfig
+from shared.config import AppConfig, load_config, needs_restart
+from shared.errors import ConfigError
+
+log = logging.getLogger("aokun.config")
 
 Listener = Callable[[AppConfig, AppConfig], None]  # (old, new)
+Loader = Callable[[], AppConfig]
+Changes = dict[str, tuple[Any, Any]]  # "section.key" -> (old value, new value)
+
+# A save is usually a burst of events (truncate + write, or write + rename): wait until none
+# came for STEP_MS, at most DEBOUNCE_MS, then reload once. Well inside the 2 s promised.
+STEP_MS, DEBOUNCE_MS = 100, 500
+_SHOWN_VALUE_CHARS = 80
+SECRET_KEYS = frozenset({"server.token", "embedding.api_key"})  # logged as changed, never shown
 
 
 class LiveConfig:
@@ -19,19 +41,189 @@ class LiveConfig:
         self._config = config
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
+        self._reload_lock = threading.Lock()
+        self._file_at_start: AppConfig | None = None
+        self._pending: Changes = {}
+        self._invalid = False  # the last reload found the file invalid
 
     @property
     def current(self) -> AppConfig:
         return self._config
+
+    @property
+    def pending_restart(self) -> Changes:
+        """Keys changed in the file that this process applies only after a restart."""
+        return dict(self._pending)
 
     def subscribe(self, listener: Listener) -> None:
         with self._lock:
             self._listeners.append(listener)
 
     def replace(self, new: AppConfig) -> None:
-        """Make `new` current and tell every listener (old, new)."""
+        """Make `new` current and tell every listener (old, new); a listener that fails is
+        logged and does not keep the others from hearing of it."""
         with self._lock:
             old, self._config = self._config, new
             listeners = list(self._listeners)
         for listener in listeners:
-            listener(old, new)
+            try:
+                listener(old, new)
+            except Exception:
+                log.exception("applying the changed config failed in %r", listener)
+
+    def reload(self, load: Loader | None = None) -> Changes | None:
+        """Read the config file again and apply its live keys; return them, or None when the
+        file is invalid (logged in one line; nothing changes)."""
+        load = load or self._default_loader()
+        with self._reload_lock:
+            try:
+                from_file = load()
+            except (ConfigError, OSError) as exc:
+                log.warning("config file %s not applied: %s; the running config stays until a"
+                            " valid version is saved", self._config.source, _one_line(exc))
+                self._invalid = True
+                return None
+            baseline = self._file_at_start or self._config
+            pending = {k: v for k, v in changed_keys(baseline, from_file).items() if needs_restart(k)}
+            applied = {k: v for k, v in changed_keys(self._config, from_file).items()
+                       if not needs_restart(k)}
+            if applied or pending != self._pending or self._invalid:
+                log.warning(describe_reload(self._config.source, applied, pending))
+            self._pending, self._invalid = pending, False
+            if applied:
+                self.replace(with_values(self._config, {k: new for k, (_, new) in applied.items()}))
+            return applied
+
+    def watch(self, load: Loader | None = None) -> "ConfigWatcher | None":
+        """Follow the config file from now on (None when the process runs on defaults)."""
+        path = self._config.source
+        if path is None:
+            return None
+        load = load or self._default_loader()
+        try:
+            self._file_at_start = load()
+        except (ConfigError, OSError) as exc:
+            log.warning("config file %s cannot be read now (%s); changes apply once it is valid",
+                        path, _one_line(exc))
+        else:
+            self.reload(lambda: self._file_at_start)  # anything saved while the process started
+        watcher = ConfigWatcher(self, Path(path), load)
+        watcher.start()
+        return watcher
+
+    def _default_loader(self) -> Loader:
+        source = self._config.source
+        if source is None:
+            raise ConfigError("no config file to reload: the process runs on built-in defaults")
+        return lambda: load_config(source)
+
+
+class ConfigWatcher:
+    """A daemon thread reloading `live` whenever `path` changes, until stop()."""
+
+    def __init__(self, live: LiveConfig, path: Path, load: Loader):
+        self.live, self.path, self.load = live, path, load
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="config-watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        try:
+            self._follow(force_polling=None)
+        except Exception as exc:  # inotify limits, an unwatchable folder: poll instead
+            if self._stop.is_set():
+                return
+            log.warning("cannot watch %s for changes (%s); polling it instead", self.path.parent, exc)
+            try:
+                self._follow(force_polling=True)
+            except Exception:
+                log.exception("config watcher stopped: changes to %s apply after a restart", self.path)
+
+    def _follow(self, force_polling: bool | None) -> None:
+        import watchfiles
+
+        name = self.path.name
+        changes = watchfiles.watch(self.path.parent, watch_filter=lambda _, p: os.path.basename(p) == name,
+                                   debounce=DEBOUNCE_MS, step=STEP_MS, stop_event=self._stop,
+                                   recursive=False, raise_interrupt=False, force_polling=force_polling)
+        for _ in changes:
+            try:
+                self.live.reload(self.load)
+            except Exception:
+                log.exception("reloading %s failed; the running config stays", self.path)
+
+
+def changed_keys(old: AppConfig, new: AppConfig) -> Changes:
+    """{section.key: (old, new)} for every option whose value differs."""
+    changes = {}
+    for section in _sections():
+        before, after = getattr(old, section), getattr(new, section)
+        if before == after:
+            continue
+        for f in dataclasses.fields(before):
+            a, b = getattr(before, f.name), getattr(after, f.name)
+            if a != b:
+                changes[f"{section}.{f.name}"] = (a, b)
+    return changes
+
+
+def with_values(config: AppConfig, values: dict[str, Any]) -> AppConfig:
+    """config with the given section.key values replaced."""
+    by_section: dict[str, dict[str, Any]] = {}
+    for key, value in values.items():
+        section, name = key.split(".", 1)
+        by_section.setdefault(section, {})[name] = value
+    sections = {name: dataclasses.replace(getattr(config, name), **keys)
+                for name, keys in by_section.items()}
+    return dataclasses.replace(config, **sections)
+
+
+def describe_reload(path: Path | None, applied: Changes, pending: Changes) -> str:
+    """The one log line a reload writes."""
+    parts = []
+    if applied:
+        parts.append(f"applied {_listed(applied)}")
+    if pending:
+        parts.append(f"needs a restart to apply (not applied): {_listed(pending)}")
+    return f"config {path} changed: " + ("; ".join(parts) or "nothing to apply, no key waits for a restart")
+
+
+def _listed(changes: Changes) -> str:
+    return ", ".join(f"{key} (hidden) changed" if key in SECRET_KEYS
+                     else f"{key} {_shown(old)} -> {_shown(new)}" for key, (old, new) in changes.items())
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, tuple):
+        value = list(value)
+    text = str(value)
+    return text if len(text) <= _SHOWN_VALUE_CHARS else text[:_SHOWN_VALUE_CHARS - 3] + "..."
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())  # YAML errors come on several lines
+
+
+def _sections() -> list[str]:
+    return [f.name for f in dataclasses.fields(AppConfig) if f.name != "source"]
+
+
+def apply_log_level(level: str) -> None:
+    """Set the level of the loggers a process configured at start (root and uvicorn's)."""
+    for name in ("", "uvicorn", "uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).setLevel(level)
+
+
+def live_ttl_days(live: LiveConfig) -> Callable[[str, float, int], float]:
+    """An atom's shelf life from the atoms.ttl_* keys current when it is computed."""
+    from shared.extract.atoms import ttl_days
+
+    return lambda atom_type, importance, reinforcements: ttl_days(
+        atom_type, importance, reinforcements, live.current.atoms)

@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from shared.config import AppConfig, load_config, needs_restart
+from shared.config import DEFAULT_CONFIG_NAME, AppConfig, load_config, needs_restart
 from shared.errors import ConfigError
 
 log = logging.getLogger("aokun.config")
@@ -44,6 +44,7 @@ class LiveConfig:
         self._reload_lock = threading.Lock()
         self._file_at_start: AppConfig | None = None
         self._pending: Changes = {}
+        self._watched: Path | None = None  # the file followed (./config.yaml on defaults)
         self._invalid = False  # the last reload found the file invalid
 
     @property
@@ -80,7 +81,7 @@ class LiveConfig:
                 from_file = load()
             except (ConfigError, OSError) as exc:
                 log.warning("config file %s not applied: %s; the running config stays until a"
-                            " valid version is saved", self._config.source, _one_line(exc))
+                            " valid version is saved", self._watched, _one_line(exc))
                 self._invalid = True
                 return None
             baseline = self._file_at_start or self._config
@@ -88,25 +89,29 @@ class LiveConfig:
             applied = {k: v for k, v in changed_keys(self._config, from_file).items()
                        if not needs_restart(k)}
             if applied or pending != self._pending or self._invalid:
-                log.warning(describe_reload(self._config.source, applied, pending))
+                log.warning(describe_reload(self._watched, applied, pending))
             self._pending, self._invalid = pending, False
             if applied:
                 self.replace(with_values(self._config, {k: new for k, (_, new) in applied.items()}))
             return applied
 
     def watch(self, load: Loader | None = None) -> "ConfigWatcher | None":
-        """Follow the config file from now on (None when the process runs on defaults)."""
-        path = self._config.source
-        if path is None:
-            return None
-        load = load or self._default_loader()
-        try:
-            self._file_at_start = load()
-        except (ConfigError, OSError) as exc:
-            log.warning("config file %s cannot be read now (%s); changes apply once it is valid",
-                        path, _one_line(exc))
+        """Follow the config file from now on. A process running on defaults follows
+        ./config.yaml, the file the panel's settings page creates for it (and the one it
+        would read at its next start)."""
+        path = self._config.source or Path.cwd() / DEFAULT_CONFIG_NAME
+        self._watched = path
+        load = load or (lambda: load_config(path))
+        if self._config.source is None and not path.exists():
+            self._file_at_start = self._config  # defaults: what a new file changes is news
         else:
-            self.reload(lambda: self._file_at_start)  # anything saved while the process started
+            try:
+                self._file_at_start = load()
+            except (ConfigError, OSError) as exc:
+                log.warning("config file %s cannot be read now (%s); changes apply once it is valid",
+                            path, _one_line(exc))
+            else:
+                self.reload(lambda: self._file_at_start)  # anything saved while the process started
         watcher = ConfigWatcher(self, Path(path), load)
         watcher.start()
         return watcher

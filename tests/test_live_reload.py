@@ -371,3 +371,23 @@ def test_autostart_turned_on_starts_a_worker_which_follows_a_saved_idle_exit(tmp
                  what="the idle worker exiting")
     finally:
         kill_workers(config)
+
+
+def test_a_process_on_defaults_follows_the_config_file_created_for_it(tmp_path, monkeypatch):
+    """The panel's settings page creates ./config.yaml when processes ran on defaults: they
+    take it up without a restart."""
+    from shared.config import load_config
+    from shared.live_config import LiveConfig
+
+    monkeypatch.chdir(tmp_path)
+    live = LiveConfig(load_config(env={}))
+    assert live.current.source is None and live.current.memory.recall_top_k == 5
+    watcher = live.watch()
+    try:
+        (tmp_path / "config.yaml").write_text("memory:\n  recall_top_k: 2\n", encoding="utf-8")
+        deadline = time.monotonic() + 5
+        while live.current.memory.recall_top_k != 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert live.current.memory.recall_top_k == 2
+    finally:
+        watcher.stop()

@@ -14,6 +14,7 @@ from aokun_panel.context import PanelContext, build_memory_service
 from aokun_panel.pages import all_pages
 from aokun_panel.reader import Reader
 from aokun_panel.security import PanelGate, csrf_token
+from aokun_panel.timing import ServerTiming
 from shared.live_config import LiveConfig
 from shared.store.schema import open_database
 
@@ -48,7 +49,7 @@ def build_app(ctx: PanelContext, token: str, port: int):
     routes = [route for module in all_pages() for route in module.routes(ctx)]
     routes.append(Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"))
     app = Starlette(routes=routes, lifespan=lifespan)
-    return PanelGate(app, token, port)
+    return ServerTiming(PanelGate(app, token, port))
 
 
 def _age(seconds) -> str:

@@ -7,7 +7,7 @@ import secrets
 import sys
 
 from shared.config import load_config
-from shared.errors import AokunError
+from shared.errors import AokunError, ConfigError
 
 DEFAULT_PORT = 8765
 
@@ -37,7 +37,13 @@ def serve(args: argparse.Namespace) -> int:
     from shared.live_config import LiveConfig, apply_log_level
 
     config = load_config(args.config)
-    listener = bind_listener("127.0.0.1", args.port)  # loopback only, whatever the config says
+    try:
+        listener = bind_listener("127.0.0.1", args.port)  # loopback only, whatever the config says
+    except ConfigError as exc:
+        if "in use" in str(exc):
+            raise ConfigError(f"port {args.port} on 127.0.0.1 is in use (another aokun panel?); "
+                              "choose another with --port") from exc
+        raise
     port = listener.getsockname()[1]
     token = secrets.token_urlsafe(24)
     live = LiveConfig(config)

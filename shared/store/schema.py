@@ -216,6 +216,13 @@ MIGRATIONS = [
         " enqueued_time = NULL, lease_owner = NULL, lease_until = NULL, last_error = NULL"
         " WHERE stage = 'graph'",
     ]),
+    # The panel's overview counts vectors per space and atoms per type and state: both were
+    # full scans with a temporary B-tree at 100k memories (93 ms and 44 ms; 12 ms and 4 ms
+    # from these indexes alone).
+    Migration(5, "indexes for the panel's counts", [
+        "CREATE INDEX vectors_space ON vectors (kind, model, dim)",
+        "CREATE INDEX memory_atoms_type_state ON memory_atoms (type, state)",
+    ]),
 ]
 
 

@@ -49,3 +49,18 @@ def decayed_importance(importance: float, accesses: float, recently_accessed: bo
     recent = accesses if recently_accessed else 0.0
     effective = rate * max(0.3, 1.0 - 0.1 * min(recent, 10.0))
     return max(0.05, importance * (1.0 - effective)), accesses * multiplier
+
+
+def importance_over_days(importance: float, accesses: float, days_since_access: float | None,
+                         days: int, rate: float, multiplier: float,
+                         window_days: float) -> list[tuple[float, float]]:
+    """(importance, access count) today and after each of the next `days` daily decays, as
+    decayed_importance applies them when the worker runs every day and nothing recalls the
+    memory meanwhile: its last access (days_since_access ago, None for never) counts as
+    recent while it is within window_days of that day's run."""
+    points = [(importance, accesses)]
+    for day in range(1, days + 1):
+        recent = days_since_access is not None and days_since_access + day <= window_days
+        importance, accesses = decayed_importance(importance, accesses, recent, rate, multiplier)
+        points.append((importance, accesses))
+    return points

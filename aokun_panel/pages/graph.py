@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from aokun_panel.pages import Page
 from aokun_panel.render import render
-from shared.store import graph
+from shared.store import graph_browse
 from shared.store.documents import DocumentStore, unmarked
 
 PAGE = Page("/graph", "Graph")
@@ -39,10 +39,10 @@ SNIPPET_CHARS = 200
 def graph_data(conn, persona: str, limit: int) -> dict:
     """The persona's `limit` most connected nodes and the edges among them, one edge per
     pair and type (with how many memories it comes from)."""
-    counts = graph.persona_node_counts(conn, persona)
-    rows = graph.most_connected(conn, persona, limit)
+    counts = graph_browse.persona_node_counts(conn, persona)
+    rows = graph_browse.most_connected(conn, persona, limit)
     merged: dict[tuple[int, int, str], int] = {}
-    for src, dst, edge_type, memories in graph.edges_among(conn, [r[0] for r in rows]):
+    for src, dst, edge_type, memories in graph_browse.edges_among(conn, [r[0] for r in rows]):
         if src != dst:
             key = (min(src, dst), max(src, dst), edge_type)
             merged[key] = merged.get(key, 0) + memories
@@ -60,12 +60,12 @@ def node_detail(db, node_id: int) -> dict | None:
     """One node for the side panel: its facts (a person's or topic's linked fact nodes, or a
     fact itself with its entries), the nodes it links to, and its source memories."""
     conn = db.connection()
-    row = graph.node_row(conn, node_id)
+    row = graph_browse.node_row(conn, node_id)
     if row is None:
         return None
-    links = graph.node_links(conn, node_id, LINKS_SHOWN)
+    links = graph_browse.node_links(conn, node_id, LINKS_SHOWN)
     if row["type"] == "fact":
-        entries = graph.node_entries(conn, node_id, MEMORIES_SHOWN)
+        entries = graph_browse.node_entries(conn, node_id, MEMORIES_SHOWN)
         facts = [{"id": row["id"], "text": row["value"],
                   "memory_ids": sorted({e["source_memory_id"] for e in entries}, reverse=True)}]
     else:
@@ -88,7 +88,7 @@ def node_detail(db, node_id: int) -> dict | None:
 def _memories(db, node_id: int) -> dict:
     """The node's source memories (most confident, then newest, first) with a snippet each,
     and how many there are in all."""
-    ids, total = graph.node_memories(db.connection(), node_id, MEMORIES_SHOWN)
+    ids, total = graph_browse.node_memories(db.connection(), node_id, MEMORIES_SHOWN)
     docs = DocumentStore(db).get_many(ids)
     shown = [{"id": i, "text": _short(unmarked(docs[i].text), SNIPPET_CHARS), "archived": docs[i].archived}
              for i in ids if i in docs]
@@ -121,7 +121,7 @@ def _limit(request: Request) -> tuple[int, str | None]:
 
 def routes(ctx) -> list[Route]:
     async def page(request: Request):
-        personas = await ctx.reader.run(graph.graph_personas, PERSONAS_SHOWN)
+        personas = await ctx.reader.run(graph_browse.graph_personas, PERSONAS_SHOWN)
         chosen = request.query_params.get("persona")
         if chosen is None:
             chosen = next((p for p in personas if p), personas[0] if personas else "")

@@ -18,7 +18,7 @@ from aokun_panel.recall import panel_recall
 from aokun_panel.render import render
 from aokun_server.models import MAX_INT64, MemoryMetadata, MemoryOut, parse_iso
 from shared.errors import AokunError, MemoryNotFound, StorageError
-from shared.store import atoms, documents, graph, stages
+from shared.store import atoms, documents, graph_browse, stages
 from shared.store.documents import DocumentFilter, unmarked
 
 PAGE = Page("/memories", "Memories")
@@ -49,8 +49,8 @@ def memory_page(conn, memory_id: int, now: float) -> dict:
     """One memory with what was derived from it: atoms, graph entries and edges, stages."""
     doc = documents.get(conn, memory_id)
     atom_rows = atoms.of_memory(conn, memory_id)
-    entries = graph.entries_of_memory(conn, memory_id)
-    edges = graph.edges_of_memory(conn, memory_id)
+    entries = graph_browse.entries_of_memory(conn, memory_id)
+    edges = graph_browse.edges_of_memory(conn, memory_id)
     nodes = {}
     for e in edges:
         nodes[e["src_id"]] = (e["src_type"], e["src_value"])

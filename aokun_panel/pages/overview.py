@@ -12,7 +12,7 @@ from starlette.routing import Route
 from aokun_panel.pages import Page
 from aokun_panel.render import render
 from shared import health
-from shared.store import atoms, backup, consistency, documents, graph, runtime, stages, vectors
+from shared.store import atoms, backup, documents, graph, runtime, stages, vectors
 
 PAGE = Page("/", "Overview")
 

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_recall_speed import DIM, MODEL, PERSONAS, _unit, corpus  # noqa: E402
+from bench_recall_speed import MODEL, PERSONAS, _unit, corpus  # noqa: E402
 from shared.config import load_config  # noqa: E402
 from shared.store import atoms, graph, vectors  # noqa: E402
 from shared.store.atoms import ATOM_TYPES, AtomOwner, AtomRow  # noqa: E402

@@ -268,3 +268,27 @@ def test_the_page_saves_lists_as_yaml_lists(panel):
     assert saved["server"]["exposed_tools"] == ["memorize", "recall", "list_memories"]
     assert saved["retrieval"]["mmr_enabled"] is True
     assert '  temporal_cues: [when, last time, 上次, "no"]\n' in path.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_a_setting_saved_in_the_browser_reaches_a_running_front_without_a_restart(panel):
+    """The whole path: the settings page writes config.yaml, the running front's watcher takes
+    it up, and its next recall without k returns the new number of results."""
+    import time
+
+    from helpers import mcp_session, stdio_params
+    from panel_helpers import chromium_page
+
+    path, url, token = panel
+    with mcp_session(stdio_params(path)) as front:
+        for i in range(8):
+            front.ok("memorize", {"content": f"note {i} about the garden and its roses"})
+        assert len(front.ok("recall", {"query": "garden roses"})["results"]) == 5
+        with chromium_page() as page:
+            page.goto(f"{url}/settings?token={token}")
+            field(page, "memory.recall_top_k").locator("input").fill("3")
+            save_and_wait(page, "ok")
+        saved = time.monotonic()
+        while len(front.ok("recall", {"query": "garden roses"})["results"]) != 3:
+            assert time.monotonic() - saved < 2.0, "the front did not take the saved k within 2 s"
+            time.sleep(0.05)

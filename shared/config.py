@@ -22,6 +22,7 @@ DEFAULT_CONFIG_NAME = "config.yaml"
 
 ALL_TOOLS = (
     "memorize",
+    "summarize_memory",
     "recall",
     "list_memories",
     "edit_memory",
@@ -92,6 +93,10 @@ RESTART_KEYS = frozenset({
     "worker.threads", "worker.heartbeat_interval_s", "worker.poll_interval_s",
     "atoms.rules_file", "graph.aliases", "graph.max_topics",
 })
+
+
+# Keys whose values are never shown or logged (the panel shows "set" / "not set").
+SECRET_KEYS = frozenset({"server.token", "embedding.api_key", "summarizer.api_key"})
 
 
 def needs_restart(key: str) -> bool:
@@ -246,6 +251,19 @@ class EmbeddingConfig:
 
 
 @dataclass(frozen=True)
+class SummarizerConfig:
+    provider: str = _opt("rules", choices=("rules", "llm"))
+    base_url: str = _opt("")
+    model: str = _opt("")
+    api_key: str = _opt("")
+    api_key_env: str = _opt("AOKUN_SUMMARIZER_API_KEY")
+    timeout_s: float = _opt(60.0, minimum=0.1)
+    max_retries: int = _opt(3, minimum=0)
+    summary_chars: int = _opt(1200, minimum=100, maximum=20_000)
+    max_key_facts: int = _opt(24, minimum=1, maximum=64)
+
+
+@dataclass(frozen=True)
 class AppConfig:
     storage: StorageConfig = field(default_factory=StorageConfig)
     text: TextConfig = field(default_factory=TextConfig)
@@ -259,6 +277,7 @@ class AppConfig:
     worker: WorkerConfig = field(default_factory=WorkerConfig)
     queue: QueueConfig = field(default_factory=QueueConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    summarizer: SummarizerConfig = field(default_factory=SummarizerConfig)
     source: Path | None = None
 
 
@@ -397,6 +416,9 @@ def _check_cross_rules(config: AppConfig) -> None:
     embedding = config.embedding
     if embedding.provider == "openai" and not (embedding.base_url and embedding.model):
         raise ConfigError("embedding.provider openai needs embedding.base_url and embedding.model")
+    summarizer = config.summarizer
+    if summarizer.provider == "llm" and not (summarizer.base_url and summarizer.model):
+        raise ConfigError("summarizer.provider llm needs summarizer.base_url and summarizer.model")
     bad_aliases = [a for a in config.graph.aliases if "=" not in a or not all(p.strip() for p in a.split("=", 1))]
     if bad_aliases:
         raise ConfigError(f"graph.aliases entries must look like alias=name; got {', '.join(bad_aliases)}")

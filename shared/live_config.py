@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from shared.config import DEFAULT_CONFIG_NAME, AppConfig, load_config, needs_restart
+from shared.config import DEFAULT_CONFIG_NAME, SECRET_KEYS, AppConfig, load_config, needs_restart
 from shared.errors import ConfigError
 
 log = logging.getLogger("aokun.config")
@@ -33,7 +33,6 @@ Changes = dict[str, tuple[Any, Any]]  # "section.key" -> (old value, new value)
 # came for STEP_MS, at most DEBOUNCE_MS, then reload once. Well inside the 2 s promised.
 STEP_MS, DEBOUNCE_MS = 100, 500
 _SHOWN_VALUE_CHARS = 80
-SECRET_KEYS = frozenset({"server.token", "embedding.api_key"})  # logged as changed, never shown
 
 
 class LiveConfig:

@@ -60,6 +60,23 @@ class MemoryService:
         self._submit([doc])
         return doc
 
+    def memorize_once(self, content: str, fields: MemoryFields) -> tuple[Document, bool]:
+        """memorize, unless a memory was already made from fields.source_hash: then that one.
+        Returns (memory, created). The check and the insert are one transaction, so two
+        callers with the same source store it once."""
+        if not fields.source_hash:
+            return self.memorize(content, fields), True
+        now = self.clock()
+        text = documents.stored_text(content, fields.original_time, now)
+        tokens = self.index_tokens(text, fields)
+        with self.db.write() as tx:
+            existing = documents.find_by_source(tx, fields.source_hash)
+            if existing is not None:
+                return documents.get(tx, existing), False
+            doc = documents.get(tx, self._insert(tx, text, tokens, fields, now))
+        self._submit([doc])
+        return doc, True
+
     def memorize_many(self, items: Sequence[tuple[str, MemoryFields]]) -> list[int]:
         """Many memories in one transaction (imports, seeding); return their ids."""
         now = self.clock()

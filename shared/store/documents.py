@@ -38,6 +38,7 @@ class MemoryFields:
     persona_id: str | None = None
     original_time: datetime | None = None
     persona_summary: str | None = None
+    source_hash: str | None = None  # what the memory was made from (a transcript, an import row)
 
 
 @dataclass(frozen=True)
@@ -181,10 +182,9 @@ def get(conn: sqlite3.Connection, memory_id: int) -> Document:
     return _row_to_document(row)
 
 
-def find_by_hash(conn: sqlite3.Connection, text_hash: str, persona_id: str | None) -> int | None:
-    """The id of a memory of this persona whose stored text has this hash, if any."""
-    row = conn.execute("SELECT id FROM documents WHERE content_hash = ? AND persona_id IS ? LIMIT 1",
-                       (text_hash, persona_id)).fetchone()
+def find_by_source(conn: sqlite3.Connection, source_hash: str) -> int | None:
+    """The id of the memory made from this source (a transcript, an import row), if any."""
+    row = conn.execute("SELECT id FROM documents WHERE source_hash = ? LIMIT 1", (source_hash,)).fetchone()
     return None if row is None else row[0]
 
 
@@ -278,7 +278,7 @@ def table_counts(conn: sqlite3.Connection) -> dict[str, int]:
 # The columns a caller's write sets, in the order _row_values gives them.
 _WRITE_COLUMNS = ("text", "content_hash", "topics", "participants", "key_facts", "sentiment",
                   "importance", "pinned", "session_id", "persona_id", "original_time",
-                  "original_ts", "persona_summary")
+                  "original_ts", "persona_summary", "source_hash")
 _INSERT_SQL = (f"INSERT INTO documents ({', '.join(_WRITE_COLUMNS)}, create_time, update_time)"
                f" VALUES ({', '.join('?' * (len(_WRITE_COLUMNS) + 2))})")
 _UPDATE_SQL = (f"UPDATE documents SET {', '.join(c + ' = ?' for c in _WRITE_COLUMNS)},"
@@ -290,7 +290,7 @@ def _row_values(text: str, fields: MemoryFields) -> tuple:
     lists = (json.dumps(list(getattr(fields, name)), ensure_ascii=False) for name in _JSON_FIELDS)
     return (text, content_hash(text), *lists, fields.sentiment, fields.importance,
             int(fields.pinned), fields.session_id, fields.persona_id, _iso(fields.original_time),
-            epoch(fields.original_time), fields.persona_summary)
+            epoch(fields.original_time), fields.persona_summary, fields.source_hash)
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -328,6 +328,7 @@ def _row_to_document(row: sqlite3.Row) -> Document:
         persona_id=row["persona_id"],
         original_time=datetime.fromisoformat(original) if original else None,
         persona_summary=row["persona_summary"],
+        source_hash=row["source_hash"],
     )
     return Document(
         id=row["id"], text=row["text"], content_hash=row["content_hash"], fields=fields, archived=bool(row["archived"]),

@@ -223,6 +223,22 @@ MIGRATIONS = [
         "CREATE INDEX vectors_space ON vectors (kind, model, dim)",
         "CREATE INDEX memory_atoms_type_state ON memory_atoms (type, state)",
     ]),
+    # Summarization: tokens spent per model, and the hash of the source a memory was made from
+    # (a transcript ingested twice, an import run again: one memory).
+    Migration(6, "summarizer usage, memory sources", [
+        """
+        CREATE TABLE llm_usage (
+            model TEXT PRIMARY KEY,
+            calls INTEGER NOT NULL DEFAULT 0,
+            prompt_tokens INTEGER NOT NULL DEFAULT 0,
+            completion_tokens INTEGER NOT NULL DEFAULT 0,
+            failures INTEGER NOT NULL DEFAULT 0,
+            last_time REAL
+        ) WITHOUT ROWID
+        """,
+        "ALTER TABLE documents ADD COLUMN source_hash TEXT",
+        "CREATE INDEX documents_source_hash ON documents (source_hash)",
+    ]),
 ]
 
 

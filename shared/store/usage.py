@@ -1,0 +1,25 @@
+"""Tokens spent on language models, per model: what memory_stats shows of the summarizer."""
+
+from __future__ import annotations
+
+import sqlite3
+
+
+def record(conn: sqlite3.Connection, model: str, prompt_tokens: int, completion_tokens: int,
+           failed: bool, now: float) -> None:
+    """Count one call (inside the caller's write transaction)."""
+    conn.execute(
+        "INSERT INTO llm_usage (model, calls, prompt_tokens, completion_tokens, failures, last_time)"
+        " VALUES (?, 1, ?, ?, ?, ?) ON CONFLICT (model) DO UPDATE SET calls = calls + 1,"
+        " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
+        " completion_tokens = completion_tokens + excluded.completion_tokens,"
+        " failures = failures + excluded.failures, last_time = excluded.last_time",
+        (model, int(prompt_tokens), int(completion_tokens), int(failed), now))
+
+
+def figures(conn: sqlite3.Connection) -> dict[str, dict]:
+    """{model: {calls, prompt_tokens, completion_tokens, failures}}."""
+    return {row[0]: {"calls": row[1], "prompt_tokens": row[2], "completion_tokens": row[3],
+                     "failures": row[4]}
+            for row in conn.execute("SELECT model, calls, prompt_tokens, completion_tokens, failures"
+                                    " FROM llm_usage ORDER BY model")}

@@ -1,0 +1,48 @@
+"""The structured memory a summarizer returns: validated by this one model, whether it came
+from the rules, from a model's JSON, or back to a caller of summarize_memory."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# memorize's limits (aokun_server/models.py MemoryMetadata), so a summary is always storable.
+MAX_ITEMS = 64
+MAX_FACT_CHARS = 1000
+MAX_NAME_CHARS = 200
+MAX_SUMMARY_CHARS = 4000
+
+Sentiment = Literal["positive", "neutral", "negative"]
+Fact = Field(max_length=MAX_FACT_CHARS)
+
+
+class StructuredMemory(BaseModel):
+    """summary, topics, participants, key_facts, sentiment, importance, persona_summary — each
+    valid for memorize as it is — plus which provider made it and any warnings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    summary: str = Field(min_length=1, max_length=20_000, description="the key facts in order, within the length budget")
+    topics: list[str] = Field(default_factory=list, max_length=MAX_ITEMS)
+    participants: list[str] = Field(default_factory=list, max_length=MAX_ITEMS)
+    key_facts: list[str] = Field(default_factory=list, max_length=MAX_ITEMS,
+                                 description="stand-alone sentences, the speaker as subject, dates resolved")
+    sentiment: Sentiment = "neutral"
+    importance: float = Field(0.5, ge=0.0, le=1.0)
+    persona_summary: str | None = Field(None, max_length=MAX_SUMMARY_CHARS)
+    provider: Literal["rules", "llm"] = "rules"
+    warnings: list[str] = Field(default_factory=list)
+
+    def trimmed(self) -> "StructuredMemory":
+        """Items cut to memorize's limits (a model may write longer ones)."""
+        def cut(items: list[str], chars: int) -> list[str]:
+            kept = [i.strip()[:chars] for i in items if i and i.strip()]
+            return list(dict.fromkeys(kept))[:MAX_ITEMS]
+        return self.model_copy(update={
+            "topics": cut(self.topics, MAX_NAME_CHARS), "participants": cut(self.participants, MAX_NAME_CHARS),
+            "key_facts": cut(self.key_facts, MAX_FACT_CHARS)})
+
+
+# What the llm provider asks the model for: the memory's fields without provider/warnings.
+MODEL_FIELDS = ("summary", "topics", "participants", "key_facts", "sentiment", "importance", "persona_summary")

@@ -32,9 +32,12 @@ class _Points:
         mine[point] = max(weight, mine.get(point, 0.0))
 
     def ranking(self, boost: float) -> list[tuple[int, float]]:
-        """Best weight per memory, times (1 + boost) for every extra entry point."""
-        return ordered({mid: max(p.values()) * (1 + boost * (len(p) - 1))
-                        for mid, p in self.points.items()})
+        """Best weight per memory, times (1 + boost) for every extra entry point; divided by
+        the best when that exceeds 1, so scores stay in [0, 1] as every channel's do (the
+        fusion min-max scales them anyway: only explain sees the difference)."""
+        scores = {mid: max(p.values()) * (1 + boost * (len(p) - 1)) for mid, p in self.points.items()}
+        top = max(scores.values(), default=1.0)
+        return ordered({mid: score / top for mid, score in scores.items()} if top > 1 else scores)
 
 
 class GraphKeywordChannel:

@@ -11,6 +11,9 @@ rankings file and scores it with ../shared/bench/score.py.
     .venv/bin/python scripts/bench_recall.py locomo_dev --work bench_out/locomo  # reuse an ingest
 
 With --work DIR the ingested store is kept in DIR and reused by later runs (any channels).
+Every run also prints the figure per fold (scripts/folds.py: leave one LoCoMo conversation out;
+MADial halves by dialogue number modulo 4). --tune SECTION.KEY=V1,V2 recalls once per value and
+reports the honest figure: each fold scored with the value chosen on the other folds.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import folds  # noqa: E402  (scripts/folds.py)
+
 BENCH = ROOT.parent / "shared" / "bench"
 BIN = Path(sys.executable).parent
 CHANNELS = ["bm25", "vector", "graph_keyword", "graph_vector"]
@@ -131,24 +137,60 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="rankings file (default: WORK/rankings-CHANNELS.jsonl)")
     parser.add_argument("--set", dest="options", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override a config option for this run, e.g. retrieval.mmr_enabled=false")
+    parser.add_argument("--tune", metavar="SECTION.KEY=V1,V2,...",
+                        help="recall once per value (same ingest) and report the held-out-fold figure:"
+                             " each fold scored with the value that was best on the other folds")
     args = parser.parse_args()
     temp = None if args.work else tempfile.TemporaryDirectory()
     work = args.work or Path(temp.name)
     work.mkdir(parents=True, exist_ok=True)
-    out = args.out or work / f"rankings-{'+'.join(args.channels)}.jsonl"
-    config = write_config(work, args.channels, args.options)
+    candidates = _candidates(args.tune)
+    config = write_config(work, args.channels, args.options + candidates[0][1])
     worker = subprocess.Popen([str(BIN / "aokun-worker"), "--config", str(config)],
                               stdout=subprocess.DEVNULL, stderr=(work / "worker.log").open("ab"))
+    scored = {}
     try:
-        figures = anyio.run(run, work, args.dataset, config, out)
+        for label, extra in candidates:
+            config = write_config(work, args.channels, args.options + extra)
+            suffix = f"-{label.replace('=', '_').replace('/', '_')}" if label != "as configured" else ""
+            out = args.out or work / f"rankings-{'+'.join(args.channels)}{suffix}.jsonl"
+            figures = anyio.run(run, work, args.dataset, config, out)
+            print(f"{args.dataset} channels={'+'.join(args.channels)} {' '.join(args.options + extra)}  "
+                  f"recall p50 {figures['recall_p50_ms']:.1f} ms, p95 {figures['recall_p95_ms']:.1f} ms")
+            subprocess.run([sys.executable, str(BENCH / "score.py"), args.dataset, str(out)], check=True)
+            scored[label] = _per_query(args.dataset, out)
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=60)
-    print(f"{args.dataset} channels={'+'.join(args.channels)} {' '.join(args.options)}  recall p50 {figures['recall_p50_ms']:.1f} ms, "
-          f"p95 {figures['recall_p95_ms']:.1f} ms")
-    subprocess.run([sys.executable, str(BENCH / "score.py"), args.dataset, str(out)], check=True)
+    _fold_report(args.dataset, scored)
     if temp is not None:
         temp.cleanup()
+
+
+def _candidates(tune: str | None) -> list[tuple[str, list[str]]]:
+    """(label, extra --set options) per value to try; the first is the default's place."""
+    if not tune:
+        return [("as configured", [])]
+    name, values = tune.split("=", 1)
+    return [(f"{name}={value}", [f"{name}={value}"]) for value in values.split(",")]
+
+
+def _per_query(dataset: str, rankings_file: Path) -> dict[str, float]:
+    sys.path.insert(0, str(BENCH))
+    import score  # ../shared/bench/score.py (stdlib only)
+
+    queries = read_jsonl(BENCH / "data" / f"{dataset}.queries.jsonl")
+    rankings = {r["id"]: r["ranked"] for r in read_jsonl(rankings_file)}
+    return folds.per_query(queries, rankings, score.score_one)
+
+
+def _fold_report(dataset: str, scored: dict[str, dict[str, float]]) -> None:
+    queries = read_jsonl(BENCH / "data" / f"{dataset}.queries.jsonl")
+    fold_ids = folds.folds(dataset, queries)
+    if len(scored) > 1:
+        print(folds.report(dataset, "tuned on the other folds", folds.held_out(fold_ids, scored)))
+    for label, scores in scored.items():
+        print(folds.report(dataset, label, folds.held_out(fold_ids, {label: scores})))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,44 @@
+"""The held-out-fold yardstick (scripts/folds.py), with hand-worked numbers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import folds  # noqa: E402
+
+
+def test_folds_split_locomo_by_conversation_and_madial_by_dialogue_number_mod_4():
+    locomo = [{"id": f"conv-{g}:q{i}", "group": f"conv-{g}"} for g in (26, 30) for i in range(2)]
+    assert folds.folds("locomo_dev", locomo) == {"conv-26": ["conv-26:q0", "conv-26:q1"],
+                                                 "conv-30": ["conv-30:q0", "conv-30:q1"]}
+    madial = [{"id": f"madial-zh:q{i}", "group": "user1"} for i in range(8)]
+    assert folds.folds("madial_zh_dev", madial) == {
+        "half-a": ["madial-zh:q0", "madial-zh:q1", "madial-zh:q4", "madial-zh:q5"],
+        "half-b": ["madial-zh:q2", "madial-zh:q3", "madial-zh:q6", "madial-zh:q7"]}
+
+
+def test_a_value_that_only_wins_where_it_is_scored_is_a_fit():
+    fold_ids = {"a": ["1", "2"], "b": ["3", "4"]}
+    # x is perfect on fold a only, y on fold b only: chosen on the other fold, each scores 0.
+    fitted = {"x": {"1": 1, "2": 1, "3": 0, "4": 0}, "y": {"1": 0, "2": 0, "3": 1, "4": 1}}
+    assert folds.held_out(fold_ids, fitted)["mean"] == 0.0
+    # z is 0.5 everywhere, w is 0.75 on a and 0.25 on b: z on b is chosen from a? No: on fold
+    # b, the choice is made on a, where w (0.75) beats z (0.5), and w scores 0.25 on b; on fold
+    # a, the choice is made on b, where z (0.5) beats w (0.25), and z scores 0.5 on a.
+    mixed = {"z": {i: 0.5 for i in "1234"}, "w": {"1": 0.75, "2": 0.75, "3": 0.25, "4": 0.25}}
+    outcome = folds.held_out(fold_ids, mixed)
+    assert outcome["folds"] == {"a": ("z", 0.5), "b": ("w", 0.25)}
+    assert outcome["mean"] == pytest.approx(0.375) and outcome["spread"] == pytest.approx(0.125)
+
+
+def test_one_candidate_gives_its_per_fold_figures_and_ties_go_to_the_first():
+    fold_ids = {"a": ["1"], "b": ["2"], "c": ["3"]}
+    only = folds.held_out(fold_ids, {"default": {"1": 0.2, "2": 0.4, "3": 0.9}})
+    assert [v for _, v in only["folds"].values()] == [0.2, 0.4, 0.9]
+    assert (only["min"], only["max"]) == (0.2, 0.9)
+    tie = folds.held_out(fold_ids, {"first": {"1": 1, "2": 1, "3": 1}, "second": {"1": 1, "2": 1, "3": 1}})
+    assert {chosen for chosen, _ in tie["folds"].values()} == {"first"}

@@ -26,9 +26,9 @@ def test_a_value_that_only_wins_where_it_is_scored_is_a_fit():
     # x is perfect on fold a only, y on fold b only: chosen on the other fold, each scores 0.
     fitted = {"x": {"1": 1, "2": 1, "3": 0, "4": 0}, "y": {"1": 0, "2": 0, "3": 1, "4": 1}}
     assert folds.held_out(fold_ids, fitted)["mean"] == 0.0
-    # z is 0.5 everywhere, w is 0.75 on a and 0.25 on b: z on b is chosen from a? No: on fold
-    # b, the choice is made on a, where w (0.75) beats z (0.5), and w scores 0.25 on b; on fold
-    # a, the choice is made on b, where z (0.5) beats w (0.25), and z scores 0.5 on a.
+    # z is 0.5 everywhere; w is 0.75 on a and 0.25 on b. Fold b's value is chosen on a, where
+    # w (0.75) beats z (0.5): w scores 0.25 on b. Fold a's is chosen on b, where z (0.5) beats
+    # w (0.25): z scores 0.5 on a.
     mixed = {"z": {i: 0.5 for i in "1234"}, "w": {"1": 0.75, "2": 0.75, "3": 0.25, "4": 0.25}}
     outcome = folds.held_out(fold_ids, mixed)
     assert outcome["folds"] == {"a": ("z", 0.5), "b": ("w", 0.25)}

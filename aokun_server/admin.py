@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from aokun_server.admin_health import cmd_doctor, cmd_status, cmd_stop, embedder_space
+from aokun_server.ingest import cmd_ingest, ingest_parser
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
 from shared.lifecycle import ACTIONS
@@ -44,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     panel.add_argument("--no-browser", action="store_true", help="do not open a browser")
     restore = _with_config(commands.add_parser("restore", help="restore a backup into data_dir (processes stopped)"))
     restore.add_argument("file", type=Path)
+    ingest_parser(_with_config(commands.add_parser(
+        "ingest", help="summarize a transcript file and memorize it once; prints the memory id last")))
     return parser
 
 
@@ -67,7 +70,12 @@ class Admin:
 
         return DocumentStore(self.db)
 
-    def memories(self):
+    def segmenter(self):
+        from shared.text.segment import Segmenter
+
+        return Segmenter(self.config.text)
+
+    def memories(self, segmenter=None):
         """The memory service, queueing through the Huey queue like a front."""
         from functools import partial
 
@@ -75,9 +83,8 @@ class Admin:
         from shared.memories import MemoryService
         from shared.queue import open_queue
         from shared.tasks import Enqueuer
-        from shared.text.segment import Segmenter
 
-        return MemoryService(self.db, Segmenter(self.config.text), Enqueuer(open_queue(self.config.storage)),
+        return MemoryService(self.db, segmenter or self.segmenter(), Enqueuer(open_queue(self.config.storage)),
                              partial(ttl_days, config=self.config.atoms))
 
     def close(self) -> None:
@@ -91,11 +98,13 @@ def cmd_config(admin: Admin, args) -> int:
 
 
 def cmd_stats(admin: Admin, args) -> int:
+    from aokun_server.pipeline import summarizer_figures
     from shared.store import consistency, stages
 
     store = admin.documents()
     print(json.dumps({"documents": store.stats(), "tables": consistency.all_table_counts(admin.db),
                       "queue": stages.queue_figures(admin.db.connection(), time.time()),
+                      "summarizer": summarizer_figures(admin.db, admin.config.summarizer).model_dump(),
                       "database": str(admin.db.path)}, indent=2))
     return 0
 
@@ -227,7 +236,8 @@ def cmd_panel(admin: Admin, args) -> int:
 COMMANDS = {"panel": cmd_panel, "config": cmd_config, "stats": cmd_stats, "doctor": cmd_doctor,
             "status": cmd_status, "stop": cmd_stop,
             "repair": cmd_repair, "rebuild-index": cmd_rebuild_index,
-            "maintenance": cmd_maintenance, "backup": cmd_backup, "restore": cmd_restore}
+            "maintenance": cmd_maintenance, "backup": cmd_backup, "restore": cmd_restore,
+            "ingest": cmd_ingest}
 
 
 def _jsonable(value):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from aokun_server.autostart import ensure_worker
+from aokun_server.ingest import build_summarizer
 from aokun_server.pipeline import Reinforcer
 from aokun_server.server import AokunMCPServer
 from aokun_server.tools import ToolDeps, register_tools
@@ -139,7 +140,8 @@ def build_front(config: AppConfig) -> Front:
                     lifecycle=Lifecycle(live, db),
                     reconcile_queue=lambda: vars(reconcile(db, enqueuer, live.current.worker.heartbeat_timeout_s,
                                                            queue=live.current.queue)),
-                    live=live)
+                    live=live,
+                    summarizer=build_summarizer(db, config.atoms, segmenter, lambda: live.current.summarizer))
     server = AokunMCPServer("aokun-memory", version=__version__, instructions=INSTRUCTIONS,
                             log_level=config.server.log_level,
                             exposed_tools=config.server.exposed_tools)

@@ -11,11 +11,12 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, field_validator
 
 from shared.lifecycle import ACTIONS
 from shared.store.atoms import ATOM_TYPES
 from shared.store.documents import Document, MemoryFields
+from shared.summarize.schema import StructuredMemory
 
 Sentiment = Literal["positive", "neutral", "negative"]
 
@@ -27,6 +28,9 @@ MAX_LABEL_CHARS = 200
 MAX_ID_CHARS = 200
 MAX_SUMMARY_CHARS = 4000
 MAX_LIST_LIMIT = 200
+# A conversation to summarize: a long session, not a book.
+MAX_CONVERSATION_CHARS = 2_000_000
+MAX_CONVERSATION_TURNS = 20_000
 # SQLite stores integers in 64 bits; a larger id, offset or count cannot mean anything.
 MAX_INT64 = 2**63 - 1
 
@@ -73,6 +77,21 @@ Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS), AfterValidator(_list_i
 KeyFact = Annotated[str, Field(max_length=MAX_KEY_FACT_CHARS), AfterValidator(_list_item)]
 ScopeId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_storable)]
 Summary = Annotated[str, Field(max_length=MAX_SUMMARY_CHARS), AfterValidator(_storable)]
+
+
+# A conversation is checked by shared.summarize.parse_conversation, whose messages name the
+# turn ("conversation[2].text must be a string"); a pydantic union would report each branch.
+Conversation = Annotated[object, WithJsonSchema({
+    "description": 'a list of turns {speaker, text, time?} (time ISO-8601), or one transcript '
+                   'string of "Name: text" lines (a line without a name continues the turn before)',
+    "anyOf": [
+        {"type": "array", "items": {
+            "type": "object", "required": ["text"], "additionalProperties": False,
+            "properties": {"speaker": {"type": "string"}, "text": {"type": "string"},
+                           "time": {"type": "string", "description": "ISO-8601"}}}},
+        {"type": "string"},
+    ]})]
+Provider = Literal["rules", "llm"]
 
 
 class MemoryMetadata(BaseModel):
@@ -177,6 +196,18 @@ class MemorizeResult(BaseModel):
     session_id: str | None
 
 
+class SummarizeResult(StructuredMemory):
+    """The structured memory; with store=true also memorize's receipt and whether it was new."""
+
+    id: int | None = Field(None, description="with store=true: the memory's id")
+    status: Literal["accepted", "already stored"] | None = None
+    text: str | None = Field(None, description="with store=true: the stored text, with its time marker")
+    persona_id: str | None = None
+    session_id: str | None = None
+    stored: bool | None = Field(None, description="with store=true: false when this conversation "
+                                "was stored before (that memory is returned)")
+
+
 class RecallHit(BaseModel):
     id: int
     text: str = Field(description="persona_summary when the memory has one, else its text")
@@ -251,11 +282,25 @@ class WorkerFigures(BaseModel):
     heartbeat_age_s: float | None = Field(description="age of the newest worker heartbeat")
 
 
+class ModelUsage(BaseModel):
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    failures: int
+
+
+class SummarizerFigures(BaseModel):
+    provider: str = Field(description="summarizer.provider: rules or llm")
+    model: str | None = Field(description="summarizer.model when the provider is llm")
+    usage: dict[str, ModelUsage] = Field(description="tokens spent per model, since the store was made")
+
+
 class StatsResult(BaseModel):
     documents: DocumentCounts
     queue: QueueFigures
     vectors: VectorFigures
     workers: WorkerFigures
+    summarizer: SummarizerFigures
     tables: dict[str, int]
     database: dict[str, str | int]
     warnings: list[str] = Field(default_factory=list, description="why stages will not get done "

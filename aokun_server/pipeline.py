@@ -1,4 +1,5 @@
-"""What the front does around the tools: access reinforcement, and the pipeline figures."""
+"""What the front does around the tools: access reinforcement, the pipeline figures and the
+summarizer's token usage."""
 
 from __future__ import annotations
 
@@ -6,12 +7,12 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from aokun_server.models import QueueFigures, VectorFigures, WorkerFigures
+from aokun_server.models import ModelUsage, QueueFigures, SummarizerFigures, VectorFigures, WorkerFigures
 from shared import health
-from shared.config import WorkerConfig
+from shared.config import SummarizerConfig, WorkerConfig
 from shared.memories import MemoryService
 from shared.search.vectors import VectorIndex
-from shared.store import documents, runtime, stages, vectors
+from shared.store import documents, runtime, stages, usage, vectors
 from shared.store.db import Database
 
 log = logging.getLogger("aokun.front")
@@ -60,3 +61,12 @@ def pipeline_figures(db: Database, index: VectorIndex, worker: WorkerConfig) -> 
                                  heartbeat_age_s=round(now - newest, 1) if newest else None),
         "warnings": health.pipeline_warnings(queue, len(live), newest, now),
     }
+
+
+def summarizer_figures(db: Database, config: SummarizerConfig) -> SummarizerFigures:
+    """memory_stats' summarizer section: the provider in use and the tokens spent per model."""
+    with db.snapshot() as conn:
+        spent = usage.figures(conn)
+    model = config.model if config.provider == "llm" and config.model else None
+    return SummarizerFigures(provider=config.provider, model=model,
+                             usage={model: ModelUsage(**counts) for model, counts in spent.items()})

@@ -10,19 +10,21 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
+from aokun_server.ingest import memory_fields
 from aokun_server.models import (
-    MAX_LIST_LIMIT, AtomOut, AtomsResult, AtomType, DeleteResult, DocumentCounts, EditResult, Flag, K,
-    ListLimit, ListResult, MaintenanceAction, MaintenanceResult, MemorizeResult, MemoryId,
-    MemoryMetadata, MemoryOut, Offset, PinResult, RecallHit, RecallResult, StatsResult, parse_iso,
+    MAX_CONVERSATION_CHARS, MAX_CONVERSATION_TURNS, MAX_LIST_LIMIT, AtomOut, AtomsResult, AtomType,
+    Conversation, DeleteResult, DocumentCounts, EditResult, Flag, K, ListLimit, ListResult,
+    MaintenanceAction, MaintenanceResult, MemorizeResult, MemoryId, MemoryMetadata, MemoryOut, Offset,
+    PinResult, Provider, RecallHit, RecallResult, ScopeId, StatsResult, SummarizeResult, parse_iso,
     reject_lone_surrogates,
 )
-from aokun_server.pipeline import Reinforcer, pipeline_figures
+from aokun_server.pipeline import Reinforcer, pipeline_figures, summarizer_figures
 from shared.lifecycle import Lifecycle
 from shared.live_config import LiveConfig
 from shared.search.atoms import AtomSearch
@@ -32,6 +34,10 @@ from shared.errors import AokunError
 from shared.memories import MemoryService
 from shared.store import consistency
 from shared.store.documents import DocumentFilter, epoch
+from shared.summarize.conversation import Turn, parse_conversation
+
+if TYPE_CHECKING:
+    from shared.summarize.summarizer import Summarizer
 
 F = TypeVar("F", bound=Callable)
 
@@ -50,6 +56,7 @@ class ToolDeps:
     lifecycle: Lifecycle
     reconcile_queue: Callable[[], dict]
     live: LiveConfig
+    summarizer: Summarizer
 
 
 def translate_errors(fn: F) -> F:
@@ -106,6 +113,28 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         doc = memories.memorize(content, metadata.to_fields())
         return MemorizeResult(id=doc.id, text=doc.text, persona_id=doc.fields.persona_id,
                               session_id=doc.fields.session_id)
+
+    @server.tool()
+    @translate_errors
+    def summarize_memory(conversation: Conversation, persona_id: ScopeId | None = None,
+                         session_id: ScopeId | None = None, store: Flag = False,
+                         provider: Provider | None = None) -> SummarizeResult:
+        """Turn a conversation into a structured memory: a summary, topics, participants, key
+        facts (stand-alone sentences with the speaker as subject and dates resolved),
+        sentiment and importance. Call it when a conversation ends, or before older turns
+        leave your context, instead of writing the memory yourself; store=true also memorizes
+        it (the same conversation stored twice stays one memory) and returns the receipt.
+        conversation: a list of turns {speaker, text, time?} or one "Name: text" transcript.
+        provider: rules (offline) or llm (the configured model); default from the config."""
+        turns = conversation_turns(conversation)
+        memory = deps.summarizer.summarize(turns, provider)
+        if not store:
+            return SummarizeResult(**memory.model_dump(), persona_id=persona_id, session_id=session_id)
+        content = checked_content(memory.summary, live.current.server.max_content_chars)
+        doc, created = memories.memorize_once(content, memory_fields(memory, turns, persona_id, session_id))
+        return SummarizeResult(**memory.model_dump(), id=doc.id, text=doc.text,
+                               status="accepted" if created else "already stored", stored=created,
+                               persona_id=doc.fields.persona_id, session_id=doc.fields.session_id)
 
     @server.tool()
     @translate_errors
@@ -216,7 +245,8 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
                    if p.exists())
         figures = pipeline_figures(store.db, deps.index, live.current.worker)
         return StatsResult(documents=DocumentCounts(**store.stats()), tables=consistency.all_table_counts(store.db),
-                           database={"path": str(path), "size_bytes": size}, **figures)
+                           database={"path": str(path), "size_bytes": size},
+                           summarizer=summarizer_figures(store.db, live.current.summarizer), **figures)
 
 
 def _hit(hit: Hit) -> RecallHit:
@@ -227,6 +257,23 @@ def _hit(hit: Hit) -> RecallHit:
         original_time=f.original_time.isoformat() if f.original_time else None,
         topics=list(f.topics), participants=list(f.participants),
         session_id=f.session_id, persona_id=f.persona_id, explain=hit.explain)
+
+
+def conversation_turns(conversation) -> list[Turn]:
+    """summarize_memory's conversation as turns, within the size limits."""
+    if isinstance(conversation, str) and len(conversation) > MAX_CONVERSATION_CHARS:
+        raise ToolError(f"conversation is {len(conversation)} characters; the limit is "
+                        f"{MAX_CONVERSATION_CHARS}: summarize it in parts")
+    if isinstance(conversation, list) and len(conversation) > MAX_CONVERSATION_TURNS:
+        raise ToolError(f"conversation has {len(conversation)} turns; the limit is "
+                        f"{MAX_CONVERSATION_TURNS}: summarize it in parts")
+    turns = parse_conversation(conversation)
+    if sum(len(t.speaker) + len(t.text) for t in turns) > MAX_CONVERSATION_CHARS:
+        raise ToolError(f"conversation holds more than {MAX_CONVERSATION_CHARS} characters: "
+                        "summarize it in parts")
+    for number, turn in enumerate(turns, 1):
+        reject_lone_surrogates(f"conversation turn {number}", turn.speaker + turn.text)
+    return turns
 
 
 def time_bound(value: str | None, name: str) -> float | None:

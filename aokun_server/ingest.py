@@ -1,0 +1,254 @@
+"""`aokun ingest`: a transcript file summarized and memorized once; its readers; and how a
+summarized conversation becomes memorize's fields (shared with the summarize_memory tool).
+
+Readers:
+- text: "Name: text" lines (shared.summarize.parse_conversation);
+- our JSON turns: a JSON list of {speaker, text, time?}, or one such object a line;
+- Claude Code's session transcript (JSONL, one entry a line): "user" and "assistant" entries
+  become turns; their text blocks are kept, tool calls, tool results and thinking are not, and
+  neither are lines that are no message (summaries, snapshots, queue operations).
+
+Both `aokun ingest` and the summarize_memory tool store what they summarize the same way:
+memorize_once with the hash of the normalised transcript, so a conversation stored twice is
+one memory. Hosts that can run a command at the end of a session (Claude Code's SessionEnd and
+PreCompact hooks) call `aokun ingest --from-hook`, which reads the hook's JSON on stdin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from shared.errors import InvalidInput
+from shared.store.documents import MemoryFields
+from shared.summarize.conversation import Turn, parse_conversation, transcript
+from shared.summarize.schema import StructuredMemory
+
+FORMATS = ("auto", "jsonl", "text")
+CLAUDE_SPEAKERS = ("user", "assistant")
+# Claude Code records slash commands and their output as user text; they are no conversation.
+_COMMAND_RECORD = re.compile(r"^\s*(<(command|local-command)-[a-z]+>|\[Request interrupted by user)")
+
+
+# -- readers --------------------------------------------------------------------------------
+
+
+def read_transcript(path: Path, fmt: str = "auto") -> list[Turn]:
+    """The turns of a transcript file ([] when it holds no text); InvalidInput when it cannot
+    be read or is malformed."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidInput(f"transcript not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"cannot read transcript {path}: {exc}") from None
+    if fmt == "auto":
+        fmt = "jsonl" if raw.lstrip()[:1] in ("{", "[") else "text"
+    if fmt == "text":
+        return _turns(raw)
+    return turns_from_json(raw, str(path))
+
+
+def turns_from_json(raw: str, name: str) -> list[Turn]:
+    """Turns from a JSON list of turns, or from JSON lines (our turns or Claude Code entries)."""
+    stripped = raw.strip()
+    if stripped.startswith("["):
+        try:
+            items = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{name} is not valid JSON: {exc}") from None
+        return _turns(items)
+    entries = json_lines(raw, name)
+    if any(is_claude_entry(entry) for entry in entries):
+        return _turns(claude_turns(entries))
+    return _turns(entries)
+
+
+def _turns(conversation) -> list[Turn]:
+    """parse_conversation, except that a transcript with no text yet is no turns, not an error
+    (a hook may fire on a session that said nothing)."""
+    if isinstance(conversation, str):
+        blank = not conversation.strip()
+    else:
+        blank = isinstance(conversation, list) and all(
+            isinstance(item, dict) and isinstance(item.get("text"), str) and not item["text"].strip()
+            for item in conversation)
+    return [] if blank else parse_conversation(conversation)
+
+
+def json_lines(raw: str, name: str) -> list[dict]:
+    """One JSON object a line. A cut last line is dropped: a host may still be writing it."""
+    lines = [(n, line) for n, line in enumerate(raw.splitlines(), 1) if line.strip()]
+    entries = []
+    for position, (number, line) in enumerate(lines):
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if position == len(lines) - 1 and position > 0:
+                break
+            raise InvalidInput(f"{name} line {number} is not JSON ({exc.msg}): use --format text "
+                               "for a plain transcript") from None
+        if not isinstance(entry, dict):
+            raise InvalidInput(f"{name} line {number} is not a JSON object")
+        entries.append(entry)
+    return entries
+
+
+def is_claude_entry(entry: dict) -> bool:
+    return "message" in entry or ("type" in entry and "text" not in entry)
+
+
+def claude_turns(entries: list[dict]) -> list[dict]:
+    """Claude Code entries as {speaker, text, time} turns. One assistant message is written as
+    several entries (one per content block) sharing a message id: they make one turn."""
+    turns: list[dict] = []
+    last_message_id = None
+    for entry in entries:
+        text = _entry_text(entry)
+        if not text:
+            continue
+        message_id = entry["message"].get("id")
+        if message_id and message_id == last_message_id and turns:
+            turns[-1]["text"] += "\n" + text
+            continue
+        turns.append({"speaker": entry["type"], "text": text, "time": entry.get("timestamp")})
+        last_message_id = message_id
+    return turns
+
+
+def _entry_text(entry: dict) -> str:
+    """The conversation text of one Claude Code entry ("" for anything else). Sidechains
+    (sub-agents' own exchanges), meta lines and the summary written at compaction are no
+    turns of this conversation."""
+    message = entry.get("message")
+    if (entry.get("type") not in CLAUDE_SPEAKERS or not isinstance(message, dict)
+            or entry.get("isSidechain") or entry.get("isMeta") or entry.get("isCompactSummary")):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        parts = [content]
+    elif isinstance(content, list):
+        parts = [block.get("text", "") for block in content
+                 if isinstance(block, dict) and block.get("type") == "text"]
+    else:
+        parts = []
+    kept = [p.strip() for p in parts if isinstance(p, str) and p.strip() and not _COMMAND_RECORD.match(p)]
+    return "\n".join(kept)
+
+
+def hook_input(raw: str) -> dict:
+    """The JSON a host hook passes on stdin (Claude Code: session_id, transcript_path, ...)."""
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"--from-hook: stdin is not the hook's JSON ({exc.msg})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("transcript_path"), str) \
+            or not data["transcript_path"].strip():
+        raise InvalidInput("--from-hook: the hook's JSON on stdin has no transcript_path")
+    return data
+
+
+# -- storing a summarized conversation ------------------------------------------------------
+
+
+def source_hash(turns: list[Turn], persona_id: str | None) -> str:
+    """What makes two stores of a conversation the same: its normalised transcript, for the
+    same persona (the same conversation remembered for another persona is another memory)."""
+    text = f"{persona_id or ''}\n{transcript(turns)}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def last_time(turns: list[Turn]):
+    """When the conversation ended, as far as its turns say (None when none has a time)."""
+    return next((t.time for t in reversed(turns) if t.time is not None), None)
+
+
+def memory_fields(memory: StructuredMemory, turns: list[Turn], persona_id: str | None,
+                  session_id: str | None) -> MemoryFields:
+    """The summary's fields as memorize would take them (checked by memorize's own model),
+    with the conversation's source hash and its end as original_time."""
+    from pydantic import ValidationError
+
+    from aokun_server.models import MemoryMetadata
+    from aokun_server.server import describe_validation_error
+
+    when = last_time(turns)
+    try:
+        metadata = MemoryMetadata(
+            topics=memory.topics, participants=memory.participants, key_facts=memory.key_facts,
+            sentiment=memory.sentiment, importance=float(memory.importance),
+            persona_summary=memory.persona_summary, persona_id=persona_id, session_id=session_id,
+            original_time=when.isoformat() if when is not None else None)
+    except ValidationError as exc:
+        raise InvalidInput(describe_validation_error(exc)) from None
+    return replace(metadata.to_fields(), source_hash=source_hash(turns, persona_id))
+
+
+def build_summarizer(db, atoms_config, segmenter, summarizer_config: Callable):
+    """The summarizer with its rules provider (the atom rules and jieba the stages use)."""
+    from shared.extract.atoms import AtomRules
+    from shared.summarize.rules import RulesSummarizer
+    from shared.summarize.summarizer import Summarizer
+
+    return Summarizer(db, RulesSummarizer(AtomRules.load(atoms_config.rules_file), segmenter),
+                      summarizer_config)
+
+
+# -- the command ----------------------------------------------------------------------------
+
+
+def ingest_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, nargs="?",
+                        help='a "Name: text" transcript, JSON turns, or a Claude Code session JSONL')
+    parser.add_argument("--from-hook", action="store_true",
+                        help="read the transcript path (and session id) from a host hook's JSON on stdin")
+    parser.add_argument("--persona", help="persona_id of the memory")
+    parser.add_argument("--session", help="session_id of the memory (with --from-hook, default: the hook's)")
+    parser.add_argument("--format", choices=FORMATS, default="auto",
+                        help="jsonl: JSON turns or Claude Code JSONL; text: Name: text lines (default: auto)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the structured memory as JSON and store nothing")
+
+
+def cmd_ingest(admin, args) -> int:
+    """Summarize a transcript with the configured provider and memorize it once; the memory
+    id (or "already stored as N") is the last line printed."""
+    path, session = args.file, args.session
+    if args.from_hook == (path is not None):
+        raise InvalidInput("give either a transcript FILE or --from-hook (the hook's JSON on stdin)")
+    if args.from_hook:
+        hook = hook_input(sys.stdin.read())
+        path = Path(hook["transcript_path"]).expanduser()
+        session = session or hook.get("session_id") or None
+    turns = read_transcript(path, args.format)
+    if not turns:
+        if args.from_hook:
+            print(f"nothing to remember: {path} holds no conversation yet")
+            return 0
+        raise InvalidInput(f"{path} holds no conversation: no turn has any text")
+    segmenter = admin.segmenter()
+    memory = build_summarizer(admin.db, admin.config.atoms, segmenter,
+                              lambda: admin.config.summarizer).summarize(turns)
+    for warning in memory.warnings:
+        print(f"aokun ingest: {warning}", file=sys.stderr)
+    fields = memory_fields(memory, turns, args.persona, session)
+    limit = admin.config.server.max_content_chars
+    if len(memory.summary) > limit:
+        raise InvalidInput(f"the summary is {len(memory.summary)} characters and server.max_content_chars "
+                           f"is {limit}: lower summarizer.summary_chars")
+    if args.dry_run:
+        print(memory.model_dump_json(indent=2))
+        return 0
+    doc, created = admin.memories(segmenter).memorize_once(memory.summary, fields)
+    if not created:
+        print(f"already stored as {doc.id}")
+        return 0
+    print(f"stored {len(turns)} turns as one memory ({memory.provider}, {len(memory.key_facts)} key facts)")
+    print(doc.id)
+    return 0

@@ -176,3 +176,200 @@ def deadline(text: str, anchor: datetime) -> datetime | None:
         return _end_of_day(day)
     base = day or anchor
     return base.replace(hour=clock[0], minute=clock[1], second=0, microsecond=0)
+
+
+# -- Dates of events, past or planned (the summarizer's "yesterday (7 May 2023)") ---------------
+
+from dataclasses import dataclass  # noqa: E402  (this section was appended to the module)
+
+_EN_UNITS = r"(day|week|month|year)s?"
+_EN_COUNT = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_ZH_COUNT = r"([一二两三四五六七八九十\d]+)"
+_ZH_UNIT = {"天": "day", "日": "day", "周": "week", "星期": "week", "个星期": "week", "礼拜": "week",
+            "个礼拜": "week", "个月": "month", "月": "month", "年": "year"}
+_DAY_WORDS = ((r"\bthe day before yesterday\b", -2), (r"\bday after tomorrow\b", 2),
+              (r"\byesterday\b", -1), (r"\blast night\b", -1), (r"\btomorrow\b", 1),
+              (r"\b(?:today|tonight|this (?:morning|afternoon|evening)|earlier today)\b", 0),
+              ("大前天", -3), ("前天", -2), ("昨天|昨晚|昨日", -1), ("大后天", 3), ("后天", 2),
+              ("明天|明晚|明早", 1), ("今天|今晚|今早|今日", 0))
+
+
+@dataclass(frozen=True)
+class DateMention:
+    """A time expression in a text and the date it names (its first day for a week, month or year)."""
+
+    start: int
+    end: int
+    text: str
+    day: datetime
+    precision: str  # "day" | "weekend" | "week" | "month" | "year"
+
+    def label(self, chinese: bool = False) -> str:
+        """The resolved date, written so that deadline() reads it back (12 May 2023, 2023年5月12日)."""
+        d = self.day
+        if chinese:
+            return {"day": f"{d.year}年{d.month}月{d.day}日", "weekend": f"{d.year}年{d.month}月{d.day}日那个周末",
+                    "week": f"{d.year}年{d.month}月{d.day}日那周",
+                    "month": f"{d.year}年{d.month}月", "year": f"{d.year}年"}[self.precision]
+        month = calendar.month_name[d.month]
+        return {"day": f"{d.day} {month} {d.year}", "weekend": f"the weekend of {d.day} {month} {d.year}",
+                "week": f"the week of {d.day} {month} {d.year}",
+                "month": f"{month} {d.year}", "year": str(d.year)}[self.precision]
+
+
+def date_mentions(text: str, anchor: datetime, past: bool = False) -> list[DateMention]:
+    """Every time expression of `text` that names a day, week, month or year, resolved against
+    `anchor` (when it was said). `past` says how to read an expression that could go either way
+    (a bare "Friday", "in May", "3月5日"): the last one before the anchor for an event told,
+    the next one for a plan. Expressions that overlap an earlier, longer one are skipped."""
+    found: list[DateMention] = []
+    for finder in (_mention_spans, _mention_calendar, _mention_weekdays, _mention_days, _mention_periods):
+        for start, end, day, precision in finder(text, anchor, past):
+            if all(end <= m.start or start >= m.end for m in found):
+                found.append(DateMention(start, end, text[start:end], day, precision))
+    return sorted(found, key=lambda m: m.start)
+
+
+def _start_of(day: datetime, precision: str) -> datetime:
+    day = day.replace(hour=0, minute=0, second=0, microsecond=0)
+    if precision == "week":
+        return day - timedelta(days=day.weekday())
+    if precision == "month":
+        return day.replace(day=1)
+    if precision == "year":
+        return day.replace(month=1, day=1)
+    return day
+
+
+def _mention_spans(text: str, anchor: datetime, past: bool):
+    """N days / weeks / months / years ago, in N ..., N天前, 三个月后."""
+    for m in re.finditer(rf"\b{_EN_COUNT}\s+{_EN_UNITS}\s+ago\b", text, re.I):
+        n = int(m.group(1)) if m.group(1).isdigit() else _EN_NUMBERS[m.group(1).lower()]
+        unit = m.group(2).lower()
+        yield m.start(), m.end(), _start_of(_shift(anchor, -n, unit), unit), unit
+    for m in re.finditer(rf"\bin\s+{_EN_COUNT}\s+{_EN_UNITS}\b", text, re.I):
+        n = int(m.group(1)) if m.group(1).isdigit() else _EN_NUMBERS[m.group(1).lower()]
+        unit = m.group(2).lower()
+        yield m.start(), m.end(), _start_of(_add(anchor, n, unit), unit), unit
+    for m in re.finditer(_ZH_COUNT + r"\s*(个星期|个礼拜|个月|星期|礼拜|天|日|周|年)(前|以前|之前|后|以后|之后)", text):
+        n = zh_number(m.group(1))
+        if n is not None:
+            unit = _ZH_UNIT[m.group(2)]
+            sign = -1 if m.group(3).endswith("前") else 1
+            yield m.start(), m.end(), _start_of(_shift(anchor, sign * n, unit), unit), unit
+
+
+def _shift(anchor: datetime, n: int, unit: str) -> datetime:
+    """anchor moved by n (possibly negative) days, weeks, months or years."""
+    return _add(anchor, 12 * n, "month") if unit == "year" else _add(anchor, n, unit)
+
+
+def _mention_calendar(text: str, anchor: datetime, past: bool):
+    """March 5 / 5 March / 3月5日 (a full date), then a month alone: in May, 5月, 五月份."""
+    months = "|".join(sorted(_EN_MONTH, key=len, reverse=True))
+    patterns = ((r"(?:(\d{4})年)?(\d{1,2}|[一二三四五六七八九十]+)月(\d{1,2}|[一二三四五六七八九十]+)[日号]", "zh"),
+                (rf"\b({months})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s*(\d{{4}}))?", "md"),
+                (rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({months})\b(?:,?\s*(\d{{4}}))?", "dm"))
+    for pattern, shape in patterns:
+        for m in re.finditer(pattern, text, re.I):
+            if shape == "zh":
+                year, month, day = (int(m.group(1)) if m.group(1) else None), zh_number(m.group(2)), zh_number(m.group(3))
+            else:
+                a, b = (m.group(1), m.group(2)) if shape == "md" else (m.group(2), m.group(1))
+                year, month, day = (int(m.group(3)) if m.group(3) else None), _EN_MONTH[a.lower()], int(b)
+            resolved = _dated(anchor, year, month, day, past)
+            if resolved is not None:
+                yield m.start(), m.end(), resolved, "day"
+    for m in re.finditer(rf"\b(?:(last|next|this|in|since|during|until|by)\s+)({months})\b(?:\s+(\d{{4}}))?", text, re.I):
+        word = m.group(2).lower()
+        if word == "may" and not m.group(1):
+            continue
+        direction = {"last": True, "since": True, "next": False, "until": False, "by": False}.get(
+            (m.group(1) or "").lower(), past)
+        yield m.start(), m.end(), _month_of(anchor, _EN_MONTH[word], m.group(3), direction), "month"
+    for m in re.finditer(r"(?<![\d一二三四五六七八九十个])(\d{1,2}|十[一二]?|[一二三四五六七八九])月份?(?![\d一二三四五六七八九十日号])", text):
+        month = zh_number(m.group(1))
+        if month and 1 <= month <= 12:
+            yield m.start(), m.end(), _month_of(anchor, month, None, past), "month"
+
+
+def _dated(anchor: datetime, year: int | None, month: int | None, day: int | None, past: bool) -> datetime | None:
+    if not past or year is not None:
+        found = _future_date(anchor, year, month, day) if year is None else _exact(year, month, day)
+        return _start_of(found, "day") if found else None
+    found = _exact(anchor.year, month, day)
+    if found is not None and found.date() > anchor.date():
+        found = _exact(anchor.year - 1, month, day)
+    return found
+
+
+def _exact(year: int, month: int | None, day: int | None) -> datetime | None:
+    try:
+        return datetime(year, month or 0, day or 0)
+    except (TypeError, ValueError):
+        return None
+
+
+def _month_of(anchor: datetime, month: int, year: str | None, past: bool) -> datetime:
+    if year:
+        return datetime(int(year), month, 1)
+    if past:
+        return datetime(anchor.year - (month > anchor.month), month, 1)
+    return datetime(anchor.year + (month < anchor.month), month, 1)
+
+
+def _mention_weekdays(text: str, anchor: datetime, past: bool):
+    """last / next / this Friday, on Friday, 上周六, 下周三, 周五."""
+    monday = _start_of(anchor, "week")
+    for m in re.finditer(r"(?<!每)(?<!每个)(上上|下下|上个?|下个?|这个?|本)?(?:周|星期|礼拜)([一二三四五六日天])", text):
+        prefix, target = m.group(1) or "", _ZH_WEEKDAY[m.group(2)]
+        weeks = {"上上": -2, "下下": 2}.get(prefix, -1 if prefix.startswith("上") else 1 if prefix.startswith("下") else 0)
+        day = monday + timedelta(weeks=weeks, days=target)
+        if not prefix:
+            day = _nearest(anchor, target, past)
+        yield m.start(), m.end(), day, "day"
+    for m in re.finditer(r"(?<!every )(?<!each )\b(?:(last|next|this|on|coming|past)\s+)?(" + "|".join(_EN_WEEKDAY) + r")\b", text, re.I):
+        prefix, target = (m.group(1) or "").lower(), _EN_WEEKDAY[m.group(2).lower()]
+        if prefix == "next":  # like 下周X: that day of next week, as deadline() reads it
+            day = monday + timedelta(weeks=1, days=target)
+        elif prefix in ("last", "past"):
+            day = _nearest(anchor, target, past=True)
+        elif prefix == "coming":
+            day = _nearest(anchor, target, past=False)
+        else:
+            day = _nearest(anchor, target, past)
+        yield m.start(), m.end(), day, "day"
+
+
+def _nearest(anchor: datetime, weekday: int, past: bool) -> datetime:
+    """The closest such weekday before the anchor (past) or from the anchor on (future)."""
+    today = _start_of(anchor, "day")
+    if past:
+        return today - timedelta(days=(today.weekday() - weekday) % 7 or 7)
+    return today + timedelta(days=(weekday - today.weekday()) % 7)
+
+
+def _mention_days(text: str, anchor: datetime, past: bool):
+    for pattern, days in _DAY_WORDS:
+        for m in re.finditer(pattern, text, re.I):
+            yield m.start(), m.end(), _start_of(anchor + timedelta(days=days), "day"), "day"
+
+
+def _mention_periods(text: str, anchor: datetime, past: bool):
+    """last / this / next week, weekend, month, year; 上周, 下个月, 去年, 明年."""
+    en = {"last": -1, "past": -1, "this": 0, "next": 1}
+    for m in re.finditer(r"\b(last|past|this|next)\s+(week|weekend|month|year)\b", text, re.I):
+        n, unit = en[m.group(1).lower()], m.group(2).lower()
+        if unit == "weekend":  # the Saturday of that week's weekend
+            saturday = _start_of(anchor, "week") + timedelta(days=5)
+            yield m.start(), m.end(), saturday + timedelta(weeks=n), "weekend"
+        else:
+            yield m.start(), m.end(), _start_of(_shift(anchor, n, unit), unit), unit
+    zh = (("上上周|上上个?星期|上上个?礼拜", -2, "week"), ("上周|上个?星期|上个?礼拜", -1, "week"),
+          ("这周|本周|这个?星期|这个?礼拜", 0, "week"), ("下下周|下下个?星期", 2, "week"),
+          ("下周|下个?星期|下个?礼拜", 1, "week"), ("上上个月", -2, "month"), ("上个?月", -1, "month"),
+          ("这个月|本月", 0, "month"), ("下个?月", 1, "month"), ("前年", -2, "year"), ("去年", -1, "year"),
+          ("今年", 0, "year"), ("明年", 1, "year"), ("后年", 2, "year"))
+    for pattern, n, unit in zh:
+        for m in re.finditer(pattern, text):
+            yield m.start(), m.end(), _start_of(_shift(anchor, n, unit), unit), unit

@@ -1,0 +1,204 @@
+"""Which turns of a conversation state something about a person, and how each becomes a
+stand-alone key fact.
+
+A turn is read into its content statements: sentences that are not questions, greetings or
+small talk ("Thanks, Mel!", "That sounds great!"), with leading interjections taken off. Each
+statement is typed by the atom rules (AtomRules.classify) and its dates found by the time
+parser. A turn is a key fact when its score reaches a threshold, or (in a Chinese conversation or a chat
+of short turns, unlike the English LoCoMo the weights were chosen on) when it
+holds a first-person statement that the atom rules give a type (a plan, a preference, a
+relation, an event, a personal fact). The score adds up what marks a statement about oneself — first-person words (outside
+sentences addressed to "you"), length, typed statements, answering a question just asked, a
+date, a shared photo. The weights are FactWeights; scripts/bench_summarize.py chooses them on
+folds of LoCoMo it then does not score on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from shared.extract.atoms import AtomRules
+from shared.extract.timeparse import DateMention, date_mentions
+from shared.summarize.conversation import Turn
+from shared.summarize.rewrite import about_speaker
+
+_SENTENCE = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s+|\n+")
+_WORDS = re.compile(r"[A-Za-z0-9']+|[\u4e00-\u9fff]{2}")
+_IMAGE = re.compile(r"\[\s*shares?\s+(?:an?\s+)?(?:image|photo|picture)s?\s*:\s*([^\]]*)\]", re.I)
+_QUESTION_ZH = re.compile(r"[吗呢么][\s。.!！~～]*$")
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|mine|myself|we|we're|we've|we'll|our|ours|us|ourselves)\b|我(?!们)|我们|咱们", re.I)
+_SECOND_PERSON = re.compile(r"\b(?:you|your|you're|you've|you'll|yours|yourself)\b|你|您", re.I)
+# Words said before the point: "Wow, ...", "Hey Mel! ...", "哈哈，...".
+_LEADING = re.compile(
+    r"^(?:(?:hey|hi|hello|wow|whoa|oh|ooh|ah|aw+|yeah|yep|yup|yes|no|nope|ha(?:ha)+|lol|ok|okay|well|so|"
+    r"sure|omg|hmm+|um+|uh|thanks|thank you|cool|great|awesome|nice|man|dude|totally|definitely|"
+    r"absolutely|honestly|btw|by the way|anyway)\b[\s,!.:;~-]*"
+    r"|(?:哈哈+|嗯+|哇+|嗨|好的|好啊|是啊|对啊|对呀|谢谢|哎+|唉+|啊+)[\s，,！!。~～]*)+", re.I)
+# Whole sentences that keep a conversation going and state nothing about anyone.
+_SMALL_TALK = re.compile(
+    r"^(?:that(?:'s| is| was| sounds| must)|this (?:is|sounds)|it (?:sounds|must)|sounds|good luck|"
+    r"congrats|congratulations|thanks|thank you|glad|take care|talk (?:to you )?(?:soon|later)|see you|"
+    r"bye|have (?:a|fun)|me too|same here|agreed?|exactly|true|you(?:'re| are) (?:so |really )?"
+    r"(?:right|welcome|the best|amazing|awesome|doing)|keep (?:it )?up|keep going|no worries|"
+    r"no problem|anytime|of course|you got this|you should|you can|good (?:to|for) you|"
+    r"(?:good|nice|great) to (?:see|meet|hear from|chat with) you|long time no see|"
+    r"你好|再见|拜拜|晚安|早安|没问题|不客气|没关系|太好了|真棒|加油|恭喜|好久不见)", re.I)
+_TALK_ABOUT_TALK = re.compile(
+    r"\b(?:i(?:'m| am) (?:so |really )?(?:glad|happy for you|proud of you|sure you)|i agree|i bet|"
+    r"i hope you|let me know|let's|i can't wait to (?:see|hear)|i appreciate|means (?:a lot|so much) to me|"
+    r"i know what you mean|i hear you|i get (?:it|that)|i think so)\b", re.I)
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_LATIN = re.compile(r"[A-Za-z]")
+_ADDRESS = re.compile(r"^(\w{3,})\s*[,!，！]\s*")
+MIN_STATEMENT_WORDS = 3
+# The weights were chosen on LoCoMo: English, turns of 9 to 30 words (median per session). In a
+# Chinese conversation (two characters count as a word, which undercounts it) or a chat of
+# shorter turns, length tells little, and a first-person statement that the atom rules type is
+# a fact by itself. Set below LoCoMo's range, not tuned: the benchmark cannot see it.
+SHORT_CHAT_WORDS = 8
+CAP_FIRST_PERSON, CAP_WORDS, CAP_TYPED = 4, 50, 2
+
+
+@dataclass(frozen=True)
+class FactWeights:
+    """What each mark of a statement about oneself adds to a turn's score, and the score a
+    turn needs to be a key fact (chosen by scripts/bench_summarize.py on held-out folds)."""
+
+    first_person: float = 1.0  # per first-person word, up to CAP_FIRST_PERSON (the unit)
+    words: float = 1.5         # per ten words of content statements, up to CAP_WORDS words
+    typed: float = 0.5         # per statement the atom rules type, up to CAP_TYPED
+    answer: float = 3.0        # the turn answers a question of the turn before
+    dated: float = 2.0         # a statement names a date the time parser resolves
+    image: float = 1.0         # the turn shares a photo
+    threshold: float = 5.35
+
+
+@dataclass(frozen=True)
+class Statement:
+    text: str
+    atom_type: str
+    words: int
+    first_person: int
+    dates: tuple[DateMention, ...]
+
+
+@dataclass(frozen=True)
+class TurnReading:
+    """One turn as the fact rules see it."""
+
+    index: int
+    turn: Turn
+    statements: tuple[Statement, ...]
+    image: str | None
+    answers: bool
+    anchor: datetime | None
+    untuned: bool  # a conversation unlike the weights' (Chinese, or short turns): see SHORT_CHAT_WORDS
+    features: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def about_self(self) -> bool:
+        """A first-person statement the atom rules type, in a conversation where that alone
+        makes a fact (untuned)."""
+        return self.untuned and any(s.first_person and s.atom_type != "unknown" for s in self.statements)
+
+
+@dataclass(frozen=True)
+class KeyFact:
+    turn_index: int
+    text: str
+    atom_type: str
+    score: float
+
+
+def read_turns(turns: list[Turn], rules: AtomRules) -> list[TurnReading]:
+    """Every turn read into its content statements and features, dates resolved against the
+    turn's time or the latest time seen before it."""
+    read, anchor, asked = [], None, False
+    speakers = tuple(dict.fromkeys(t.speaker.casefold() for t in turns))
+    for turn in turns:
+        anchor = turn.time or anchor
+        text = turn.text.replace("’", "'")
+        image = _IMAGE.search(text)
+        sentences = [s.strip() for s in _SENTENCE.split(_IMAGE.sub(" ", text)) if s and s.strip()]
+        statements = tuple(s for s in (_statement(x, rules, anchor, speakers) for x in sentences) if s)
+        read.append((turn, statements, image.group(1).strip() if image else None, asked, anchor))
+        asked = any(_is_question(s) for s in sentences)
+    lengths = sorted(sum(s.words for s in statements) for _, statements, *_ in read if statements)
+    untuned = is_chinese(turns) or bool(lengths) and lengths[len(lengths) // 2] < SHORT_CHAT_WORDS
+    return [TurnReading(i, turn, statements, image, answers, anchor, untuned,
+                        _features(statements, answers, image is not None))
+            for i, (turn, statements, image, answers, anchor) in enumerate(read)]
+
+
+def _statement(sentence: str, rules: AtomRules, anchor: datetime | None,
+               speakers: tuple[str, ...]) -> Statement | None:
+    if _is_question(sentence) or _SMALL_TALK.match(sentence):
+        return None
+    text = _without_address(_LEADING.sub("", sentence).strip(), speakers)
+    words = len(_WORDS.findall(text))
+    if words < MIN_STATEMENT_WORDS or _SMALL_TALK.match(text) or _TALK_ABOUT_TALK.search(text):
+        return None
+    atom_type, _ = rules.classify(text)
+    dates = tuple(date_mentions(text, anchor, past=atom_type != "planned")) if anchor else ()
+    first = 0 if _SECOND_PERSON.search(text) else len(_FIRST_PERSON.findall(text))
+    return Statement(text, atom_type, words, first, dates)
+
+
+def _without_address(text: str, speakers: tuple[str, ...]) -> str:
+    """"Mel, that sounds great" -> "that sounds great": a speaker's name (or its start) said first."""
+    m = _ADDRESS.match(text)
+    if m and any(s.startswith(m.group(1).casefold()) for s in speakers):
+        return _LEADING.sub("", text[m.end():]).strip()
+    return text
+
+
+def is_chinese(turns: list[Turn]) -> bool:
+    text = "".join(t.text for t in turns)
+    return len(_CJK.findall(text)) * 3 >= len(_LATIN.findall(text))
+
+
+def _is_question(sentence: str) -> bool:
+    s = sentence.rstrip()
+    return s.endswith(("?", "？")) or bool(_QUESTION_ZH.search(s))
+
+
+def _features(statements: tuple[Statement, ...], answers: bool, image: bool) -> dict[str, float]:
+    if not statements:
+        return {"first_person": 0, "words": 0, "typed": 0, "answer": 0, "dated": 0, "image": 0}
+    return {
+        "first_person": min(sum(s.first_person for s in statements), CAP_FIRST_PERSON),
+        "words": min(sum(s.words for s in statements), CAP_WORDS) / 10,
+        "typed": min(sum(s.atom_type != "unknown" for s in statements), CAP_TYPED),
+        "answer": float(answers),
+        "dated": float(any(s.dates for s in statements)),
+        "image": float(image)}
+
+
+def score(reading: TurnReading, weights: FactWeights) -> float:
+    return sum(getattr(weights, name) * value for name, value in reading.features.items())
+
+
+def is_fact(reading: TurnReading, weights: FactWeights) -> bool:
+    return bool(reading.statements) and (reading.about_self or score(reading, weights) >= weights.threshold)
+
+
+def key_facts(readings: list[TurnReading], weights: FactWeights, limit: int) -> list[KeyFact]:
+    """The turns that are facts (the best-scored `limit` of them), in conversation order, each
+    rewritten with its speaker as subject and its dates resolved."""
+    speakers = list(dict.fromkeys(r.turn.speaker for r in readings))
+    scored = [(score(r, weights), r) for r in readings if is_fact(r, weights)]
+    chosen = sorted(scored, key=lambda p: (-p[0], p[1].index))[:limit]
+    facts = []
+    for value, reading in sorted(chosen, key=lambda p: p[1].index):
+        other = next((s for s in speakers if s != reading.turn.speaker), None) if len(speakers) == 2 else None
+        text = about_speaker([(s.text, s.dates) for s in reading.statements], reading.image,
+                             reading.turn.speaker, other)
+        facts.append(KeyFact(reading.index, text, _main_type(reading.statements), round(value, 3)))
+    return facts
+
+
+def _main_type(statements: tuple[Statement, ...]) -> str:
+    typed = [s.atom_type for s in statements if s.atom_type != "unknown"]
+    return max(typed, key=typed.count) if typed else "unknown"

@@ -1,0 +1,199 @@
+"""The offline summarizer: a conversation to a structured memory by rules, deterministic, no I/O.
+
+- participants: the speakers, then people named in what they said (capitalised English names
+  that are not places, pets or titles; Chinese names by jieba's part-of-speech tag nr);
+- topics: keywords (jieba TF-IDF over nouns for Chinese; noun-ish content words for English);
+- key_facts: the turns that state something about a person (facts.py), each rewritten with its
+  speaker as subject and its dates resolved (rewrite.py);
+- summary: the key facts in order within summarizer.summary_chars;
+- sentiment: a zh+en lexicon with simple negation (lexicon.py);
+- importance: what was said — plans, preferences, personal facts, life events, strong feeling
+  weigh more than small talk;
+- persona_summary: who is who (the speakers, the people they named), or None.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from dataclasses import dataclass
+
+from shared.config import SummarizerConfig
+from shared.extract.atoms import AtomRules
+from shared.extract.graph_rules import _NOT_NAMES
+from shared.summarize import lexicon
+from shared.summarize.conversation import UNNAMED, Turn
+from shared.summarize.facts import FactWeights, KeyFact, TurnReading, is_chinese, key_facts, read_turns
+from shared.summarize.schema import MAX_NAME_CHARS, StructuredMemory
+from shared.text.segment import Segmenter
+
+MAX_TOPICS = 5
+MAX_PARTICIPANTS = 8
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+# A capitalised word inside a sentence, not followed by another (two in a row are a title or a
+# place: "Harry Potter", "New York").
+_NAME = re.compile(r"(?<=[a-z,;] )([A-Z][a-z]{1,20})\b(?! [A-Z])")
+# Words in front of which a capitalised word is a place, or a pet.
+_PLACE_BEFORE = frozenset("in at to from near visit visited visiting around across through toward towards of the a an".split())
+_PET_WORDS = re.compile(r"\b(?:dog|dogs|cat|cats|puppy|pup|kitten|pet|pets|turtle|turtles|horse|bird|fish|"
+                        r"hamster|rabbit|bunny|parrot|snake|guinea pig)\b", re.I)
+_NOT_PEOPLE = frozenset("""God Christmas Thanksgiving Halloween Easter English Spanish French German Chinese
+Japanese Italian American Canadian Mexican Indian Korean Internet Google Instagram Facebook Twitter
+YouTube Netflix Spotify Zoom Mom Dad Mum Grandma Grandpa Bro Sis Lord Jesus""".split())
+# jieba tags many words nr: a Chinese name starts with a common surname, or 小 / 老 / 阿.
+_SURNAMES = frozenset("王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程"
+                      "苏魏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵"
+                      "万钱严覃武戴莫孔向汤欧司上诸小老阿")
+_NOUN_TAGS = ("n", "nz", "ns", "nt", "nw", "vn")
+_IMPORTANCE_BY_TYPE = {"planned": 0.12, "factual": 0.1, "relational": 0.1, "preference": 0.08,
+                       "episodic": 0.07, "unknown": 0.04}
+
+
+@dataclass(frozen=True)
+class Distilled:
+    """A summary and the key facts it was made of (with the turn each came from)."""
+
+    memory: StructuredMemory
+    facts: list[KeyFact]
+
+
+class RulesSummarizer:
+    """Build once per process and share; summarize() is thread-safe."""
+
+    def __init__(self, atom_rules: AtomRules, segmenter: Segmenter, weights: FactWeights = FactWeights()):
+        self.atom_rules = atom_rules
+        self.segmenter = segmenter
+        self.weights = weights
+        self._lock = threading.Lock()
+        self._posseg = None
+        self._idf: tuple[dict, float] | None = None
+
+    def summarize(self, turns: list[Turn], config: SummarizerConfig) -> StructuredMemory:
+        return self.distil(turns, config).memory
+
+    def read(self, turns: list[Turn]) -> list[TurnReading]:
+        """Every turn as the fact rules see it (scripts/bench_summarize.py tunes on these)."""
+        return read_turns(turns, self.atom_rules)
+
+    def distil(self, turns: list[Turn], config: SummarizerConfig,
+               readings: list[TurnReading] | None = None) -> Distilled:
+        readings = readings if readings is not None else self.read(turns)
+        facts = key_facts(readings, self.weights, config.max_key_facts)
+        said = [[s.text for s in r.statements] for r in readings]
+        content = [text for texts in said for text in texts] + [r.image for r in readings if r.image]
+        speakers = list(dict.fromkeys(t.speaker for t in turns if t.speaker != UNNAMED))
+        chinese = is_chinese(turns)
+        tagged = self._tagged("\n".join(content)) if chinese else []
+        named = self._named(said, tagged, speakers)
+        topics = self._topics(content, tagged, speakers + named)
+        memory = StructuredMemory(
+            summary=_summary(facts, speakers, topics, config.summary_chars, chinese),
+            topics=topics, participants=[p[:MAX_NAME_CHARS] for p in (speakers + named)[:MAX_PARTICIPANTS]],
+            key_facts=[f.text for f in facts], sentiment=_sentiment(turns),
+            importance=_importance(facts, turns), persona_summary=_who_is_who(speakers, named, chinese),
+            provider="rules")
+        return Distilled(memory, facts)
+
+    # -- names and keywords ---------------------------------------------------------------------
+
+    def _tagged(self, text: str) -> list[tuple[str, str]]:
+        """(word, part-of-speech) of Chinese text, by our jieba tokenizer (custom words loaded)."""
+        with self._lock:
+            if self._posseg is None:
+                import jieba.posseg
+
+                self._posseg = jieba.posseg.POSTokenizer(self.segmenter.tokenizer())
+        return [(w.word, w.flag) for w in self._posseg.cut(text)]
+
+    def _named(self, said: list[list[str]], tagged: list[tuple[str, str]], speakers: list[str]) -> list[str]:
+        """People named in the statements (said: each turn's statements)."""
+        known = {s.casefold() for s in speakers}
+        found = [name for statements in said if not _PET_WORDS.search(" ".join(statements))
+                 for sentence in statements for name in self._english_names(sentence, known)]
+        found += [w for w, flag in tagged if flag == "nr" and 2 <= len(w) <= 4 and w[0] in _SURNAMES]
+        return [n for n in dict.fromkeys(found) if n.casefold() not in known]
+
+    def _english_names(self, sentence: str, known: set[str]) -> list[str]:
+        """Capitalised words inside a sentence that are not places, titles, days or speakers'
+        nicknames (a turn that speaks of a pet names no people: its names are the pet's)."""
+        names = []
+        for m in _NAME.finditer(sentence):
+            name = m.group(1)
+            before = (sentence[:m.start()].split() or [""])[-1]
+            if (before[:1].isupper() or before[:1] in "'\"“‘" or before.lower() in _PLACE_BEFORE
+                    or name in _NOT_NAMES or name in _NOT_PEOPLE or name.lower() in self.segmenter.stop_words
+                    or any(s.startswith(name.casefold()) for s in known)):
+                continue
+            names.append(name)
+        return names
+
+    def _topics(self, content: list[str], tagged: list[tuple[str, str]], names: list[str]) -> list[str]:
+        exclude = {n.casefold() for n in names}
+        topics = self._chinese_keywords(tagged, exclude) if tagged else []
+        topics += lexicon.english_keywords(content, exclude, self.segmenter.stop_words, MAX_TOPICS)
+        return list(dict.fromkeys(topics))[:MAX_TOPICS]
+
+    def _chinese_keywords(self, tagged: list[tuple[str, str]], exclude: set[str]) -> list[str]:
+        """jieba's TF-IDF over the nouns of the text."""
+        idf, median = self._idf_table()
+        nouns = [w for w, flag in tagged if flag in _NOUN_TAGS and len(w) >= 2 and _CJK.search(w)
+                 and w not in self.segmenter.stop_words and w.casefold() not in exclude]
+        counts = Counter(nouns)
+        first = {w: i for i, w in reversed(list(enumerate(nouns)))}
+        return sorted(counts, key=lambda w: (-counts[w] * idf.get(w, median), first[w]))[:MAX_TOPICS]
+
+    def _idf_table(self) -> tuple[dict, float]:
+        with self._lock:
+            if self._idf is None:
+                import jieba.analyse
+
+                table = jieba.analyse.TFIDF()
+                self._idf = (table.idf_freq, table.median_idf)
+        return self._idf
+
+
+def _summary(facts: list[KeyFact], speakers: list[str], topics: list[str], budget: int, chinese: bool) -> str:
+    """The key facts in order, as many as fit the budget; without any, who talked about what."""
+    parts, used = [], 0
+    for fact in facts:
+        cost = len(fact.text) + (0 if chinese else 1)
+        if used + cost > budget:
+            break
+        parts.append(fact.text)
+        used += cost
+    if parts:
+        return ("" if chinese else " ").join(parts)
+    if facts:  # even the first fact is longer than the budget: its beginning
+        return facts[0].text[:budget - 1].rstrip() + "…"
+    who = ("和" if chinese else " and ").join(speakers) or ("有人" if chinese else "Someone")
+    if chinese:
+        return f"{who}闲聊了几句" + (f"，谈到{'、'.join(topics)}。" if topics else "。")
+    return f"{who} made small talk" + (f" about {', '.join(topics)}." if topics else ".")
+
+
+def _sentiment(turns: list[Turn]) -> str:
+    total = lexicon.Feeling()
+    for turn in turns:
+        total += lexicon.feeling(turn.text)
+    return total.label()
+
+
+def _importance(facts: list[KeyFact], turns: list[Turn]) -> float:
+    """0.1 for small talk; plans, personal facts, preferences, life events and strong feeling add."""
+    said = min(0.5, sum(_IMPORTANCE_BY_TYPE[f.atom_type] for f in facts))
+    text = "\n".join(f.text for f in facts)
+    events = min(0.2, 0.07 * lexicon.weighty(text))
+    strong = min(0.15, 0.03 * lexicon.feeling(text).strong)
+    dated_plan = 0.05 if any(f.atom_type == "planned" and "(" in f.text for f in facts) else 0.0
+    return round(min(1.0, 0.1 + said + events + strong + dated_plan), 2)
+
+
+def _who_is_who(speakers: list[str], named: list[str], chinese: bool) -> str | None:
+    if not speakers:
+        return None
+    if chinese:
+        line = f"{'和'.join(speakers)}的对话"
+        return line + (f"，提到{'、'.join(named[:6])}。" if named else "。")
+    line = f"A conversation between {' and '.join(speakers)}"
+    return line + (f"; mentioned: {', '.join(named[:6])}." if named else ".")

@@ -1,0 +1,235 @@
+"""The rules summarizer: a conversation to a structured memory, offline and deterministic.
+
+English and Chinese conversations: participants, topics, one key fact per stated fact with its
+speaker as subject, dates resolved against the conversation's time, sentiment, importance, small
+talk and questions left out; the same output twice; fast enough on a LoCoMo-sized session.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from datetime import datetime
+
+import pytest
+
+from shared.config import SummarizerConfig, TextConfig
+from shared.extract.atoms import AtomRules
+from shared.extract.timeparse import date_mentions, deadline
+from shared.summarize.conversation import Turn, parse_conversation
+from shared.summarize.rewrite import third_person
+from shared.summarize.rules import RulesSummarizer
+from shared.summarize.schema import StructuredMemory
+from shared.text.segment import Segmenter
+
+SAID_AT = datetime(2023, 5, 8, 13, 56)  # a Monday
+
+ENGLISH = """Caroline: Hey Mel! Good to see you! How have you been?
+Melanie: Hey Caroline! Good to see you! I'm swamped with the kids and work. What's new with you?
+Caroline: I adopted a cat last Saturday at the shelter in Portland, and I spent the whole weekend setting up a cozy corner with toys for her.
+Melanie: Wow, that's awesome! Congrats!
+Caroline: Thanks! My sister Emma helped me pick her out, and she is coming over next week to help me build a scratching post.
+Melanie: That's so sweet. What do you do to relax these days?
+Caroline: I love pottery. I take a pottery class every Tuesday evening and my pottery teacher says my bowls are getting better.
+Melanie: I'm flying to Paris next Friday with my husband to see the Louvre, and I booked a pottery workshop there too.
+Caroline: Sounds great! Have fun!
+Melanie: Thanks, talk soon!"""
+
+CHINESE = """小李：小王，最近怎么样？
+小王：挺好的！我上周六去了动物收容所，领养了一只猫，叫咪咪，特别可爱。
+小李：太好了！我下周三要去北京出差，和张伟一起见客户。
+小王：我喜欢喝咖啡，不喜欢喝茶。
+小李：我妹妹在上海工作，她下个月结婚。
+小王：哈哈，好的，再见！"""
+
+
+@pytest.fixture(scope="module")
+def rules() -> RulesSummarizer:
+    return RulesSummarizer(AtomRules.load(), Segmenter(TextConfig()))
+
+
+def summarize(rules: RulesSummarizer, text: str, **config) -> StructuredMemory:
+    return rules.summarize(parse_conversation(text, SAID_AT), SummarizerConfig(**config))
+
+
+def test_english_conversation(rules):
+    memory = summarize(rules, ENGLISH)
+    assert memory.provider == "rules"
+    # The speakers, then the person named; not the city, the museum or the pet.
+    assert memory.participants == ["Caroline", "Melanie", "Emma"]
+    assert "pottery" in memory.topics and len(memory.topics) <= 5
+    facts = memory.key_facts
+    assert facts == [
+        "Caroline adopted a cat last Saturday (6 May 2023) at the shelter in Portland, and Caroline spent "
+        "the whole weekend setting up a cozy corner with toys for her.",
+        "Caroline's sister Emma helped Caroline pick her out, and she is coming over next week (the week of "
+        "15 May 2023) to help Caroline build a scratching post.",
+        "Caroline loves pottery. Caroline takes a pottery class every Tuesday evening and Caroline's pottery "
+        "teacher says Caroline's bowls are getting better.",
+        "Melanie is flying to Paris next Friday (19 May 2023) with Melanie's husband to see the Louvre, and "
+        "Melanie booked a pottery workshop there too."]
+    # Greetings, questions and small talk are not facts.
+    for small_talk in ("Good to see", "Congrats", "Sounds great", "talk soon", "What do you do", "swamped"):
+        assert not any(small_talk in fact for fact in facts), small_talk
+    assert memory.summary == " ".join(facts)
+    assert memory.sentiment == "positive"
+    assert memory.persona_summary == "A conversation between Caroline and Melanie; mentioned: Emma."
+
+
+def test_a_plans_date_reads_back_as_its_deadline(rules):
+    """The date written into a plan is the one the atoms stage will read as its deadline."""
+    plan = summarize(rules, ENGLISH).key_facts[-1]
+    assert deadline(plan, SAID_AT) == datetime(2023, 5, 19, 23, 59, 59)
+    chinese_plan = summarize(rules, CHINESE).key_facts[1]
+    assert deadline(chinese_plan, SAID_AT) == datetime(2023, 5, 17, 23, 59, 59)
+
+
+def test_chinese_conversation(rules):
+    memory = summarize(rules, CHINESE)
+    assert memory.participants == ["小李", "小王", "张伟"]
+    assert {"收容所", "客户"} <= set(memory.topics)
+    assert memory.key_facts == [
+        "小王上周六（2023年5月6日）去了动物收容所，领养了一只猫，叫咪咪，特别可爱。",
+        "小李下周三（2023年5月17日）要去北京出差，和张伟一起见客户。",
+        "小王喜欢喝咖啡，不喜欢喝茶。",
+        "小李的妹妹在上海工作，她下个月（2023年6月）结婚。"]
+    assert memory.summary == "".join(memory.key_facts)
+    assert memory.sentiment == "positive"
+    assert memory.persona_summary == "小李和小王的对话，提到张伟。"
+
+
+def test_first_person_becomes_the_speaker(rules):
+    memory = rules.summarize([
+        Turn("Melanie", "What did you do this weekend?", SAID_AT),
+        Turn("Caroline", "I adopted a cat and my sister came along to help me choose her at the shelter.", SAID_AT),
+        Turn("小李", "你周末做了什么？", SAID_AT),
+        Turn("小王", "我养了一只猫，我的朋友送了我一个猫爬架。", SAID_AT)], SummarizerConfig())
+    assert memory.key_facts == [
+        "Caroline adopted a cat and Caroline's sister came along to help Caroline choose her at the shelter.",
+        "小王养了一只猫，小王的朋友送了小王一个猫爬架。"]
+
+
+def test_you_is_the_other_speaker_and_verbs_agree(rules):
+    memory = rules.summarize([
+        Turn("Jon", "How is the new job going?", SAID_AT),
+        Turn("Gina", "I really love it. I go to the studio every morning, and you told me I should try teaching, "
+                     "so I do two classes a week now.", SAID_AT)], SummarizerConfig())
+    assert memory.key_facts == ["Gina really loves it. Gina goes to the studio every morning, and Jon told Gina "
+                                "Gina should try teaching, so Gina does two classes a week now."]
+    assert [third_person(v) for v in ("love", "go", "try", "watch", "went", "can", "am", "have")] == \
+        ["loves", "goes", "tries", "watches", "went", "can", "is", "has"]
+
+
+def test_past_events_are_dated_against_each_turns_time(rules):
+    turns = [Turn("Ann", "Did anything happen?", datetime(2023, 7, 3, 9, 0)),
+             Turn("Bob", "I ran my first marathon yesterday and I finished it in four hours, which I never "
+                         "thought I could do.", None),  # no time of its own: the latest one before it
+             Turn("Ann", "Anything else since we met?", datetime(2023, 8, 20, 9, 0)),
+             Turn("Bob", "Three weeks ago I started a new job at the bakery on Main Street and I love the "
+                         "early mornings there.", datetime(2023, 8, 20, 9, 0))]
+    facts = rules.summarize(turns, SummarizerConfig()).key_facts
+    assert facts == [
+        "Bob ran Bob's first marathon yesterday (2 July 2023) and Bob finished it in four hours, which Bob never "
+        "thought Bob could do.",
+        "Three weeks ago (the week of 24 July 2023) Bob started a new job at the bakery on Main Street and Bob "
+        "loves the early mornings there."]
+
+
+def test_small_talk_only(rules):
+    memory = summarize(rules, "Ann: Hi Bob! How are you?\nBob: Good, thanks! You?\nAnn: Great! Talk soon!\nBob: Bye!")
+    assert memory.key_facts == []
+    assert memory.summary == "Ann and Bob made small talk."
+    assert memory.importance <= 0.15
+    chinese = summarize(rules, "小李：你好！最近好吗？\n小王：哈哈，挺好的，谢谢！\n小李：好的，再见！")
+    assert chinese.key_facts == [] and chinese.summary == "小李和小王闲聊了几句。"
+
+
+def test_importance_follows_what_was_said(rules):
+    chat = summarize(rules, "Ann: Hi Bob! How are you?\nBob: Good, thanks! You?\nAnn: Great! Talk soon!")
+    plans = summarize(rules, ENGLISH)
+    life_event = summarize(rules, "Ann: How are you holding up?\nBob: My grandmother passed away last week and "
+                                  "I was in the hospital with her until the end. I'm devastated and I miss her.")
+    assert 0 <= chat.importance < plans.importance <= 1
+    assert chat.importance < life_event.importance <= 1
+
+
+def test_sentiment_with_negation(rules):
+    sad = summarize(rules, "Ann: How are you holding up?\nBob: My grandmother passed away last week and I was in "
+                           "the hospital with her until the end. I'm devastated and I miss her.")
+    assert sad.sentiment == "negative"
+    negated = summarize(rules, "Ann: How was the trip?\nBob: It was not good at all, I was not happy with the "
+                               "hotel and the food was not great either.")
+    assert negated.sentiment == "negative"
+    flat = summarize(rules, "Ann: Where is the meeting?\nBob: The meeting is in room four at ten.")
+    assert flat.sentiment == "neutral"
+    chinese = summarize(rules, "小李：旅行怎么样？\n小王：我一点也不开心，酒店很糟糕，下雨了，好累。")
+    assert chinese.sentiment == "negative"
+
+
+def test_summary_budget_and_fact_limit(rules):
+    memory = summarize(rules, ENGLISH, summary_chars=200, max_key_facts=2)
+    assert len(memory.key_facts) == 2
+    assert len(memory.summary) <= 200 and memory.summary == memory.key_facts[0]
+    # Valid for memorize as it is.
+    assert memory.trimmed() == memory
+
+
+def test_deterministic(rules):
+    first = summarize(rules, ENGLISH)
+    again = summarize(rules, ENGLISH)
+    fresh = summarize(RulesSummarizer(AtomRules.load(), Segmenter(TextConfig())), ENGLISH)
+    assert first == again == fresh
+    assert summarize(rules, CHINESE) == summarize(rules, CHINESE)
+
+
+def test_fast_on_a_locomo_sized_session(rules):
+    """A session of 30 turns of about 25 words (LoCoMo's are 20 turns, 2,700 characters, at the
+    median): well under 50 ms each."""
+    rng = random.Random(7)
+    phrases = ["I went hiking with my sister last weekend", "we are planning a trip to the coast next month",
+               "my favourite food is spicy ramen", "the kids started a new school yesterday",
+               "I have been painting landscapes for two years", "work has been really stressful lately",
+               "thanks so much, that sounds great", "what are you up to this Friday?",
+               "I love how the light looks in the morning", "my dad taught me how to fish when I was ten"]
+    turns = [Turn(("Maya", "Theo")[i % 2], ". ".join(rng.sample(phrases, 3)) + "!", SAID_AT) for i in range(30)]
+    assert sum(len(t.text) for t in turns) > 3000
+    rules.summarize(turns, SummarizerConfig())  # jieba and the word lists loaded once
+    spent = []
+    for _ in range(7):
+        started = time.perf_counter()
+        rules.summarize(turns, SummarizerConfig())
+        spent.append(time.perf_counter() - started)
+    assert statistics.median(spent) < 0.050, spent
+
+
+ANCHOR = datetime(2023, 5, 8, 13, 56)  # a Monday
+
+
+@pytest.mark.parametrize("text, past, expected", [
+    ("I went to a support group yesterday", True, [("yesterday", "7 May 2023")]),
+    ("I'm going to Paris next Friday", False, [("next Friday", "19 May 2023")]),
+    ("we met last Saturday", True, [("last Saturday", "6 May 2023")]),
+    ("I painted it last year", True, [("last year", "2022")]),
+    ("I was there in May", True, [("in May", "May 2023")]),
+    ("we went in June", True, [("in June", "June 2022")]),
+    ("we go in June", False, [("in June", "June 2023")]),
+    ("two weeks ago", True, [("two weeks ago", "the week of 24 April 2023")]),
+    ("on Friday we went out", True, [("on Friday", "5 May 2023")]),
+    ("on Friday we will go out", False, [("on Friday", "12 May 2023")]),
+    ("last weekend", True, [("last weekend", "the weekend of 6 May 2023")]),
+    ("back on March 3", True, [("March 3", "3 March 2023")]),
+    ("I swim every Tuesday", True, []),
+    ("I may go", False, []),
+    ("我上周六去了公园", True, [("上周六", "2023年5月6日")]),
+    ("三个月前我搬家了", True, [("三个月前", "2023年2月")]),
+    ("我十二月要去", False, [("十二月", "2023年12月")]),
+    ("昨天和前天", True, [("昨天", "2023年5月7日"), ("前天", "2023年5月6日")]),
+    ("去年夏天", True, [("去年", "2022年")]),
+    ("下个月", False, [("下个月", "2023年6月")]),
+    ("我每周三游泳", True, []),
+])
+def test_date_mentions(text, past, expected):
+    chinese = any("\u4e00" <= c <= "\u9fff" for c in text)
+    found = [(m.text, m.label(chinese=chinese)) for m in date_mentions(text, ANCHOR, past=past)]
+    assert found == expected

@@ -32,5 +32,9 @@ class StorageError(AokunError):
         self.kind = kind
 
 
+class SummarizerError(AokunError):
+    """The llm summarizer gave no usable memory (unreachable, refused, timed out, invalid twice)."""
+
+
 class EmbeddingError(AokunError):
     """The embedder failed or answered something unusable (wrong dimension, bad reply)."""

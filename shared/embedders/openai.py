@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from typing import Mapping, Sequence
 
 import httpx
@@ -12,8 +11,8 @@ import numpy as np
 from shared.config import EmbeddingConfig
 from shared.embedders import normalise
 from shared.errors import EmbeddingError
+from shared.http_retry import post_json
 
-RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
 class OpenAIEmbedder:
@@ -79,29 +78,5 @@ class OpenAIEmbedder:
                                  f"says {self._dim}; check embedding.model / embedding.dimensions")
 
     def _post_with_retry(self, payload: dict) -> dict:
-        for attempt in range(self._max_retries + 1):
-            try:
-                response = self._client.post("embeddings", json=payload)
-            except httpx.HTTPError as exc:
-                error = f"cannot reach the embedding API: {exc}"
-                retry_after = None
-            else:
-                if response.status_code == 200:
-                    try:
-                        return response.json()
-                    except ValueError as exc:
-                        raise EmbeddingError(f"embedding API sent invalid JSON: {exc}") from exc
-                error = f"embedding API answered HTTP {response.status_code}: {response.text[:200]}"
-                if response.status_code not in RETRY_STATUS:
-                    raise EmbeddingError(error)
-                retry_after = _retry_after(response)
-            if attempt < self._max_retries:
-                time.sleep(retry_after if retry_after is not None else self._backoff_s * 2 ** attempt)
-        raise EmbeddingError(error)
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    try:
-        return min(float(response.headers["retry-after"]), 60.0)
-    except (KeyError, ValueError):
-        return None
+        return post_json(self._client, "embeddings", payload, what="embedding API", error=EmbeddingError,
+                         max_retries=self._max_retries, backoff_s=self._backoff_s)

@@ -15,7 +15,7 @@ import httpx
 from pydantic import ValidationError
 
 from shared.config import SummarizerConfig
-from shared.errors import AokunError
+from shared.errors import SummarizerError
 from shared.http_retry import json_of, post_with_retry
 from shared.summarize.conversation import Turn
 from shared.summarize.schema import MODEL_FIELDS, StructuredMemory
@@ -53,9 +53,6 @@ _REPAIR = ("Your reply was not a valid memory: {error}\n"
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S | re.I)
 _STRICT_KEYS = ("type", "enum", "items", "anyOf", "description")
 
-
-class SummarizerError(AokunError):
-    """The llm provider gave no usable memory (unreachable, refused, timed out, invalid twice)."""
 
 
 @dataclass

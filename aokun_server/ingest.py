@@ -22,6 +22,7 @@ import json
 import re
 import sys
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -142,6 +143,14 @@ def _entry_text(entry: dict) -> str:
     return "\n".join(kept)
 
 
+def modified_time(path: Path) -> datetime | None:
+    """When a transcript file was last written (UTC, like every stored time)."""
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).replace(tzinfo=None, microsecond=0)
+    except OSError:
+        return None  # reading it will say what is wrong
+
+
 def hook_input(raw: str) -> dict:
     """The JSON a host hook passes on stdin (Claude Code: session_id, transcript_path, ...)."""
     try:
@@ -157,6 +166,15 @@ def hook_input(raw: str) -> dict:
 # -- storing a summarized conversation ------------------------------------------------------
 
 
+def dated(turns: list[Turn], when: datetime | None) -> list[Turn]:
+    """A conversation in which no turn has a time took place `when` (the tool's call, the
+    file's last write), so that its "tomorrow" resolves to a date and its memory has a time.
+    A conversation with some times keeps them: the rules resolve against the latest known."""
+    if when is None or any(t.time is not None for t in turns):
+        return turns
+    return [replace(t, time=when) for t in turns]
+
+
 def source_hash(turns: list[Turn], persona_id: str | None) -> str:
     """What makes two stores of a conversation the same: its normalised transcript, for the
     same persona (the same conversation remembered for another persona is another memory)."""
@@ -164,7 +182,7 @@ def source_hash(turns: list[Turn], persona_id: str | None) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def last_time(turns: list[Turn]):
+def last_time(turns: list[Turn]) -> datetime | None:
     """When the conversation ended, as far as its turns say (None when none has a time)."""
     return next((t.time for t in reversed(turns) if t.time is not None), None)
 
@@ -226,7 +244,7 @@ def cmd_ingest(admin, args) -> int:
         hook = hook_input(sys.stdin.read())
         path = Path(hook["transcript_path"]).expanduser()
         session = session or hook.get("session_id") or None
-    turns = read_transcript(path, args.format)
+    turns = dated(read_transcript(path, args.format), modified_time(path))
     if not turns:
         if args.from_hook:
             print(f"nothing to remember: {path} holds no conversation yet")

@@ -10,13 +10,14 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
-from aokun_server.ingest import memory_fields
+from aokun_server.ingest import dated, memory_fields
 from aokun_server.models import (
     MAX_CONVERSATION_CHARS, MAX_CONVERSATION_TURNS, MAX_LIST_LIMIT, AtomOut, AtomsResult, AtomType,
     Conversation, DeleteResult, DocumentCounts, EditResult, Flag, K, ListLimit, ListResult,
@@ -126,7 +127,7 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         it (the same conversation stored twice stays one memory) and returns the receipt.
         conversation: a list of turns {speaker, text, time?} or one "Name: text" transcript.
         provider: rules (offline) or llm (the configured model); default from the config."""
-        turns = conversation_turns(conversation)
+        turns = dated(conversation_turns(conversation), datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0))
         memory = deps.summarizer.summarize(turns, provider)
         if not store:
             return SummarizeResult(**memory.model_dump(), persona_id=persona_id, session_id=session_id)

@@ -1,0 +1,183 @@
+"""`aokun ingest`: transcripts (Claude Code JSONL, "Name: text", JSON turns) summarized and
+memorized once, through the real command against a real database."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from aokun_server.ingest import read_transcript
+from helpers import db_rows, write_config
+from shared.errors import InvalidInput
+
+BIN = Path(sys.executable).parent
+TOOL_WORD = "quixotrellis"  # only in tool calls and results: must never reach a memory
+THOUGHT_WORD = "brambleworth"  # only in a thinking block
+
+
+def claude_line(kind: str, content, timestamp: str, **extra) -> dict:
+    message = {"role": kind, "content": content}
+    if kind == "assistant":
+        message.update(model="claude-sonnet", id=extra.pop("message_id", "msg_1"), type="message")
+    return {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/home/me/project",
+            "sessionId": "3f2a", "version": "2.1.12", "type": kind, "message": message,
+            "uuid": f"u-{timestamp}", "timestamp": timestamp, **extra}
+
+
+def claude_transcript(path: Path) -> Path:
+    """A Claude Code session file as it writes them: messages, tool traffic, thinking, and
+    lines that are no message at all."""
+    lines = [
+        {"type": "summary", "summary": "Cat adoption chat", "leafUuid": "x"},
+        {"type": "file-history-snapshot", "messageId": "m0", "snapshot": {}, "isSnapshotUpdate": False},
+        claude_line("user", "<command-name>/clear</command-name>", "2025-03-14T09:00:00.000Z"),
+        claude_line("user", "Caveat: local command output follows.", "2025-03-14T09:00:01.000Z", isMeta=True),
+        claude_line("user", "I adopted a cat named Luna last week. I am going to take her to the vet tomorrow.",
+                    "2025-03-14T09:01:00.000Z"),
+        claude_line("assistant", [{"type": "thinking", "thinking": f"{THOUGHT_WORD} musing", "signature": "s"}],
+                    "2025-03-14T09:01:05.000Z", message_id="msg_a"),
+        claude_line("assistant", [{"type": "text", "text": "Congratulations on adopting Luna!"}],
+                    "2025-03-14T09:01:06.000Z", message_id="msg_a"),
+        claude_line("assistant", [{"type": "tool_use", "id": "toolu_1", "name": "Bash",
+                                   "input": {"command": f"grep {TOOL_WORD} notes.txt"}}],
+                    "2025-03-14T09:01:07.000Z", message_id="msg_a"),
+        claude_line("user", [{"type": "tool_result", "tool_use_id": "toolu_1",
+                              "content": f"{TOOL_WORD}: vet appointments list"}],
+                    "2025-03-14T09:01:08.000Z", toolUseResult={"stdout": TOOL_WORD}),
+        claude_line("user", "Sub-agent prompt about the vet", "2025-03-14T09:01:09.000Z", isSidechain=True),
+        claude_line("user", [{"type": "text", "text": "I prefer green tea over coffee."}],
+                    "2025-03-14T09:02:00.000Z"),
+        claude_line("assistant", [{"type": "text", "text": "Noted: green tea it is."}],
+                    "2025-03-14T09:02:03.000Z", message_id="msg_b"),
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    return path
+
+
+TEXT_TRANSCRIPT = """Caroline: I went to a LGBTQ support group yesterday and it was so powerful.
+Melanie: That's great! What happened there?
+Caroline: The transgender stories were inspiring.
+I am going to apply to counseling programs next month.
+Melanie: I love painting landscapes; I painted a lake sunrise last year.
+"""
+
+
+def aokun(config: Path, *args, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([BIN / "aokun", *map(str, args), "--config", config], input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+def last_line(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+# -- readers ----------------------------------------------------------------------------
+
+
+def test_claude_code_transcript_keeps_the_conversation_only(tmp_path):
+    turns = read_transcript(claude_transcript(tmp_path / "session.jsonl"))
+    assert [(t.speaker, t.text) for t in turns] == [
+        ("user", "I adopted a cat named Luna last week. I am going to take her to the vet tomorrow."),
+        ("assistant", "Congratulations on adopting Luna!"),
+        ("user", "I prefer green tea over coffee."),
+        ("assistant", "Noted: green tea it is."),
+    ]
+    assert turns[0].time == datetime(2025, 3, 14, 9, 1, tzinfo=timezone.utc)
+
+
+def test_readers_of_our_json_turns_and_text(tmp_path):
+    listed = tmp_path / "turns.json"
+    listed.write_text(json.dumps([{"speaker": "Ann", "text": "I moved to Oslo", "time": "2024-01-02T10:00:00"},
+                                  {"speaker": "Bo", "text": "Nice"}]), encoding="utf-8")
+    lined = tmp_path / "turns.jsonl"
+    lined.write_text('{"speaker": "Ann", "text": "I moved to Oslo"}\n{"speaker": "Bo", "text": "Nice"}\n'
+                     '{"speaker": "Bo", "te', encoding="utf-8")  # a last line still being written
+    for path in (listed, lined):
+        assert [(t.speaker, t.text) for t in read_transcript(path)] == [("Ann", "I moved to Oslo"), ("Bo", "Nice")]
+    text = tmp_path / "chat.txt"
+    text.write_text(TEXT_TRANSCRIPT, encoding="utf-8")
+    turns = read_transcript(text)
+    assert [t.speaker for t in turns] == ["Caroline", "Melanie", "Caroline", "Melanie"]
+    assert turns[2].text.endswith("counseling programs next month.")  # a continuation line
+    assert read_transcript(text, "text") == turns
+    with pytest.raises(InvalidInput, match="line 1 is not JSON.*--format text"):
+        read_transcript(text, "jsonl")
+    with pytest.raises(InvalidInput, match="transcript not found"):
+        read_transcript(tmp_path / "missing.jsonl")
+
+
+# -- the command ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_claude_code_session_ingested_once(tmp_path):
+    config = write_config(tmp_path)
+    transcript = claude_transcript(tmp_path / "session.jsonl")
+    first = aokun(config, "ingest", transcript, "--persona", "me")
+    memory_id = int(last_line(first))
+    again = aokun(config, "ingest", transcript, "--persona", "me")
+    assert last_line(again) == f"already stored as {memory_id}"
+    rows = db_rows(config, "SELECT id, text, persona_id, participants, key_facts, source_hash FROM documents")
+    assert len(rows) == 1 and rows[0][0] == memory_id and rows[0][2] == "me"
+    _, text, _, participants, key_facts, source_hash = rows[0]
+    stored = text + participants + key_facts
+    assert TOOL_WORD not in stored and THOUGHT_WORD not in stored and "Sub-agent" not in stored
+    assert "Luna" in stored
+    assert "user" in json.loads(participants)
+    assert len(source_hash) == 64
+    # The memory happened when the session ended: its last turn's time.
+    assert text.startswith("[2025-03-14 09:02]")
+    # Stages are queued through the Huey queue like every CLI write (a worker will run them).
+    assert db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE memory_id = ?", (memory_id,)) == [(3,)]
+
+
+@pytest.mark.slow
+def test_text_transcript_ingested_once_and_dry_run_stores_nothing(tmp_path):
+    config = write_config(tmp_path)
+    path = tmp_path / "chat.txt"
+    path.write_text(TEXT_TRANSCRIPT, encoding="utf-8")
+    # A transcript without times happened when its file was last written.
+    written = datetime(2024, 6, 3, 12, 0, tzinfo=timezone.utc).timestamp()
+    os.utime(path, (written, written))
+    dry = aokun(config, "ingest", path, "--dry-run", "--session", "s1")
+    assert dry.returncode == 0, dry.stderr
+    memory = json.loads(dry.stdout)
+    assert memory["provider"] == "rules" and {"Caroline", "Melanie"} <= set(memory["participants"])
+    group = [f for f in memory["key_facts"] if "Caroline" in f and "support group" in f]
+    assert len(group) == 1 and ("2 June 2024" in group[0] or "2024-06-02" in group[0]), group
+    assert db_rows(config, "SELECT COUNT(*) FROM documents") == [(0,)]
+    memory_id = int(last_line(aokun(config, "ingest", path, "--session", "s1")))
+    assert last_line(aokun(config, "ingest", path, "--session", "s1")) == f"already stored as {memory_id}"
+    rows = db_rows(config, "SELECT id, session_id, persona_id, substr(text, 1, 18) FROM documents")
+    assert rows == [(memory_id, "s1", None, "[2024-06-03 12:00]")]
+
+
+@pytest.mark.slow
+def test_from_hook_reads_the_transcript_path_and_session_from_stdin(tmp_path):
+    config = write_config(tmp_path)
+    transcript = claude_transcript(tmp_path / "session.jsonl")
+    hook = json.dumps({"session_id": "3f2a-session", "transcript_path": str(transcript), "cwd": str(tmp_path),
+                       "hook_event_name": "SessionEnd", "reason": "exit"})
+    memory_id = int(last_line(aokun(config, "ingest", "--from-hook", stdin=hook)))
+    assert db_rows(config, "SELECT id, session_id FROM documents") == [(memory_id, "3f2a-session")]
+    # PreCompact on the same, unchanged transcript: still one memory.
+    pre_compact = hook.replace("SessionEnd", "PreCompact")
+    assert last_line(aokun(config, "ingest", "--from-hook", stdin=pre_compact)) == f"already stored as {memory_id}"
+    # A session that said nothing yet is no error for a hook.
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(json.dumps({"type": "summary", "summary": "s", "leafUuid": "x"}) + "\n", encoding="utf-8")
+    quiet = aokun(config, "ingest", "--from-hook", stdin=json.dumps({"transcript_path": str(empty)}))
+    assert quiet.returncode == 0 and "nothing to remember" in quiet.stdout
+    # Bad hook input, or a FILE as well: one line, exit 2.
+    bad = aokun(config, "ingest", "--from-hook", stdin="not json")
+    assert bad.returncode == 2 and "--from-hook" in bad.stderr and "Traceback" not in bad.stderr
+    both = aokun(config, "ingest", transcript, "--from-hook", stdin=hook)
+    assert both.returncode == 2 and "either a transcript FILE or --from-hook" in both.stderr
+    assert db_rows(config, "SELECT COUNT(*) FROM documents") == [(1,)]

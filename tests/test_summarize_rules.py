@@ -74,7 +74,10 @@ def test_english_conversation(rules):
         assert not any(small_talk in fact for fact in facts), small_talk
     assert memory.summary == " ".join(facts)
     assert memory.sentiment == "positive"
-    assert memory.persona_summary == "A conversation between Caroline and Melanie; mentioned: Emma."
+    # Who is who: each speaker with what they talked about (kept as a fact or not), who was named.
+    caroline, melanie, named = memory.persona_summary.split("; ")
+    assert caroline.startswith("Caroline: pottery, cat, shelter") and "Louvre" in melanie.split(": ")[1]
+    assert named == "also mentioned: Emma."
 
 
 def test_a_plans_date_reads_back_as_its_deadline(rules):
@@ -96,7 +99,9 @@ def test_chinese_conversation(rules):
         "小李的妹妹在上海工作，她下个月（2023年6月）结婚。"]
     assert memory.summary == "".join(memory.key_facts)
     assert memory.sentiment == "positive"
-    assert memory.persona_summary == "小李和小王的对话，提到张伟。"
+    li, wang, named = memory.persona_summary.split("；")
+    assert li.startswith("小李：") and "北京" in li and wang.startswith("小王：") and "收容所" in wang
+    assert named == "提到：张伟。"
 
 
 def test_first_person_becomes_the_speaker(rules):

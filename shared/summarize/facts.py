@@ -4,13 +4,13 @@ stand-alone key fact.
 A turn is read into its content statements: sentences that are not questions, greetings or
 small talk ("Thanks, Mel!", "That sounds great!"), with leading interjections taken off. Each
 statement is typed by the atom rules (AtomRules.classify) and its dates found by the time
-parser. A turn is a key fact when its score reaches a threshold, or (in a Chinese conversation or a chat
-of short turns, unlike the English LoCoMo the weights were chosen on) when it
-holds a first-person statement that the atom rules give a type (a plan, a preference, a
-relation, an event, a personal fact). The score adds up what marks a statement about oneself — first-person words (outside
-sentences addressed to "you"), length, typed statements, answering a question just asked, a
-date, a shared photo. The weights are FactWeights; scripts/bench_summarize.py chooses them on
-folds of LoCoMo it then does not score on.
+parser. A turn is a key fact when its score reaches a threshold; the score adds up what marks
+a statement about oneself — first-person words (outside sentences addressed to "you"),
+length, statements the atom rules type, answering a question just asked, a date, a shared
+photo. The weights are FactWeights; scripts/bench_summarize.py chooses them on folds of LoCoMo
+it then does not score on. In a conversation unlike LoCoMo's (Chinese, or short turns), a
+first-person statement that the atom rules type (a plan, a preference, a relation, an event,
+a personal fact) is a key fact whatever its score.
 """
 
 from __future__ import annotations
@@ -154,9 +154,16 @@ def _without_address(text: str, speakers: tuple[str, ...]) -> str:
     return text
 
 
+def spoken_sentences(text: str) -> list[str]:
+    """A turn's sentences, a shared photo's markup reduced to its caption."""
+    text = _IMAGE.sub(lambda m: f" {m.group(1).strip()}. ", text.replace("’", "'"))
+    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+
+
 def is_chinese(turns: list[Turn]) -> bool:
     text = "".join(t.text for t in turns)
-    return len(_CJK.findall(text)) * 3 >= len(_LATIN.findall(text))
+    cjk = len(_CJK.findall(text))
+    return cjk > 0 and cjk * 3 >= len(_LATIN.findall(text))
 
 
 def _is_question(sentence: str) -> bool:

@@ -14,7 +14,8 @@ from functools import lru_cache
 from importlib import resources
 
 _EN_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
-_EN_NEGATORS = frozenset("not no never nothing nobody neither nor hardly barely without".split())
+_EN_WORD_ANY_CASE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+_EN_NEGATORS = frozenset("not no never nothing nobody neither nor hardly barely".split())
 _ZH_NEGATORS = ("并不", "不太", "没有", "不", "没", "别", "未", "无")
 # A negator this many words before a sentiment word flips it.
 NEGATION_WINDOW = 3
@@ -117,20 +118,25 @@ def weighty(text: str) -> int:
 def english_keywords(sentences: list[str], exclude: set[str], stop_words: frozenset[str], limit: int) -> list[str]:
     """Noun-ish keywords of English text: content words (no stop, generic or sentiment words,
     no names given in exclude) by frequency, counted double where a determiner or possessive
-    marks them as nouns (the last word of "a nasty flood"); a pair of such words seen together twice ("support group") ranks as
-    one keyword. Ties: first seen first."""
+    marks them as nouns (the last word of "a nasty flood"); a pair of such words seen together
+    twice ("support group") ranks as one keyword. Lower case unless written capitalised inside
+    a sentence ("Louvre"). Ties: first seen first."""
     lex = lexicon()
     skip = exclude | stop_words | lex.generic_en | set(lex.en_sentiment)
     counts: Counter[str] = Counter()
     pairs: Counter[str] = Counter()
     first: dict[str, int] = {}
+    proper: dict[str, str] = {}  # word -> as written capitalised inside a sentence
     for sentence in sentences:
-        tokens = _EN_WORD.findall(sentence.lower().replace("’", "'"))
+        written = _EN_WORD_ANY_CASE.findall(sentence.replace("’", "'"))
+        tokens = [w.lower() for w in written]
         marked = False  # inside a run of content words that a determiner opened
         for i, token in enumerate(tokens):
             if not _keyword(token, skip):
                 marked = token in _NOUN_MARKERS
                 continue
+            if i and written[i][0].isupper():
+                proper.setdefault(token, written[i])
             following = i + 1 < len(tokens) and _keyword(tokens[i + 1], skip)
             # The last word of "a nasty flood" is the noun: it counts double.
             counts[token] += 2 if marked and not following else 1
@@ -145,7 +151,7 @@ def english_keywords(sentences: list[str], exclude: set[str], stop_words: frozen
             scored[pair] = counts[a] + counts[b]
             scored.pop(a, None), scored.pop(b, None)
     ranked = sorted((k for k, v in scored.items() if v >= 2), key=lambda k: (-scored[k], first[k]))
-    return _merge_plurals(ranked)[:limit]
+    return [" ".join(proper.get(w, w) for w in k.split()) for k in _merge_plurals(ranked)[:limit]]
 
 
 def _keyword(token: str, skip: set[str]) -> bool:

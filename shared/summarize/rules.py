@@ -9,7 +9,8 @@
 - sentiment: a zh+en lexicon with simple negation (lexicon.py);
 - importance: what was said — plans, preferences, personal facts, life events, strong feeling
   weigh more than small talk;
-- persona_summary: who is who (the speakers, the people they named), or None.
+- persona_summary: who is who — each speaker with the keywords of all they said (kept facts or
+  not, so the memory still knows what the rest of the conversation was about), the people named.
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from shared.extract.atoms import AtomRules
 from shared.extract.graph_rules import _NOT_NAMES
 from shared.summarize import lexicon
 from shared.summarize.conversation import UNNAMED, Turn
-from shared.summarize.facts import FactWeights, KeyFact, TurnReading, is_chinese, key_facts, read_turns
+from shared.summarize.facts import (FactWeights, KeyFact, TurnReading, is_chinese, key_facts, read_turns,
+                                    spoken_sentences)
 from shared.summarize.schema import MAX_NAME_CHARS, StructuredMemory
 from shared.text.segment import Segmenter
 
 MAX_TOPICS = 5
 MAX_PARTICIPANTS = 8
+PERSON_KEYWORDS = 8
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 # A capitalised word inside a sentence, not followed by another (two in a row are a title or a
 # place: "Harry Potter", "New York").
@@ -40,7 +43,10 @@ _PET_WORDS = re.compile(r"\b(?:dog|dogs|cat|cats|puppy|pup|kitten|pet|pets|turtl
                         r"hamster|rabbit|bunny|parrot|snake|guinea pig)\b", re.I)
 _NOT_PEOPLE = frozenset("""God Christmas Thanksgiving Halloween Easter English Spanish French German Chinese
 Japanese Italian American Canadian Mexican Indian Korean Internet Google Instagram Facebook Twitter
-YouTube Netflix Spotify Zoom Mom Dad Mum Grandma Grandpa Bro Sis Lord Jesus""".split())
+YouTube Netflix Spotify Zoom Mom Dad Mum Grandma Grandpa Bro Sis Lord Jesus Irish Scottish British
+European African Asian Australian Brazilian Russian Greek Swedish Dutch Polish Turkish Thai Vietnamese
+Midwestern Mon Tue Tues Wed Thu Thur Thurs Fri Sat Sun Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov
+Dec""".split())
 # jieba tags many words nr: a Chinese name starts with a common surname, or 小 / 老 / 阿.
 _SURNAMES = frozenset("王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程"
                       "苏魏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵"
@@ -80,18 +86,24 @@ class RulesSummarizer:
                readings: list[TurnReading] | None = None) -> Distilled:
         readings = readings if readings is not None else self.read(turns)
         facts = key_facts(readings, self.weights, config.max_key_facts)
-        said = [[s.text for s in r.statements] for r in readings]
-        content = [text for texts in said for text in texts] + [r.image for r in readings if r.image]
+        said = [[s.text for s in r.statements] + ([r.image] if r.image else []) for r in readings]
         speakers = list(dict.fromkeys(t.speaker for t in turns if t.speaker != UNNAMED))
+        # Keywords come from all that was said, questions and replies not kept as facts too: the
+        # memory should still know what the rest of the conversation was about.
+        spoken = {s: [x for r in readings if r.turn.speaker == s for x in spoken_sentences(r.turn.text)]
+                  for s in speakers}
         chinese = is_chinese(turns)
-        tagged = self._tagged("\n".join(content)) if chinese else []
-        named = self._named(said, tagged, speakers)
-        topics = self._topics(content, tagged, speakers + named)
+        tagged = {s: self._tagged("\n".join(texts)) if chinese else [] for s, texts in spoken.items()}
+        everything = [word for words in tagged.values() for word in words]
+        named = self._named(said, everything, speakers)
+        people = speakers + named
+        keywords = {s: self._keywords(spoken[s], tagged[s], people, PERSON_KEYWORDS) for s in speakers}
+        topics = self._keywords([x for texts in spoken.values() for x in texts], everything, people, MAX_TOPICS)
         memory = StructuredMemory(
             summary=_summary(facts, speakers, topics, config.summary_chars, chinese),
-            topics=topics, participants=[p[:MAX_NAME_CHARS] for p in (speakers + named)[:MAX_PARTICIPANTS]],
+            topics=topics, participants=[p[:MAX_NAME_CHARS] for p in people[:MAX_PARTICIPANTS]],
             key_facts=[f.text for f in facts], sentiment=_sentiment(turns),
-            importance=_importance(facts, turns), persona_summary=_who_is_who(speakers, named, chinese),
+            importance=_importance(facts, turns), persona_summary=_who_is_who(keywords, named, chinese),
             provider="rules")
         return Distilled(memory, facts)
 
@@ -109,8 +121,11 @@ class RulesSummarizer:
     def _named(self, said: list[list[str]], tagged: list[tuple[str, str]], speakers: list[str]) -> list[str]:
         """People named in the statements (said: each turn's statements)."""
         known = {s.casefold() for s in speakers}
+        # A word also written in lower case in the conversation is a common word ("Game", "Chess").
+        lower = {w for statements in said for s in statements for w in re.findall(r"\b[a-z]+\b", s)}
         found = [name for statements in said if not _PET_WORDS.search(" ".join(statements))
-                 for sentence in statements for name in self._english_names(sentence, known)]
+                 for sentence in statements for name in self._english_names(sentence, known)
+                 if name.lower() not in lower and name.lower().rstrip("s") not in lower]
         found += [w for w, flag in tagged if flag == "nr" and 2 <= len(w) <= 4 and w[0] in _SURNAMES]
         return [n for n in dict.fromkeys(found) if n.casefold() not in known]
 
@@ -128,20 +143,21 @@ class RulesSummarizer:
             names.append(name)
         return names
 
-    def _topics(self, content: list[str], tagged: list[tuple[str, str]], names: list[str]) -> list[str]:
-        exclude = {n.casefold() for n in names}
-        topics = self._chinese_keywords(tagged, exclude) if tagged else []
-        topics += lexicon.english_keywords(content, exclude, self.segmenter.stop_words, MAX_TOPICS)
-        return list(dict.fromkeys(topics))[:MAX_TOPICS]
+    def _keywords(self, texts: list[str], tagged: list[tuple[str, str]], names: list[str], limit: int) -> list[str]:
+        # Names and their beginnings ("Mel" for Melanie) are people, not topics.
+        exclude = {n.casefold()[:end] for n in names for end in range(min(3, len(n)), len(n) + 1)}
+        found = self._chinese_keywords(tagged, exclude, limit) if tagged else []
+        found += lexicon.english_keywords(texts, exclude, self.segmenter.stop_words, limit)
+        return list(dict.fromkeys(found))[:limit]
 
-    def _chinese_keywords(self, tagged: list[tuple[str, str]], exclude: set[str]) -> list[str]:
+    def _chinese_keywords(self, tagged: list[tuple[str, str]], exclude: set[str], limit: int) -> list[str]:
         """jieba's TF-IDF over the nouns of the text."""
         idf, median = self._idf_table()
         nouns = [w for w, flag in tagged if flag in _NOUN_TAGS and len(w) >= 2 and _CJK.search(w)
                  and w not in self.segmenter.stop_words and w.casefold() not in exclude]
         counts = Counter(nouns)
         first = {w: i for i, w in reversed(list(enumerate(nouns)))}
-        return sorted(counts, key=lambda w: (-counts[w] * idf.get(w, median), first[w]))[:MAX_TOPICS]
+        return sorted(counts, key=lambda w: (-counts[w] * idf.get(w, median), first[w]))[:limit]
 
     def _idf_table(self) -> tuple[dict, float]:
         with self._lock:
@@ -189,11 +205,12 @@ def _importance(facts: list[KeyFact], turns: list[Turn]) -> float:
     return round(min(1.0, 0.1 + said + events + strong + dated_plan), 2)
 
 
-def _who_is_who(speakers: list[str], named: list[str], chinese: bool) -> str | None:
-    if not speakers:
+def _who_is_who(keywords: dict[str, list[str]], named: list[str], chinese: bool) -> str | None:
+    """Each speaker with what they talked about, and the people they named (None: nothing known)."""
+    if not named and not any(keywords.values()):
         return None
     if chinese:
-        line = f"{'和'.join(speakers)}的对话"
-        return line + (f"，提到{'、'.join(named[:6])}。" if named else "。")
-    line = f"A conversation between {' and '.join(speakers)}"
-    return line + (f"; mentioned: {', '.join(named[:6])}." if named else ".")
+        line = "；".join(f"{s}：{'、'.join(k)}" if k else s for s, k in keywords.items())
+        return line + (f"；提到：{'、'.join(named[:6])}。" if named else "。")
+    line = "; ".join(f"{s}: {', '.join(k)}" if k else s for s, k in keywords.items())
+    return line + (f"; also mentioned: {', '.join(named[:6])}." if named else ".")

@@ -13,10 +13,13 @@
    original_time = session time) against every session stored raw (content = transcript),
    through a real aokun-server over stdio with the official MCP client and a worker;
    locomo_session_dev's questions recalled within their conversation, R@1 / R@5 by
-   ../shared/bench/score.py, per fold too.
+   ../shared/bench/score.py, per conversation too. With several --person-keywords values, one
+   summarized store each and the honest figure: each conversation scored with the value that
+   did best on the other four (scripts/folds.py).
 
     .venv/bin/python scripts/bench_summarize.py                 # all three, rules provider
     .venv/bin/python scripts/bench_summarize.py --skip-recall   # selection and timing only
+    .venv/bin/python scripts/bench_summarize.py --no-raw --person-keywords 8,12,16
     .venv/bin/python scripts/bench_summarize.py --provider llm --config config.yaml
 """
 
@@ -44,8 +47,8 @@ import folds  # noqa: E402
 from shared.config import AppConfig, load_config  # noqa: E402
 from shared.extract.atoms import AtomRules  # noqa: E402
 from shared.summarize.conversation import Turn, transcript  # noqa: E402
-from shared.summarize.facts import FactWeights, TurnReading, is_fact, score  # noqa: E402
-from shared.summarize.rules import RulesSummarizer  # noqa: E402
+from shared.summarize.facts import FactWeights, TurnReading, score  # noqa: E402
+from shared.summarize.rules import PERSON_KEYWORDS, RulesSummarizer  # noqa: E402
 from shared.text.segment import Segmenter  # noqa: E402
 
 BENCH = bench_recall.BENCH
@@ -104,7 +107,9 @@ def best_on(rows: list[tuple[TurnReading, bool, str]]) -> FactWeights:
     return best[1]
 
 
-def turn_selection(summarizer: RulesSummarizer, data: list[dict]) -> dict:
+def turn_selection(summarizer: RulesSummarizer, data: list[dict], config: AppConfig) -> dict:
+    """Weights chosen on the turns' features; every figure is scored on the key facts the
+    summarizer (with those weights) actually makes, by the dia_id of each fact's source turn."""
     rows = []  # (reading, is evidence, conversation) per turn
     baseline = []
     for session in data:
@@ -119,13 +124,29 @@ def turn_selection(summarizer: RulesSummarizer, data: list[dict]) -> dict:
     fold_results = {}
     for held in groups:
         weights = best_on([row for row in rows if row[2] != held and row[0].statements])
-        fold_results[held] = (weights, prf([(is_fact(r, weights), e) for r, e, g in rows if g == held]))
+        chosen = replace_weights(summarizer, weights)
+        fold_results[held] = (weights, prf(fact_turns(chosen, [s for s in data if s["group"] == held], config)))
     return {"folds": fold_results,
-            "shipped": prf([(is_fact(r, summarizer.weights), e) for r, e, _ in rows]),
+            "shipped": prf(fact_turns(summarizer, data, config)),
             "chosen_on_all": best_on([row for row in rows if row[0].statements]),
             "always": prf([(r.about_self, e) for r, e, _ in rows]),
             "keep_all": prf([(True, e) for _, e, _ in rows]),
             "first_person_6": prf(baseline)}
+
+
+def replace_weights(summarizer: RulesSummarizer, weights: FactWeights) -> RulesSummarizer:
+    return RulesSummarizer(summarizer.atom_rules, summarizer.segmenter, weights, summarizer.person_keywords)
+
+
+def fact_turns(summarizer: RulesSummarizer, data: list[dict], config: AppConfig) -> list[tuple[bool, bool]]:
+    """(a key fact comes from this turn, the turn is evidence) for every turn of data."""
+    kept = []
+    for session in data:
+        sources = {session["turns"][f.turn_index]["dia_id"]
+                   for f in summarizer.distil(turns_of(session), config.summarizer).facts}
+        evidence = evidence_of(session)
+        kept += [(t["dia_id"] in sources, t["dia_id"] in evidence) for t in session["turns"]]
+    return kept
 
 
 def print_selection(result: dict) -> None:
@@ -141,7 +162,8 @@ def print_selection(result: dict) -> None:
     for group, (weights, m) in result["folds"].items():
         print(f"    {group}: P {m['p']:.3f} R {m['r']:.3f} F1 {m['f1']:.3f} kept {m['kept']:.0%}   "
               f"chosen on the others: {_weights_text(weights)}")
-    print(f"  turns kept by the short-chat rule (facts.SHORT_CHAT_WORDS): {result['always']['kept']:.0%}")
+    print(f"  turns kept by the rule for Chinese or short-turn chats (facts.SHORT_CHAT_WORDS): "
+          f"{result['always']['kept']:.0%}")
     m = result["shipped"]
     print(f"  shipped FactWeights ({_weights_text(FactWeights())}), all 5 conversations (in-sample): "
           f"P {m['p']:.3f} R {m['r']:.3f} F1 {m['f1']:.3f} kept {m['kept']:.0%}")
@@ -168,25 +190,6 @@ def timing(summarizer: RulesSummarizer, data: list[dict], config: AppConfig) -> 
 
 
 # -- 3. recall through summaries ----------------------------------------------------------------
-
-def memorize_calls(data: list[dict], summarize) -> dict[str, list[tuple[str, str, dict]]]:
-    """{"raw": [...], "summarized": [...]}: (session id, content, metadata) per session."""
-    calls = {"raw": [], "summarized": []}
-    for session in data:
-        turns = turns_of(session)
-        base = {"persona_id": session["group"]}
-        if session.get("time"):
-            base["original_time"] = session["time"]
-        speakers = list(dict.fromkeys(t.speaker for t in turns))
-        calls["raw"].append((session["id"], transcript(turns), {**base, "participants": speakers}))
-        memory = summarize(turns)
-        fields = {"topics": memory.topics, "participants": memory.participants, "key_facts": memory.key_facts,
-                  "sentiment": memory.sentiment, "importance": memory.importance}
-        if memory.persona_summary:
-            fields["persona_summary"] = memory.persona_summary
-        calls["summarized"].append((session["id"], memory.summary, {**base, **fields}))
-    return calls
-
 
 async def recall_store(work: Path, calls: list[tuple[str, str, dict]], queries: list[dict]) -> dict[str, list[str]]:
     from mcp import Client
@@ -219,7 +222,10 @@ async def recall_store(work: Path, calls: list[tuple[str, str, dict]], queries: 
     return rankings
 
 
-def recall_through_summaries(data: list[dict], summarize, work: Path, stores: list[str]) -> dict:
+def recall_through_summaries(data: list[dict], summarizers: dict, work: Path, raw: bool) -> dict:
+    """{store: figures} for the raw sessions (when raw) and for each summarizer {label: function};
+    with several summarizers also "tuned": each conversation scored with the summarizer that did
+    best on the other four."""
     import anyio
 
     sys.path.insert(0, str(BENCH))
@@ -227,30 +233,66 @@ def recall_through_summaries(data: list[dict], summarize, work: Path, stores: li
 
     queries = bench_recall.read_jsonl(BENCH / "data" / "locomo_session_dev.queries.jsonl")
     fold_ids = folds.folds("locomo_session_dev", queries)
-    out = {}
-    for name, calls in memorize_calls(data, summarize).items():
-        if name not in stores:
-            continue
-        store = work / name
+    stores = {"raw": raw_calls(data)} if raw else {}
+    stores.update({label: summarized_calls(data, summarize) for label, summarize in summarizers.items()})
+    out, per_label = {}, {}
+    for label, calls in stores.items():
+        store = work / label.replace(" ", "_").replace("=", "-")
         store.mkdir(parents=True, exist_ok=True)
         rankings = anyio.run(recall_store, store, calls, queries)
         (store / "rankings.jsonl").write_text("".join(json.dumps({"id": k, "ranked": v}) + "\n"
                                                       for k, v in rankings.items()))
         overall = score.score(queries, rankings)["overall"]
-        per_query = folds.per_query(queries, rankings, score.score_one)
-        out[name] = {"r1": overall["recall@1"], "r5": overall["recall@5"], "r10": overall["recall@10"],
-                     "folds": folds.held_out(fold_ids, {name: per_query}),
-                     "chars": statistics.fmean(len(c) for _, c, _ in calls)}
+        per_label[label] = folds.per_query(queries, rankings, score.score_one)
+        out[label] = {"r1": overall["recall@1"], "r5": overall["recall@5"], "r10": overall["recall@10"],
+                      "folds": folds.held_out(fold_ids, {label: per_label[label]}),
+                      "chars": statistics.fmean(len(c) for _, c, _ in calls)}
+    if len(summarizers) > 1:
+        out["tuned"] = folds.held_out(fold_ids, {label: per_label[label] for label in summarizers})
     return out
+
+
+def raw_calls(data: list[dict]) -> list[tuple[str, str, dict]]:
+    """(session id, content, metadata): the transcript as it is."""
+    calls = []
+    for session in data:
+        turns = turns_of(session)
+        speakers = list(dict.fromkeys(t.speaker for t in turns))
+        calls.append((session["id"], transcript(turns), {**_scope(session), "participants": speakers}))
+    return calls
+
+
+def summarized_calls(data: list[dict], summarize) -> list[tuple[str, str, dict]]:
+    """(session id, content, metadata): the summary, the memory's fields as metadata."""
+    calls = []
+    for session in data:
+        memory = summarize(turns_of(session))
+        fields = {"topics": memory.topics, "participants": memory.participants, "key_facts": memory.key_facts,
+                  "sentiment": memory.sentiment, "importance": memory.importance}
+        if memory.persona_summary:
+            fields["persona_summary"] = memory.persona_summary
+        calls.append((session["id"], memory.summary, {**_scope(session), **fields}))
+    return calls
+
+
+def _scope(session: dict) -> dict:
+    scope = {"persona_id": session["group"]}
+    if session.get("time"):
+        scope["original_time"] = session["time"]
+    return scope
 
 
 def print_recall(result: dict) -> None:
     print("## Recall through summaries (locomo_session_dev, 997 questions, session level)")
+    tuned = result.pop("tuned", None)
     for name, m in result.items():
         f = m["folds"]
         print(f"  {name:10}: R@1 {m['r1']:.3f}  R@5 {m['r5']:.3f}  R@10 {m['r10']:.3f}   per conversation "
               f"R@5 {f['mean']:.3f} ± {f['spread']:.3f} (min {f['min']:.3f}, max {f['max']:.3f}); "
               f"content {m['chars']:.0f} chars on average")
+    if tuned:
+        print("  " + folds.report("locomo_session_dev", "summarized, person_keywords chosen on the other folds",
+                                  tuned).replace("\n", "\n  "))
 
 
 # -- main ---------------------------------------------------------------------------------------
@@ -260,24 +302,32 @@ def main() -> None:
     parser.add_argument("--provider", choices=("rules", "llm"), default="rules")
     parser.add_argument("--config", help="config file (its summarizer section; needed for llm)")
     parser.add_argument("--skip-recall", action="store_true", help="only turn selection and timing")
+    parser.add_argument("--no-raw", action="store_true", help="recall through summaries only (no raw store)")
+    parser.add_argument("--person-keywords", default=str(PERSON_KEYWORDS), metavar="N1,N2,...",
+                        help="keywords per speaker in the who-is-who line; several: one store each, and "
+                             "each conversation scored with the value chosen on the others")
     parser.add_argument("--work", type=Path, help="keep the stores and their rankings here (default: a temporary folder)")
-    parser.add_argument("--stores", default="raw,summarized", help="which stores to compare (default: raw,summarized)")
     args = parser.parse_args()
     config = load_config(args.config)
-    rules = RulesSummarizer(AtomRules.load(config.atoms.rules_file), Segmenter(config.text))
+    atom_rules, segmenter = AtomRules.load(config.atoms.rules_file), Segmenter(config.text)
+    rules = RulesSummarizer(atom_rules, segmenter)
     data = sessions()
     if args.provider == "rules":
-        print_selection(turn_selection(rules, data))
+        print_selection(turn_selection(rules, data, config))
         t = timing(rules, data, config)
         print(f"## Time per session (rules, {len(data)} sessions, median {t['turns_median']:.0f} turns): "
               f"median {t['median_ms']:.1f} ms, p95 {t['p95_ms']:.1f} ms, max {t['max_ms']:.1f} ms")
-        summarize = lambda turns: rules.summarize(turns, config.summarizer)  # noqa: E731
+        summarizers = {}
+        for n in (int(v) for v in args.person_keywords.split(",")):
+            candidate = RulesSummarizer(atom_rules, segmenter, person_keywords=n)
+            summarizers[f"summarized person_keywords={n}" if "," in args.person_keywords else "summarized"] = \
+                lambda turns, c=candidate: c.summarize(turns, config.summarizer)
     else:
-        summarize = llm_summarize(config, rules, data)
+        summarizers = {"summarized": llm_summarize(config, rules, data)}
     if not args.skip_recall:
         temp = None if args.work else tempfile.TemporaryDirectory()
         work = args.work or Path(temp.name)
-        print_recall(recall_through_summaries(data, summarize, work, args.stores.split(",")))
+        print_recall(recall_through_summaries(data, summarizers, work, raw=not args.no_raw))
         if temp is not None:
             temp.cleanup()
 

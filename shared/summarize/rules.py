@@ -67,10 +67,12 @@ class Distilled:
 class RulesSummarizer:
     """Build once per process and share; summarize() is thread-safe."""
 
-    def __init__(self, atom_rules: AtomRules, segmenter: Segmenter, weights: FactWeights = FactWeights()):
+    def __init__(self, atom_rules: AtomRules, segmenter: Segmenter, weights: FactWeights = FactWeights(),
+                 person_keywords: int = PERSON_KEYWORDS):
         self.atom_rules = atom_rules
         self.segmenter = segmenter
         self.weights = weights
+        self.person_keywords = person_keywords
         self._lock = threading.Lock()
         self._posseg = None
         self._idf: tuple[dict, float] | None = None
@@ -82,9 +84,9 @@ class RulesSummarizer:
         """Every turn as the fact rules see it (scripts/bench_summarize.py tunes on these)."""
         return read_turns(turns, self.atom_rules)
 
-    def distil(self, turns: list[Turn], config: SummarizerConfig,
-               readings: list[TurnReading] | None = None) -> Distilled:
-        readings = readings if readings is not None else self.read(turns)
+    def distil(self, turns: list[Turn], config: SummarizerConfig) -> Distilled:
+        """The memory and its key facts with the turn each came from."""
+        readings = self.read(turns)
         facts = key_facts(readings, self.weights, config.max_key_facts)
         said = [[s.text for s in r.statements] + ([r.image] if r.image else []) for r in readings]
         speakers = list(dict.fromkeys(t.speaker for t in turns if t.speaker != UNNAMED))
@@ -97,7 +99,7 @@ class RulesSummarizer:
         everything = [word for words in tagged.values() for word in words]
         named = self._named(said, everything, speakers)
         people = speakers + named
-        keywords = {s: self._keywords(spoken[s], tagged[s], people, PERSON_KEYWORDS) for s in speakers}
+        keywords = {s: self._keywords(spoken[s], tagged[s], people, self.person_keywords) for s in speakers}
         topics = self._keywords([x for texts in spoken.values() for x in texts], everything, people, MAX_TOPICS)
         memory = StructuredMemory(
             summary=_summary(facts, speakers, topics, config.summary_chars, chinese),
@@ -210,7 +212,7 @@ def _who_is_who(keywords: dict[str, list[str]], named: list[str], chinese: bool)
     if not named and not any(keywords.values()):
         return None
     if chinese:
-        line = "；".join(f"{s}：{'、'.join(k)}" if k else s for s, k in keywords.items())
-        return line + (f"；提到：{'、'.join(named[:6])}。" if named else "。")
-    line = "; ".join(f"{s}: {', '.join(k)}" if k else s for s, k in keywords.items())
+        line = "；".join(f"{s}谈到{'、'.join(k)}" if k else s for s, k in keywords.items())
+        return line + (f"；还提到{'、'.join(named[:6])}。" if named else "。")
+    line = "; ".join(f"{s} talked about {', '.join(k)}" if k else s for s, k in keywords.items())
     return line + (f"; also mentioned: {', '.join(named[:6])}." if named else ".")

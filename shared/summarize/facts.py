@@ -108,7 +108,8 @@ class TurnReading:
 class KeyFact:
     turn_index: int
     text: str
-    atom_type: str
+    atom_type: str  # the type the atom rules give most of its statements
+    dated: bool     # it names a date the time parser resolved
     score: float
 
 
@@ -202,7 +203,8 @@ def key_facts(readings: list[TurnReading], weights: FactWeights, limit: int) -> 
         other = next((s for s in speakers if s != reading.turn.speaker), None) if len(speakers) == 2 else None
         text = about_speaker([(s.text, s.dates) for s in reading.statements], reading.image,
                              reading.turn.speaker, other)
-        facts.append(KeyFact(reading.index, text, _main_type(reading.statements), round(value, 3)))
+        facts.append(KeyFact(reading.index, text, _main_type(reading.statements),
+                             bool(reading.features["dated"]), round(value, 3)))
     return facts
 
 

@@ -32,7 +32,9 @@ from shared.text.segment import Segmenter
 
 MAX_TOPICS = 5
 MAX_PARTICIPANTS = 8
-PERSON_KEYWORDS = 8
+# Keywords per speaker in the who-is-who line: chosen from 8, 12, 16 on held-out LoCoMo folds
+# (scripts/bench_summarize.py --person-keywords); capped at 16 so the line stays short.
+PERSON_KEYWORDS = 16
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 # A capitalised word inside a sentence, not followed by another (two in a row are a title or a
 # place: "Harry Potter", "New York").
@@ -203,7 +205,7 @@ def _importance(facts: list[KeyFact], turns: list[Turn]) -> float:
     text = "\n".join(f.text for f in facts)
     events = min(0.2, 0.07 * lexicon.weighty(text))
     strong = min(0.15, 0.03 * lexicon.feeling(text).strong)
-    dated_plan = 0.05 if any(f.atom_type == "planned" and "(" in f.text for f in facts) else 0.0
+    dated_plan = 0.05 if any(f.atom_type == "planned" and f.dated for f in facts) else 0.0
     return round(min(1.0, 0.1 + said + events + strong + dated_plan), 2)
 
 

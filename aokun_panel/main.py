@@ -7,7 +7,8 @@ import secrets
 import sys
 
 from shared.config import load_config
-from shared.errors import AokunError, ConfigError
+from aokun_server.main import describe
+from shared.errors import AokunError
 
 DEFAULT_PORT = 8765
 
@@ -25,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return serve(args)
     except (AokunError, OSError) as exc:
-        print(f"aokun panel: {exc}", file=sys.stderr)
+        print(f"aokun panel: {describe(exc)}", file=sys.stderr)
         return 2
 
 
@@ -37,13 +38,8 @@ def serve(args: argparse.Namespace) -> int:
     from shared.live_config import LiveConfig, apply_log_level
 
     config = load_config(args.config)
-    try:
-        listener = bind_listener("127.0.0.1", args.port)  # loopback only, whatever the config says
-    except ConfigError as exc:
-        if "in use" in str(exc):
-            raise ConfigError(f"port {args.port} on 127.0.0.1 is in use (another aokun panel?); "
-                              "choose another with --port") from exc
-        raise
+    # Loopback only, whatever the config says.
+    listener = bind_listener("127.0.0.1", args.port, owner="aokun panel", choose="--port")
     port = listener.getsockname()[1]
     token = secrets.token_urlsafe(24)
     live = LiveConfig(config)

@@ -42,7 +42,8 @@ async def _refuse(send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def bind_listener(host: str, port: int) -> socket.socket:
+def bind_listener(host: str, port: int, owner: str = "aokun-server",
+                  choose: str = "--port or server.port") -> socket.socket:
     """A socket bound to host:port and listening, or ConfigError saying the port is taken.
     Bound here rather than by uvicorn so that a busy port is one line, found before the slow
     start-up, and so that "serving at" is only said of a port that is ours."""
@@ -58,8 +59,8 @@ def bind_listener(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno in (errno.EADDRINUSE, getattr(errno, "WSAEADDRINUSE", None)):
-            raise ConfigError(f"port {port} on {host} is in use (another aokun-server?); choose "
-                              "another with --port or server.port") from exc
+            raise ConfigError(f"port {port} on {host} is in use (another {owner}?); choose "
+                              f"another with {choose}") from exc
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; check "
                           "server.host and server.port (or --host and --port)") from exc
     return sock

@@ -23,7 +23,7 @@ def figures(conn, config, now: float) -> dict:
     queue = stages.queue_figures(conn, now)
     workers = [row for row in runtime.worker_rows(conn) if row.alive(alive_since)]
     newest = runtime.newest_heartbeat(conn)
-    counts = documents.DocumentStore(_Conn(conn)).stats()
+    counts = documents.counts(conn)
     by_type: dict[str, dict[str, int]] = {}
     for atom_type, state, count in atoms.counts_by_type_and_state(conn):
         by_type.setdefault(atom_type, {})[state] = count
@@ -39,16 +39,6 @@ def figures(conn, config, now: float) -> dict:
                    for f in runtime.live_fronts(conn, alive_since)],
         "warnings": health.pipeline_warnings(queue, len(workers), newest, now),
     }
-
-
-class _Conn:
-    """A Database face on one connection, for DocumentStore's reads."""
-
-    def __init__(self, conn):
-        self._conn = conn
-
-    def connection(self):
-        return self._conn
 
 
 def _files(config) -> dict:

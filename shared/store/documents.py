@@ -264,10 +264,14 @@ class DocumentStore:
         return self.db.connection().execute("SELECT COUNT(*) FROM documents").fetchone()[0]
 
     def stats(self) -> dict[str, int]:
-        row = self.db.connection().execute(
-            "SELECT COUNT(*), COALESCE(SUM(pinned), 0), COALESCE(SUM(archived), 0) FROM documents"
-        ).fetchone()
-        return {"total": row[0], "pinned": row[1], "archived": row[2], "active": row[0] - row[2]}
+        return counts(self.db.connection())
+
+
+def counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """Memories: total, pinned, archived, active."""
+    row = conn.execute(
+        "SELECT COUNT(*), COALESCE(SUM(pinned), 0), COALESCE(SUM(archived), 0) FROM documents").fetchone()
+    return {"total": row[0], "pinned": row[1], "archived": row[2], "active": row[0] - row[2]}
 
 
 def table_counts(conn: sqlite3.Connection) -> dict[str, int]:

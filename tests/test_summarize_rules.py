@@ -239,3 +239,13 @@ def test_date_mentions(text, past, expected):
     chinese = any("\u4e00" <= c <= "\u9fff" for c in text)
     found = [(m.text, m.label(chinese=chinese)) for m in date_mentions(text, ANCHOR, past=past)]
     assert found == expected
+
+
+def test_a_short_exchange_keeps_its_stated_facts(rules):
+    """A host may hand over two turns: far shorter than the sessions the weights were chosen on,
+    so a typed first-person statement is a fact by itself (it used to give no fact at all)."""
+    memory = summarize(rules, "Alice: I adopted a cat named Luna last week, she is grey.\n"
+                              "Bob: Lovely! I am moving to Berlin next month for work.")
+    assert len(memory.key_facts) == 2
+    assert memory.key_facts[0].startswith("Alice adopted a cat named Luna")
+    assert memory.key_facts[1].startswith("Bob is moving to Berlin")

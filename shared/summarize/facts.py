@@ -58,6 +58,9 @@ MIN_STATEMENT_WORDS = 3
 # shorter turns, length tells little, and a first-person statement that the atom rules type is
 # a fact by itself. Set below LoCoMo's range, not tuned: the benchmark cannot see it.
 SHORT_CHAT_WORDS = 8
+# LoCoMo's sessions have 13 turns or more: a chat of fewer turns than this (a host handing over
+# a few exchanges) is outside the weights' range too. Also untuned, and never met on LoCoMo.
+SHORT_CHAT_TURNS = 8
 CAP_FIRST_PERSON, CAP_WORDS, CAP_TYPED = 4, 50, 2
 
 
@@ -127,7 +130,8 @@ def read_turns(turns: list[Turn], rules: AtomRules) -> list[TurnReading]:
         read.append((turn, statements, image.group(1).strip() if image else None, asked, anchor))
         asked = any(_is_question(s) for s in sentences)
     lengths = sorted(sum(s.words for s in statements) for _, statements, *_ in read if statements)
-    untuned = is_chinese(turns) or bool(lengths) and lengths[len(lengths) // 2] < SHORT_CHAT_WORDS
+    untuned = (is_chinese(turns) or len(turns) < SHORT_CHAT_TURNS
+               or bool(lengths) and lengths[len(lengths) // 2] < SHORT_CHAT_WORDS)
     return [TurnReading(i, turn, statements, image, answers, anchor, untuned,
                         _features(statements, answers, image is not None))
             for i, (turn, statements, image, answers, anchor) in enumerate(read)]

@@ -238,7 +238,7 @@ class QueueConfig:
 @dataclass(frozen=True)
 class EmbeddingConfig:
     provider: str = _opt("local", choices=("local", "openai"))
-    local_model: str = _opt("e5", choices=("e5", "use"))
+    local_model: str = _opt("auto", choices=("auto", "e5", "use"))
     threads: int = _opt(0, minimum=0, maximum=64)
     base_url: str = _opt("")
     model: str = _opt("")

@@ -84,4 +84,4 @@ class UseEmbedder(_LocalModel):
 
 
 def local_embedder(name: str, threads: int) -> _LocalModel:
-    return E5Embedder(threads) if name == "e5" else UseEmbedder(threads)
+    return UseEmbedder(threads) if name == "use" else E5Embedder(threads)

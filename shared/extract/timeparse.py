@@ -1,15 +1,20 @@
 """Time expressions, Chinese and English, resolved to a deadline relative to an anchor time.
 
-Handles what people say about plans: 明天, 后天, 大后天, 下周三, 周五, 月底, 年底, 3月5日,
-下午五点, 两天后, 三周后; tomorrow, day after tomorrow, next Friday, on March 5 / 5 March,
-in two weeks, end of the month, at 5pm. A date without a clock time means the end of that
-day; a clock time without a date means that time on the anchor's day (or the resolved day).
+Handles what people say about plans: 明天, 明晚, 后天, 大后天, 下周三, 周五, 这个周末, 下周末,
+这周, 下周, 下下周, 月底, 下个月底, 下个月, 下个月5号, 年底, 明年, 3月5日, 今晚八点, 下午五点,
+两天后, 三天以后, 过两天, 两个星期后, 两个小时后; tomorrow (night), this evening, day after
+tomorrow, next Friday, this / next weekend, this / next week, the week after next, end of the
+(next) month, next month, next year, on March 5 / 5 March, in two weeks, in a couple of days,
+in 3 hours, at 5pm. A date without a clock time means the end of that day, a week, weekend,
+month or year its last day: a plan is valid until then, so the later reading of a vague
+expression is the safer one. A clock time without a date means that time on the anchor's day.
 """
 
 from __future__ import annotations
 
 import calendar
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
@@ -20,6 +25,11 @@ _ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日"
 _EN_WEEKDAY = {d.lower(): i for i, d in enumerate(calendar.day_name)}
 _EN_MONTH = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
 _EN_MONTH.update({m.lower(): i for i, m in enumerate(calendar.month_abbr) if m})
+_ZH_COUNT = r"([一二两三四五六七八九十\d]+)"
+# A count in words or digits; "a couple of" is two.
+_EN_N = r"(\d+|a couple of|couple of|an|a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_ZH_UNIT = {"天": "day", "日": "day", "周": "week", "星期": "week", "个星期": "week", "礼拜": "week",
+            "个礼拜": "week", "个月": "month", "月": "month", "年": "year"}
 
 
 def zh_number(text: str) -> int | None:
@@ -37,29 +47,46 @@ def zh_number(text: str) -> int | None:
     return (_ZH_DIGITS[tens] if tens else 1) * 10 + (_ZH_DIGITS[ones] if ones else 0)
 
 
+def _en_number(word: str) -> int:
+    return int(word) if word.isdigit() else 2 if "couple" in word.lower() else _EN_NUMBERS[word.lower()]
+
+
 def _end_of_day(day: datetime) -> datetime:
     return day.replace(hour=23, minute=59, second=59, microsecond=0)
 
 
 def _day_offset(text: str, anchor: datetime) -> datetime | None:
     lowered = text.lower()
-    for word, days in (("大后天", 3), ("后天", 2), ("明天", 1), ("今天", 0), ("今晚", 0),
-                       ("day after tomorrow", 2), ("tomorrow", 1), ("tonight", 0), ("today", 0)):
+    for word, days in (("大后天", 3), ("后天", 2), ("明天", 1), ("明晚", 1), ("明早", 1), ("今天", 0),
+                       ("今晚", 0), ("day after tomorrow", 2), ("tomorrow", 1), ("tonight", 0),
+                       ("today", 0), ("this morning", 0), ("this afternoon", 0), ("this evening", 0)):
         if word in lowered:
             return anchor + timedelta(days=days)
     return None
 
 
-def _relative_span(text: str, anchor: datetime) -> datetime | None:
-    m = re.search(r"([一二两三四五六七八九十\d]+)\s*(天|日|周|星期|个月|月)后", text)
-    if m and (n := zh_number(m.group(1))) is not None:
-        unit = m.group(2)
-        return _add(anchor, n, "day" if unit in ("天", "日") else "week" if unit in ("周", "星期") else "month")
-    m = re.search(r"\bin\s+(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+"
-                  r"(day|week|month|hour)s?\b", text, re.I)
+def _hours_ahead(text: str, anchor: datetime) -> datetime | None:
+    """in 3 hours, 两个小时后: that moment, not the end of a day."""
+    m = re.search(rf"\bin\s+{_EN_N}\s+hours?\b", text, re.I)
     if m:
-        n = int(m.group(1)) if m.group(1).isdigit() else _EN_NUMBERS[m.group(1).lower()]
-        return _add(anchor, n, m.group(2).lower())
+        return anchor + timedelta(hours=_en_number(m.group(1)))
+    m = re.search(_ZH_COUNT + r"\s*个?(?:小时|钟头)(?:以后|之后|后)", text)
+    if m and (n := zh_number(m.group(1))) is not None:
+        return anchor + timedelta(hours=n)
+    return None
+
+
+def _relative_span(text: str, anchor: datetime) -> datetime | None:
+    # Not a day of a date ("3月5日以后" is after March 5, not five days from now).
+    m = re.search(r"(?<![月\d一二三四五六七八九十])" + _ZH_COUNT +
+                  r"\s*(个星期|个礼拜|个月|星期|礼拜|天|日|周|月|年)(?:以后|之后|后)", text) or \
+        re.search(r"过" + _ZH_COUNT + r"\s*(个星期|个礼拜|个月|星期|礼拜|天|周|年)", text)
+    if m and (n := zh_number(m.group(1))) is not None:
+        return _shift(anchor, n, _ZH_UNIT[m.group(2)])
+    m = re.search(rf"\bin\s+{_EN_N}\s+(day|week|month|year)s?\b", text, re.I) or \
+        re.search(rf"\b{_EN_N}\s+(day|week|month|year)s?\s+from\s+now\b", text, re.I)
+    if m:
+        return _shift(anchor, _en_number(m.group(1)), m.group(2).lower())
     return None
 
 
@@ -95,11 +122,30 @@ def _weekday(text: str, anchor: datetime) -> datetime | None:
     return None
 
 
+def _weekend(text: str, anchor: datetime) -> datetime | None:
+    """这个周末 / 周末 / 下周末 / 下下周末, this / the / coming / next weekend: its Sunday.
+    Not 上周末, 每个周末, last weekend, weekends (past or habits, not plans)."""
+    m = re.search(r"(?<![上每个])(下下个?|下个?|这个?|本)?周末", text)
+    if m:
+        prefix = m.group(1) or ""
+        weeks = 2 if prefix.startswith("下下") else 1 if prefix.startswith("下") else 0
+    else:
+        m = re.search(r"\b(this|the|coming|upcoming|next)\s+weekend\b", text, re.I)
+        if m is None:
+            return None
+        weeks = 1 if m.group(1).lower() == "next" else 0  # like 下周末: next week's weekend
+    return anchor + timedelta(weeks=weeks, days=6 - anchor.weekday())
+
+
 def _calendar_date(text: str, anchor: datetime) -> datetime | None:
     m = re.search(r"(?:(\d{4})年)?(\d{1,2}|[一二三四五六七八九十]+)月(\d{1,2}|[一二三四五六七八九十]+)[日号]", text)
     if m:
         month, day = zh_number(m.group(2)), zh_number(m.group(3))
         return _future_date(anchor, int(m.group(1)) if m.group(1) else None, month, day)
+    m = re.search(r"(下个?|这个?|本)月(\d{1,2}|[一二三四五六七八九十]+)[日号]", text)
+    if m:  # 下个月5号: that day of next month
+        month = _add(anchor.replace(day=1), 1 if m.group(1).startswith("下") else 0, "month")
+        return _exact(month.year, month.month, zh_number(m.group(2)))
     months = "|".join(sorted(_EN_MONTH, key=len, reverse=True))
     m = re.search(rf"\b({months})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b", text, re.I) or \
         re.search(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({months})\b", text, re.I)
@@ -126,26 +172,47 @@ def _future_date(anchor: datetime, year: int | None, month: int | None, day: int
     return date
 
 
+def _month_end(anchor: datetime, months_ahead: int) -> datetime:
+    month = _add(anchor.replace(day=1), months_ahead, "month")
+    return month.replace(day=calendar.monthrange(month.year, month.month)[1])
+
+
+def _sunday(anchor: datetime, weeks_ahead: int) -> datetime:
+    return anchor + timedelta(weeks=weeks_ahead, days=6 - anchor.weekday())
+
+
+_NOT_A_WEEKDAY = r"(?![一二三四五六日天])"
+# (pattern, the last day of the period it names); the first that matches wins, so a longer
+# phrase comes before the shorter one inside it (下个月底 before 月底 and 下个月).
+_PERIODS = (
+    (r"下个?月[底末]|\bend of next month\b", lambda a: _month_end(a, 1)),
+    (r"月底|月末|\bend of (the|this) month\b", lambda a: _month_end(a, 0)),
+    (r"年底|年末|\bend of (the|this) year\b", lambda a: a.replace(month=12, day=31)),
+    (r"下下(周|个?星期|个?礼拜)" + _NOT_A_WEEKDAY + r"|\bweek after next\b", lambda a: _sunday(a, 2)),
+    (r"(下周|下个?星期|下个?礼拜)" + _NOT_A_WEEKDAY + r"|\bnext week\b", lambda a: _sunday(a, 1)),
+    (r"(这周|本周|这个?星期|这个?礼拜)" + _NOT_A_WEEKDAY + r"|\b(this|end of the) week\b",
+     lambda a: _sunday(a, 0)),
+    (r"下个?月|\bnext month\b", lambda a: _month_end(a, 1)),
+    (r"这个月|本月|\bthis month\b", lambda a: _month_end(a, 0)),
+    (r"明年|\bnext year\b", lambda a: a.replace(year=a.year + 1, month=12, day=31)),
+    (r"今年|\bthis year\b", lambda a: a.replace(month=12, day=31)),
+)
+
+
 def _period_end(text: str, anchor: datetime) -> datetime | None:
-    if re.search(r"(月底|月末)|\bend of (the|this) month\b", text, re.I):
-        return anchor.replace(day=calendar.monthrange(anchor.year, anchor.month)[1])
-    if re.search(r"(年底|年末)|\bend of (the|this) year\b", text, re.I):
-        return anchor.replace(month=12, day=31)
-    if re.search(r"(下周|下星期|下个星期)(?![一二三四五六日天])|\bnext week\b", text, re.I):
-        return anchor + timedelta(days=13 - anchor.weekday())
-    if re.search(r"下个月|\bnext month\b", text, re.I):
-        nxt = _add(anchor.replace(day=1), 1, "month")
-        return nxt.replace(day=calendar.monthrange(nxt.year, nxt.month)[1])
+    for pattern, last_day in _PERIODS:
+        if re.search(pattern, text, re.I):
+            return last_day(anchor)
     return None
 
 
 def _clock(text: str) -> tuple[int, int] | None:
-    m = re.search(r"(上午|早上|中午|下午|傍晚|晚上|凌晨)?\s*(\d{1,2}|[一二两三四五六七八九十]+)\s*[点點时](半|(\d{1,2})分?)?", text)
+    m = re.search(r"(上午|早上|早|中午|下午|傍晚|晚上|晚|夜里|凌晨)?\s*(\d{1,2}|[一二两三四五六七八九十]+)\s*[点點时](半|(\d{1,2})分?)?", text)
     if m:
         hour = zh_number(m.group(2))
         if hour is None or hour > 24:
             return None
-        if m.group(1) in ("下午", "傍晚", "晚上") and hour < 12:
+        if m.group(1) in ("下午", "傍晚", "晚上", "晚", "夜里") and hour < 12:
             hour += 12
         minute = 30 if m.group(3) == "半" else int(m.group(4)) if m.group(4) else 0
         return hour % 24, minute
@@ -165,14 +232,15 @@ def _clock(text: str) -> tuple[int, int] | None:
 
 def deadline(text: str, anchor: datetime) -> datetime | None:
     """When a plan in `text` falls due, relative to `anchor` (the memory's original time)."""
+    moment = _hours_ahead(text, anchor)
+    if moment is not None:
+        return moment
     day = (_relative_span(text, anchor) or _calendar_date(text, anchor) or _weekday(text, anchor)
-           or _day_offset(text, anchor) or _period_end(text, anchor))
+           or _weekend(text, anchor) or _day_offset(text, anchor) or _period_end(text, anchor))
     clock = _clock(text)
     if day is None and clock is None:
         return None
     if clock is None:
-        if re.search(r"\bin\s+\S+\s+hours?\b", text, re.I):
-            return day
         return _end_of_day(day)
     base = day or anchor
     return base.replace(hour=clock[0], minute=clock[1], second=0, microsecond=0)
@@ -180,13 +248,9 @@ def deadline(text: str, anchor: datetime) -> datetime | None:
 
 # -- Dates of events, past or planned (the summarizer's "yesterday (7 May 2023)") ---------------
 
-from dataclasses import dataclass  # noqa: E402  (this section was appended to the module)
 
 _EN_UNITS = r"(day|week|month|year)s?"
 _EN_COUNT = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
-_ZH_COUNT = r"([一二两三四五六七八九十\d]+)"
-_ZH_UNIT = {"天": "day", "日": "day", "周": "week", "星期": "week", "个星期": "week", "礼拜": "week",
-            "个礼拜": "week", "个月": "month", "月": "month", "年": "year"}
 _DAY_WORDS = ((r"\bthe day before yesterday\b", -2), (r"\bday after tomorrow\b", 2),
               (r"\byesterday\b", -1), (r"\blast night\b", -1), (r"\btomorrow\b", 1),
               (r"\b(?:today|tonight|this (?:morning|afternoon|evening)|earlier today)\b", 0),
@@ -358,13 +422,18 @@ def _mention_days(text: str, anchor: datetime, past: bool):
 def _mention_periods(text: str, anchor: datetime, past: bool):
     """last / this / next week, weekend, month, year; 上周, 下个月, 去年, 明年."""
     en = {"last": -1, "past": -1, "this": 0, "next": 1}
+    saturday = _start_of(anchor, "week") + timedelta(days=5)  # a weekend is named by its Saturday
     for m in re.finditer(r"\b(last|past|this|next)\s+(week|weekend|month|year)\b", text, re.I):
         n, unit = en[m.group(1).lower()], m.group(2).lower()
-        if unit == "weekend":  # the Saturday of that week's weekend
-            saturday = _start_of(anchor, "week") + timedelta(days=5)
+        if unit == "weekend":
             yield m.start(), m.end(), saturday + timedelta(weeks=n), "weekend"
         else:
             yield m.start(), m.end(), _start_of(_shift(anchor, n, unit), unit), unit
+    # Weekends with a word saying which (a bare 周末 may be a habit); before 上周 / 下周 inside them.
+    for pattern, n in (("上上个?周末", -2), ("上个?周末", -1), ("这个?周末|本周末", 0), ("下下个?周末", 2),
+                       ("下个?周末", 1)):
+        for m in re.finditer(pattern, text):
+            yield m.start(), m.end(), saturday + timedelta(weeks=n), "weekend"
     zh = (("上上周|上上个?星期|上上个?礼拜", -2, "week"), ("上周|上个?星期|上个?礼拜", -1, "week"),
           ("这周|本周|这个?星期|这个?礼拜", 0, "week"), ("下下周|下下个?星期", 2, "week"),
           ("下周|下个?星期|下个?礼拜", 1, "week"), ("上上个月", -2, "month"), ("上个?月", -1, "month"),

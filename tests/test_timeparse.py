@@ -1,0 +1,139 @@
+"""The time parser on the expressions people use for plans; every date below is worked by hand.
+
+Calendar used: 2024-03-04 is a Monday, so 2024-03-06 is a Wednesday, 03-09 a Saturday and
+03-10 a Sunday; 2024 is a leap year (29 February).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from shared.extract.timeparse import date_mentions, deadline
+
+WEDNESDAY = datetime(2024, 3, 6, 10, 0)
+SATURDAY = datetime(2024, 3, 9, 10, 0)
+SUNDAY = datetime(2024, 3, 10, 10, 0)
+
+
+def end_of(year: int, month: int, day: int) -> datetime:
+    return datetime(year, month, day, 23, 59, 59)
+
+
+@pytest.mark.parametrize("text, due", [
+    # Weekends: the weekend's Sunday, end of day (a plan stays valid through the weekend).
+    ("这个周末去爬山", end_of(2024, 3, 10)),
+    ("我这周末要去看展", end_of(2024, 3, 10)),
+    ("本周末大扫除", end_of(2024, 3, 10)),
+    ("周末要去爬山", end_of(2024, 3, 10)),
+    ("下周末回老家", end_of(2024, 3, 17)),
+    ("下个周末回老家", end_of(2024, 3, 17)),
+    ("下下周末搬家", end_of(2024, 3, 24)),
+    ("I'm going hiking this weekend", end_of(2024, 3, 10)),
+    ("We'll repaint the fence over the weekend", end_of(2024, 3, 10)),
+    ("Let's have a barbecue next weekend", end_of(2024, 3, 17)),
+    # Weeks: their Sunday.
+    ("这周把报告写完", end_of(2024, 3, 10)),
+    ("Finish the draft this week", end_of(2024, 3, 10)),
+    ("下周去北京出差", end_of(2024, 3, 17)),
+    ("下个礼拜去北京", end_of(2024, 3, 17)),
+    ("I start the new job next week", end_of(2024, 3, 17)),
+    ("下下周交论文", end_of(2024, 3, 24)),
+    ("The audit is the week after next", end_of(2024, 3, 24)),
+    # Evenings and mornings.
+    ("We're having dinner with Sam tomorrow night", end_of(2024, 3, 7)),
+    ("明晚和朋友吃饭", end_of(2024, 3, 7)),
+    ("明晚八点和朋友吃饭", datetime(2024, 3, 7, 20, 0)),
+    ("今晚7点看电影", datetime(2024, 3, 6, 19, 0)),
+    ("明早六点半出发", datetime(2024, 3, 7, 6, 30)),
+    ("Call the plumber this afternoon", end_of(2024, 3, 6)),
+    # Months and years: their last day.
+    ("月底前交房租", end_of(2024, 3, 31)),
+    ("Pay the rent by the end of the month", end_of(2024, 3, 31)),
+    ("下个月底搬家", end_of(2024, 4, 30)),
+    ("下月底搬家", end_of(2024, 4, 30)),
+    ("The lease ends at the end of next month", end_of(2024, 4, 30)),
+    ("下个月去日本", end_of(2024, 4, 30)),
+    ("下月去日本", end_of(2024, 4, 30)),
+    ("We move next month", end_of(2024, 4, 30)),
+    ("这个月要考驾照", end_of(2024, 3, 31)),
+    ("本月完成装修", end_of(2024, 3, 31)),
+    ("I want to read three books this month", end_of(2024, 3, 31)),
+    ("下个月5号复诊", end_of(2024, 4, 5)),
+    ("明年去留学", end_of(2025, 12, 31)),
+    ("We plan to marry next year", end_of(2025, 12, 31)),
+    # Spans from the anchor.
+    ("三天以后出发", end_of(2024, 3, 9)),
+    ("5天之后交货", end_of(2024, 3, 11)),
+    ("过两天去看她", end_of(2024, 3, 8)),
+    ("两个星期后考试", end_of(2024, 3, 20)),
+    ("一个月后复查", end_of(2024, 4, 6)),
+    ("一年后回国", end_of(2025, 3, 6)),
+    ("The parcel arrives in a couple of days", end_of(2024, 3, 8)),
+    ("We'll know in 10 days", end_of(2024, 3, 16)),
+    ("I'll be back in a year", end_of(2025, 3, 6)),
+    ("The visa comes three weeks from now", end_of(2024, 3, 27)),
+    ("两个小时后开会", datetime(2024, 3, 6, 12, 0)),
+    ("The train leaves in a couple of hours", datetime(2024, 3, 6, 12, 0)),
+    # A day of a date followed by 以后 is after that date, not a span of days.
+    ("3月5日以后再说", end_of(2025, 3, 5)),
+    ("3月15日以后再说", end_of(2024, 3, 15)),
+])
+def test_plan_expressions_on_a_wednesday(text, due):
+    assert deadline(text, WEDNESDAY) == due
+
+
+@pytest.mark.parametrize("anchor, text, due", [
+    (SATURDAY, "这个周末去爬山", end_of(2024, 3, 10)),
+    (SATURDAY, "I'm going hiking this weekend", end_of(2024, 3, 10)),
+    (SUNDAY, "这个周末去爬山", end_of(2024, 3, 10)),  # said on Sunday: today
+    (SUNDAY, "下周末回老家", end_of(2024, 3, 17)),
+    (SUNDAY, "next weekend", end_of(2024, 3, 17)),
+    (SUNDAY, "下周去北京", end_of(2024, 3, 17)),
+    (datetime(2024, 12, 20, 9, 0), "下个月底", end_of(2025, 1, 31)),  # across a year
+    (datetime(2024, 1, 31, 9, 0), "end of next month", end_of(2024, 2, 29)),  # leap February
+    (datetime(2024, 12, 20, 9, 0), "下个月10号", end_of(2025, 1, 10)),
+])
+def test_plan_expressions_near_boundaries(anchor, text, due):
+    assert deadline(text, anchor) == due
+
+
+@pytest.mark.parametrize("text", [
+    "上周末去爬山了", "last weekend we went hiking", "每个周末都去跑步", "I run on weekends",
+    "no time here", "上个周末很开心",
+])
+def test_past_and_habitual_weekends_are_no_deadline(text):
+    assert deadline(text, WEDNESDAY) is None
+
+
+@pytest.mark.parametrize("text, due", [  # what worked before keeps working
+    ("明天去体检", end_of(2024, 3, 7)),
+    ("下周三开会", end_of(2024, 3, 13)),
+    ("We fly out next Friday", end_of(2024, 3, 15)),
+    ("Let's meet in two weeks", end_of(2024, 3, 20)),
+    ("in 2 hours", datetime(2024, 3, 6, 12, 0)),
+    ("The review is on 12 April at 3:30 pm", datetime(2024, 4, 12, 15, 30)),
+    ("年底前还清贷款", end_of(2024, 12, 31)),
+])
+def test_earlier_expressions_unchanged(text, due):
+    assert deadline(text, WEDNESDAY) == due
+
+
+@pytest.mark.parametrize("text, mention, saturday", [
+    ("这个周末去爬山", "这个周末", datetime(2024, 3, 9)),
+    ("下周末回老家", "下周末", datetime(2024, 3, 16)),
+    ("下下周末搬家", "下下周末", datetime(2024, 3, 23)),
+    ("上周末去爬山了", "上周末", datetime(2024, 3, 2)),
+    ("上上个周末", "上上个周末", datetime(2024, 2, 24)),
+])
+def test_chinese_weekends_are_date_mentions(text, mention, saturday):
+    """Named by their Saturday, like "this weekend"; no longer read as the week 下周 / 上周."""
+    [found] = date_mentions(text, WEDNESDAY)
+    assert (found.text, found.day, found.precision) == (mention, saturday, "weekend")
+
+
+def test_a_weekend_label_reads_back_as_a_date_in_that_weekend():
+    [found] = date_mentions("下周末回老家", WEDNESDAY)
+    assert deadline(found.label(chinese=True), WEDNESDAY) == end_of(2024, 3, 16)
+    assert deadline(found.label(), WEDNESDAY) == end_of(2024, 3, 16)

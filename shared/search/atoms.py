@@ -1,4 +1,5 @@
-"""Atom search: BM25 over the atoms' full-text index, times each atom's time factor."""
+"""Atom search: BM25 over the atoms' full-text index, times each atom's time factor; and,
+for typed requests, the still-valid atoms of those types listed without a query."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from shared.text.segment import Segmenter
 @dataclass(frozen=True)
 class AtomHit:
     row: dict
-    score: float
+    score: float  # relevance x time factor; 0 for an atom listed by type, not found by the query
     time_factor: float
 
 
@@ -25,13 +26,25 @@ class AtomSearch:
     def __init__(self, db: Database, segmenter: Segmenter, clock: Callable[[], float] = time.time):
         self.db, self.segmenter, self.clock = db, segmenter, clock
 
-    def search(self, query: str, k: int, types: Sequence[str] | None = None,
+    def search(self, query: str | None, k: int, types: Sequence[str] | None = None,
                persona_id: str | None = None, session_id: str | None = None) -> list[AtomHit]:
-        """Active atoms best first: squashed BM25 x time factor (an expired plan scores 0)."""
-        terms = self.segmenter.unique_terms(query, MAX_QUERY_TERMS)
-        if not terms:
-            return []
+        """Active atoms best first: squashed BM25 x time factor (an expired plan scores 0).
+
+        With types, places the query leaves empty go to the other still-valid atoms of those
+        types (all of them without a query): a caller asking for plans wants its plans even
+        when none of them says "plans". Those come soonest deadline first, then newest."""
         now = self.clock()
+        terms = self.segmenter.unique_terms(query, MAX_QUERY_TERMS) if query else []
+        hits = self._matching(terms, k, types, persona_id, session_id, now) if terms else []
+        if types and len(hits) < k:
+            seen = [h.row["id"] for h in hits]
+            rows = atoms.still_valid_of_types(self.db.connection(), types, persona_id, session_id,
+                                              now, k - len(hits), exclude=seen)
+            hits += [AtomHit(dict(row), 0.0, time_factor(row, now)) for row in rows]
+        return hits
+
+    def _matching(self, terms: list[str], k: int, types: Sequence[str] | None, persona_id: str | None,
+                  session_id: str | None, now: float) -> list[AtomHit]:
         rows = atoms.search(self.db.connection(), terms, persona_id, session_id, types, max(4 * k, 20))
         hits = []
         for row in rows:

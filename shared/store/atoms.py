@@ -148,6 +148,27 @@ def search(conn: sqlite3.Connection, terms: Sequence[str] | None, persona_id: st
         (match, *params, limit)).fetchall()
 
 
+def still_valid_of_types(conn: sqlite3.Connection, types: Sequence[str], persona_id: str | None,
+                         session_id: str | None, now: float, limit: int,
+                         exclude: Sequence[int] = ()) -> list[sqlite3.Row]:
+    """Active atoms of the given types that the atom sweep would not expire at `now` (the
+    test of expire()), except the excluded ids: those with a deadline soonest first, then the
+    others newest first."""
+    clauses = ["a.state = 'active'", f"a.type IN ({','.join('?' * len(types))})",
+               "(a.deadline IS NULL OR a.deadline >= ?)",
+               "NOT (a.deadline IS NULL AND a.ttl_days IS NOT NULL"
+               " AND COALESCE(a.state_time, a.create_time) + a.ttl_days * ? < ?)",
+               "a.id NOT IN (SELECT value FROM json_each(?))"]
+    params: list = [*types, now, _DAY, now, json.dumps(list(exclude))]
+    for column, value in (("persona_id", persona_id), ("session_id", session_id)):
+        if value is not None:
+            clauses.append(f"a.{column} = ?")
+            params.append(value)
+    return conn.execute(
+        f"SELECT a.* FROM memory_atoms a WHERE {' AND '.join(clauses)}"
+        " ORDER BY a.deadline IS NULL, a.deadline, a.id DESC LIMIT ?", (*params, limit)).fetchall()
+
+
 def validity_rows(conn: sqlite3.Connection, memory_ids: Sequence[int]) -> list[sqlite3.Row]:
     """What the time factor of the memories' atoms depends on: memory_id, type, state,
     ttl_days, deadline, create_time, state_time."""

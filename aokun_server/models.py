@@ -210,7 +210,8 @@ class SummarizeResult(StructuredMemory):
 
 class RecallHit(BaseModel):
     id: int
-    text: str = Field(description="persona_summary when the memory has one, else its text")
+    text: str = Field(description="the memory's stored text, with its original-time marker")
+    persona_summary: str | None = Field(None, description="the memory's persona_summary, when it has one")
     score: float
     importance: float
     pinned: bool
@@ -316,9 +317,10 @@ class AtomOut(BaseModel):
     text: str
     state: str
     memory_id: int
-    score: float
+    score: float = Field(description="relevance to the query times time_factor; 0 for an atom "
+                         "listed by type without matching the query")
     confidence: float
-    time_factor: float
+    time_factor: float = Field(description="how valid the atom still is, 1 (fully) to 0")
     subject: str | None
     attribute: str | None
     value: str | None

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 from pydantic import ValidationError
 
 from aokun_server.ingest import dated, memory_fields
@@ -96,14 +97,28 @@ def checked_id(value: str | None, name: str) -> str | None:
     return value
 
 
+def tool(server: MCPServer, title: str, *, read_only: bool = False, destructive: bool = False,
+         idempotent: bool = False, open_world: bool = False):
+    """server.tool() with a human title and the behaviour hints hosts use to decide which calls
+    to confirm with the user. Every hint is given, so no host falls back to the protocol's
+    defaults (which assume a destructive, open-world tool)."""
+    return server.tool(title=title, annotations=ToolAnnotations(
+        title=title, read_only_hint=read_only, destructive_hint=destructive,
+        idempotent_hint=idempotent or read_only, open_world_hint=open_world))
+
+
 def register_tools(server: MCPServer, deps: ToolDeps) -> None:
-    """Add every Aokun tool to server."""
+    """Add every Aokun tool to server. The docstrings are the descriptions a model reads to
+    decide when to call each tool; keep them true to the code."""
     memories, store, live = deps.memories, deps.memories.documents, deps.live
 
-    @server.tool()
+    @tool(server, "Remember")  # every call adds a memory: not idempotent
     @translate_errors
     def memorize(content: str, metadata: MemoryMetadata = MemoryMetadata()) -> MemorizeResult:
-        """Remember a piece of text (a fact, an event, a preference) for later recall.
+        """Save something worth knowing in later conversations: a fact about the user, a
+        preference, an event, a plan, a decision. Call it when the user tells you something they
+        would expect you to remember next time, or asks you to remember it; one memory per fact
+        or event, in the user's own language. Calling it twice stores two memories.
 
         metadata (all optional): topics, participants, key_facts (lists of strings);
         sentiment (positive | neutral | negative); importance (0.0-1.0, default 0.5);
@@ -115,7 +130,9 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         return MemorizeResult(id=doc.id, text=doc.text, persona_id=doc.fields.persona_id,
                               session_id=doc.fields.session_id)
 
-    @server.tool()
+    # With store=true it adds a memory (once per conversation); provider=llm calls the
+    # configured model, an outside service, and spends tokens on every call: not idempotent.
+    @tool(server, "Summarize a conversation into a memory", open_world=True)
     @translate_errors
     def summarize_memory(conversation: Conversation, persona_id: ScopeId | None = None,
                          session_id: ScopeId | None = None, store: Flag = False,
@@ -137,13 +154,18 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
                                status="accepted" if created else "already stored", stored=created,
                                persona_id=doc.fields.persona_id, session_id=doc.fields.session_id)
 
-    @server.tool()
+    # Read-only as hosts mean it: no memory changes; recall only records the access
+    # (access_count, last access), which slows the recalled memories' decay.
+    @tool(server, "Recall memories", read_only=True)
     @translate_errors
     def recall(query: str, k: K | None = None, session_id: str | None = None,
                persona_id: str | None = None, include_archived: Flag = False,
                since: str | None = None, until: str | None = None,
                explain: Flag = False) -> RecallResult:
-        """Find the memories most relevant to query, best first (k results, at most 15).
+        """Look up what you were told in earlier conversations. Call it before answering
+        whenever the user refers to their past, people, preferences or plans, or when context
+        from earlier sessions would help; returns the memories most relevant to query, best
+        first (k results, at most 15), each with its text and time.
 
         Filter by session_id or persona_id to stay within one conversation or one user;
         since / until (ISO-8601) bound when the memory happened (original_time).
@@ -165,29 +187,40 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         deps.reinforcer.touch([h.document.id for h in hits])
         return RecallResult(results=[_hit(h) for h in hits])
 
-    @server.tool()
+    @tool(server, "Search facts and plans", read_only=True)
     @translate_errors
-    def search_atoms(query: str, k: K = 5, types: list[AtomType] | None = None,
+    def search_atoms(query: str | None = None, k: K = 5, types: list[AtomType] | None = None,
                      persona_id: str | None = None, session_id: str | None = None) -> AtomsResult:
-        """Search memory atoms (typed facts: episodic, planned, factual, relational, preference,
-        unknown) by text; active atoms only, scored by relevance times how valid they still are."""
-        reject_lone_surrogates("query", query)
-        if not query.strip():
-            raise ToolError("query is empty: say what to look for")
+        """Find typed facts distilled from memories: planned (plans with deadlines), preference,
+        factual, relational, episodic, unknown. Call it for questions like "what are my
+        upcoming plans" (types=["planned"], no query: plans still ahead, soonest deadline
+        first) or "what do I like" (types=["preference"]). With a query, atoms matching it come
+        first, scored by relevance times how valid they still are; with types, the other
+        still-valid atoms of those types fill the remaining places (score 0, newest first after
+        dated plans). Active atoms only; give a query, types or both."""
+        text = ""
+        if query is not None:
+            reject_lone_surrogates("query", query)
+            text = query.strip()[:MAX_QUERY_CHARS]
+        if not text and not types:
+            raise ToolError('give a query, or types to list (e.g. types=["planned"] for upcoming plans)')
         max_k = live.current.memory.recall_max_k
         if not 1 <= k <= max_k:
             raise ToolError(f"k must be between 1 and {max_k}, got {k}")
-        hits = deps.atom_search.search(query[:MAX_QUERY_CHARS], k, types,
+        hits = deps.atom_search.search(text or None, k, types,
                                        checked_id(persona_id, "persona_id"),
                                        checked_id(session_id, "session_id"))
         return AtomsResult(atoms=[AtomOut.of(h.row, h.score, h.time_factor) for h in hits])
 
-    @server.tool()
+    # Archives memories and expires / forgets / purges atoms; each backup is a new file.
+    @tool(server, "Run memory upkeep", destructive=True)
     @translate_errors
     def memory_maintenance(action: MaintenanceAction) -> MaintenanceResult:
-        """Run upkeep now: decay (importance decay due since the last run), archive (old and
-        unimportant memories), atoms (expire / forget / purge atoms), backup, reconcile (re-queue
-        unfinished work), or all. Reports what each step changed."""
+        """Run upkeep now instead of waiting for the worker's schedule; call it only when the
+        user or an operator asks. decay (importance decay due since the last run), archive
+        (old and unimportant memories leave recall), atoms (expire / forget / purge atoms past
+        their time), backup, reconcile (re-queue unfinished work), or all. Reports what each
+        step changed."""
         import time
 
         from shared.lifecycle import run_action
@@ -195,11 +228,13 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         changed = run_action(action, deps.lifecycle, deps.reconcile_queue, time.time())
         return MaintenanceResult(action=action, changed=changed)
 
-    @server.tool()
+    @tool(server, "List memories", read_only=True)
     @translate_errors
     def list_memories(limit: ListLimit = 20, offset: Offset = 0, session_id: str | None = None,
                       persona_id: str | None = None) -> ListResult:
-        """List stored memories, newest first, with the total count for paging."""
+        """Browse stored memories, newest first, with the total count for paging (archived ones
+        included). Call it to review what is stored, e.g. to find a memory's id before editing
+        or deleting it; to find memories about something, use recall."""
         if not 1 <= limit <= MAX_LIST_LIMIT:
             raise ToolError(f"limit must be between 1 and {MAX_LIST_LIMIT}, got {limit}")
         if offset < 0:
@@ -211,11 +246,14 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         return ListResult(memories=[MemoryOut.of(d) for d in docs], total=total,
                           limit=limit, offset=offset)
 
-    @server.tool()
+    # Overwrites what was stored (the old text is not kept); the same edit twice leaves the same memory.
+    @tool(server, "Edit a memory", destructive=True, idempotent=True)
     @translate_errors
     def edit_memory(id: MemoryId, content: str | None = None,
                     metadata: MemoryMetadata | None = None) -> EditResult:
-        """Change a memory's content and/or some metadata keys (others stay as they were)."""
+        """Correct or update a stored memory: replace its content and/or some metadata keys
+        (the others stay as they were; the old content is not kept). Call it when the user
+        corrects something remembered or a fact changed, instead of storing a contradiction."""
         if content is not None:
             content = checked_content(content, live.current.server.max_content_chars)
         changes = metadata.changes() if metadata is not None else {}
@@ -224,23 +262,29 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
         doc = memories.edit(id, content, changes)
         return EditResult(id=doc.id, memory=MemoryOut.of(doc))
 
-    @server.tool()
+    # A second delete of the same id changes nothing (it reports that the memory is not found).
+    @tool(server, "Delete a memory", destructive=True, idempotent=True)
     @translate_errors
     def delete_memory(id: MemoryId) -> DeleteResult:
-        """Delete a memory and everything derived from it; returns the rows removed per table."""
+        """Permanently delete a memory and everything derived from it (atoms, graph facts,
+        vectors); returns the rows removed per table. Call it only when the user asks you to
+        forget something. Backups taken earlier keep it until they age out."""
         return DeleteResult(id=id, removed=memories.delete(id))
 
-    @server.tool()
+    @tool(server, "Pin or unpin a memory", idempotent=True)
     @translate_errors
     def pin_memory(id: MemoryId, pinned: Flag = True) -> PinResult:
-        """Pin a memory (it never decays or gets archived), or unpin it with pinned=false."""
+        """Pin a memory so it never decays or gets archived, or unpin it with pinned=false. Call
+        it when the user says something must always be remembered."""
         doc = memories.set_pinned(id, pinned)
         return PinResult(id=doc.id, pinned=doc.fields.pinned)
 
-    @server.tool()
+    @tool(server, "Memory statistics", read_only=True)
     @translate_errors
     def memory_stats() -> StatsResult:
-        """Counts of memories, background stages, vectors and rows in every table."""
+        """Counts of memories, background work (pending, failed stages), vectors and rows in
+        every table, with warnings. Call it to check the memory server's health, or why a new
+        memory is not found by meaning yet (its vector still waits for a worker)."""
         path = store.db.path
         size = sum(os.path.getsize(p) for p in (path, path.with_name(path.name + "-wal"))
                    if p.exists())
@@ -253,7 +297,7 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
 def _hit(hit: Hit) -> RecallHit:
     doc, f = hit.document, hit.document.fields
     return RecallHit(
-        id=doc.id, text=f.persona_summary or doc.text, score=round(hit.score, 6),
+        id=doc.id, text=doc.text, persona_summary=f.persona_summary, score=round(hit.score, 6),
         importance=f.importance, pinned=f.pinned,
         original_time=f.original_time.isoformat() if f.original_time else None,
         topics=list(f.topics), participants=list(f.participants),

@@ -72,11 +72,14 @@ def test_recall_finds_the_memory_first(stdio, target, query, fillers):
     assert 0 < results[0]["score"] < 1
 
 
-def test_recall_prefers_persona_summary(stdio):
-    stdio.ok("memorize", {"content": "Alice prefers green tea over coffee",
-                          "metadata": {"persona_summary": "Alice: drinks green tea, not coffee"}})
-    hit = stdio.ok("recall", {"query": "green tea"})["results"][0]
-    assert hit["text"] == "Alice: drinks green tea, not coffee"
+def test_recall_returns_the_memory_text_and_its_persona_summary_apart(stdio):
+    stored = stdio.ok("memorize", {"content": "Alice prefers green tea over coffee",
+                                   "metadata": {"persona_summary": "Alice: drinks green tea, not coffee"}})
+    plain = stdio.ok("memorize", {"content": "Bob drinks green tea every morning"})
+    hits = {h["id"]: h for h in stdio.ok("recall", {"query": "green tea"})["results"]}
+    assert hits[stored["id"]]["text"] == stored["text"]  # the memory itself, not its summary
+    assert hits[stored["id"]]["persona_summary"] == "Alice: drinks green tea, not coffee"
+    assert hits[plain["id"]]["text"] == plain["text"] and hits[plain["id"]]["persona_summary"] is None
 
 
 def test_persona_and_session_isolation(stdio):

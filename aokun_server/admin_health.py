@@ -20,7 +20,7 @@ def cmd_doctor(admin, args) -> int:
     counts = consistency.all_table_counts(admin.db)
     if counts["documents"] != counts["documents_fts"]:
         problems.append(f"{counts['documents']} documents but {counts['documents_fts']} BM25 rows")
-    embedder_model, dim = embedder_space(admin.config)
+    embedder_model, dim = embedder_space(admin.config, conn)
     for name, ids in consistency.missing_outputs(conn, embedder_model).items():
         if ids:
             problems.append(f"{len(ids)} memories lack {name} (e.g. {', '.join(map(str, ids[:5]))})")
@@ -123,9 +123,12 @@ def cmd_stop(admin, args) -> int:
     return 0
 
 
-def embedder_space(config: AppConfig) -> tuple[str, int]:
-    from shared.embedders import build_embedder
+def embedder_space(config: AppConfig, conn=None) -> tuple[str, int]:
+    """The configured vector space; with the store's connection, `local_model: auto` resolves
+    to the space that store keeps, as its worker and front do."""
+    from shared.embedders import build_embedder, recorded_models
 
-    embedder = build_embedder(config.embedding, threads=1)
+    recorded = recorded_models(conn) if conn is not None else None
+    embedder = build_embedder(config.embedding, threads=1, recorded=recorded)
     dim = config.embedding.dimensions if config.embedding.provider == "openai" else embedder.dim
     return embedder.model, dim

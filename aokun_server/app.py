@@ -19,7 +19,7 @@ from aokun_server.server import AokunMCPServer
 from aokun_server.tools import ToolDeps, register_tools
 from shared import __version__
 from shared.config import AppConfig
-from shared.embedders import Embedder, build_embedder
+from shared.embedders import Embedder, build_embedder, recorded_models
 from shared.health import FrontHeartbeat
 from shared.lifecycle import Lifecycle
 from shared.live_config import ConfigWatcher, LiveConfig, apply_log_level, live_ttl_days
@@ -124,7 +124,7 @@ def build_front(config: AppConfig) -> Front:
     live = LiveConfig(config)
     db = open_database(config.storage)
     segmenter = Segmenter(config.text)
-    embedder = build_embedder(config.embedding, threads=1)
+    embedder = build_embedder(config.embedding, threads=1, recorded=recorded_models(db.connection()))
     dim = _space_dim(config, embedder)
     index = VectorIndex(db, "document", embedder.model, dim)
     entry_index = VectorIndex(db, "graph_entry", embedder.model, dim)

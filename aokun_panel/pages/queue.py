@@ -39,12 +39,12 @@ def queue_view(conn, heartbeat_timeout_s: float, now: float) -> dict:
     }
 
 
-def configured_model(config) -> str:
-    """The name of the configured vector space (the local models load only on first use, so
-    naming it loads nothing)."""
-    from shared.embedders import build_embedder
+def configured_model(config, conn) -> str:
+    """The name of the configured vector space, as the store's worker resolves it (the local
+    models load only on first use, so naming it loads nothing)."""
+    from shared.embedders import build_embedder, recorded_models
 
-    return build_embedder(config.embedding, threads=1).model
+    return build_embedder(config.embedding, threads=1, recorded=recorded_models(conn)).model
 
 
 def missing_summary(missing: dict[str, list[int]]) -> dict:
@@ -61,7 +61,8 @@ def routes(ctx) -> list[Route]:
         return await ctx.reader.run(queue_view, ctx.config.worker.heartbeat_timeout_s, time.time())
 
     async def find_missing() -> dict[str, list[int]]:
-        return await ctx.reader.run(consistency.missing_outputs, configured_model(ctx.config))
+        return await ctx.reader.run(
+            lambda conn: consistency.missing_outputs(conn, configured_model(ctx.config, conn)))
 
     async def page(request: Request):
         return render(ctx, request, "queue.html", PAGE, data=await view())

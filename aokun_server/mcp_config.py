@@ -1,0 +1,136 @@
+"""`aokun mcp-config`: how a host starts or reaches this install, ready to paste.
+
+stdout is the `mcpServers` JSON block alone (so `aokun mcp-config > .mcp.json` works); stderr
+says where it goes and gives the equivalent `claude mcp add` line. Paths are absolute: a host
+starts a stdio server from its own working directory with a minimal environment (often no
+PATH of ours), so the entry names this install's executable and config file itself. Secrets
+(the HTTP token, API keys named by *.api_key_env) are written as ${VAR} references, which
+Claude Code expands when it starts the server, unless --inline-secrets asks for their values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from shared.config import TOKEN_ENV, AppConfig
+from shared.errors import ConfigError
+
+TRANSPORTS = ("stdio", "http")
+# ${VAR} as secret_env and http_entry write it; inside double quotes a POSIX shell expands it.
+_REFERENCE = re.compile(r"\$\{(\w+)\}")
+
+
+def add_parser(commands, with_config) -> None:
+    """The mcp-config subcommand on the admin parser's subcommands."""
+    parser = with_config(commands.add_parser(
+        "mcp-config", help="print the mcpServers JSON block for this install (and the claude mcp add line)"))
+    parser.add_argument("--transport", choices=TRANSPORTS, default="stdio",
+                        help="stdio: the host starts the server (default); http: it connects to a running one")
+    parser.add_argument("--name", default="aokun", help="the server's name in the host (default aokun)")
+    parser.add_argument("--inline-secrets", action="store_true",
+                        help="write the token and API keys themselves, not ${VAR} references "
+                             "(for hosts that do not expand variables)")
+
+
+def cmd_mcp_config(admin, args) -> int:
+    config = admin.config
+    inline = args.inline_secrets
+    if args.transport == "stdio":
+        entry, notes = stdio_entry(config, inline)
+    else:
+        entry, notes = http_entry(config, inline)
+    print(json.dumps({"mcpServers": {args.name: entry}}, indent=2, ensure_ascii=False))
+    print(f"Put the block above in the host's MCP configuration, or add it to Claude Code with:\n"
+          f"  {claude_add_line(args.name, entry, inline)}", file=sys.stderr)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def stdio_entry(config: AppConfig, inline: bool) -> tuple[dict, list[str]]:
+    """command, args and env that start this install's server over stdio on this config."""
+    if config.source is None:
+        raise ConfigError("no config file found: pass --config FILE (or set AOKUN_CONFIG), so the "
+                          "server a host starts opens the same store")
+    command, args = server_command()
+    # --transport stdio: a config whose server.transport is http must still speak stdio here.
+    args += ["--transport", "stdio", "--config", str(Path(config.source).resolve())]
+    names = key_variables(config)
+    env = secret_env(names, inline)
+    notes = [f"{n} is not set here: the server reads an API key from it, so set it where the host "
+             "runs, or put the key in the config file" for n in names if not os.environ.get(n)]
+    return {"type": "stdio", "command": command, "args": args, "env": env}, notes
+
+
+def server_command() -> tuple[str, list[str]]:
+    """The aokun-server executable beside this Python, else this Python running its module.
+    Not resolved: a virtual environment's python is a link that must stay what it is."""
+    python = Path(sys.executable).absolute()
+    for name in ("aokun-server", "aokun-server.exe"):
+        script = python.parent / name
+        if script.is_file():
+            return str(script), []
+    return str(python), ["-m", "aokun_server.main"]
+
+
+def key_variables(config: AppConfig) -> list[str]:
+    """Environment variables the server reads API keys from (a key in the file needs none)."""
+    names = []
+    if config.embedding.provider == "openai" and not config.embedding.api_key:
+        names.append(config.embedding.api_key_env)
+    if config.summarizer.base_url and not config.summarizer.api_key:  # provider=llm per call
+        names.append(config.summarizer.api_key_env)
+    return list(dict.fromkeys(names))
+
+
+def secret_env(names: list[str], inline: bool) -> dict[str, str]:
+    """{name: ${name}}, or with inline its value here (a name without one is left out)."""
+    if inline:
+        return {n: os.environ[n] for n in names if os.environ.get(n)}
+    return {n: f"${{{n}}}" for n in names}
+
+
+def http_entry(config: AppConfig, inline: bool) -> tuple[dict, list[str]]:
+    """The URL of this config's HTTP front, with its bearer token when it has one."""
+    entry: dict = {"type": "http", "url": http_url(config.server.host, config.server.port)}
+    notes = []
+    if config.server.token:
+        token = config.server.token if inline else f"${{{TOKEN_ENV}}}"
+        entry["headers"] = {"Authorization": f"Bearer {token}"}
+        if not inline and not os.environ.get(TOKEN_ENV):
+            notes.append(f"the server's token is in the config file, not in {TOKEN_ENV}: set that "
+                         "variable where the host runs, or run again with --inline-secrets")
+    return entry, notes
+
+
+def http_url(host: str, port: int) -> str:
+    """Where a client reaches a server bound to host:port (all interfaces: this machine)."""
+    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}/mcp"
+
+
+def claude_add_line(name: str, entry: dict, inline: bool) -> str:
+    """`claude mcp add` for the entry: options before the name, a stdio command after `--`.
+    A ${VAR} reference is left for the shell to expand when the line is run."""
+    words: list[str] = ["claude", "mcp", "add", "--transport", entry["type"], "--scope", "user"]
+    if entry["type"] == "stdio":
+        for key, value in entry["env"].items():
+            words += ["--env", f"{key}={value}"]
+        words += [name, "--", entry["command"], *entry["args"]]
+    else:
+        words += [name, entry["url"]]
+        for key, value in entry.get("headers", {}).items():
+            words += ["--header", f"{key}: {value}"]
+    if os.name == "nt":
+        line = subprocess.list2cmdline(words)
+        return line if inline else _REFERENCE.sub(r"%\1%", line)
+    return " ".join(f'"{w}"' if not inline and _REFERENCE.search(w) else shlex.quote(w) for w in words)
+

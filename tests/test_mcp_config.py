@@ -1,0 +1,119 @@
+"""`aokun mcp-config`: the printed block parses, and the server it describes answers the
+official MCP client: over stdio launched exactly as written, over HTTP at the URL it gives."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+
+import httpx2
+import pytest
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from aokun_server.admin import Admin, _with_config
+from aokun_server.mcp_config import add_parser, cmd_mcp_config, http_url
+from helpers import db_rows, free_port, http_server, mcp_session, write_config
+from shared.config import load_config
+from shared.errors import ConfigError
+
+
+def mcp_config(capsys, *argv: str) -> tuple[dict, str]:
+    """Run the subcommand as the admin CLI parses it; (the printed block, what stderr said)."""
+    parser = _with_config(argparse.ArgumentParser(prog="aokun"))
+    add_parser(parser.add_subparsers(dest="command", required=True), _with_config)
+    args = parser.parse_args(["mcp-config", *argv])
+    admin = Admin(load_config(getattr(args, "config", None)))
+    try:
+        assert cmd_mcp_config(admin, args) == 0
+    finally:
+        admin.close()
+    out, err = capsys.readouterr()
+    return json.loads(out), err
+
+
+def claude_words(err: str) -> list[str]:
+    [line] = [line.strip() for line in err.splitlines() if line.strip().startswith("claude mcp add")]
+    return shlex.split(line)
+
+
+def test_stdio_entry_starts_a_server_that_answers(tmp_path, capsys):
+    # server.transport http in the file: the entry must still start a stdio server.
+    config = write_config(tmp_path, server={"transport": "http"})
+    block, err = mcp_config(capsys, "--config", str(config))
+    entry = block["mcpServers"]["aokun"]
+    assert entry["type"] == "stdio" and os.path.isabs(entry["command"]) and entry["env"] == {}
+    assert entry["args"][-2:] == ["--config", str(config.resolve())]
+    elsewhere = tmp_path / "host-cwd"
+    elsewhere.mkdir()
+    # As written, from another directory, with a PATH that leads nowhere: nothing may rely on it.
+    params = StdioServerParameters(command=entry["command"], args=entry["args"],
+                                   env={**entry["env"], "PATH": "/nonexistent"}, cwd=elsewhere)
+    with mcp_session(params) as s:
+        stored = s.ok("memorize", {"content": "the host started me from mcp-config"})
+        assert s.ok("recall", {"query": "mcp-config"})["results"][0]["id"] == stored["id"]
+    assert db_rows(config, "SELECT id FROM documents") == [(stored["id"],)]  # the configured store
+    assert claude_words(err) == ["claude", "mcp", "add", "--transport", "stdio", "--scope", "user",
+                                 "aokun", "--", entry["command"], *entry["args"]]
+
+
+def test_relative_config_path_becomes_absolute(tmp_path, capsys, monkeypatch):
+    write_config(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    block, _ = mcp_config(capsys, "--config", "config.yaml", "--name", "memory")
+    assert block["mcpServers"]["memory"]["args"][-1] == str(tmp_path.resolve() / "config.yaml")
+
+
+def test_api_keys_are_passed_as_references(tmp_path, capsys, monkeypatch):
+    """A stdio child gets a minimal environment: the variable holding the embedder's key is
+    named in the entry (Claude Code expands ${VAR}); its value only with --inline-secrets."""
+    monkeypatch.setenv("MY_EMBED_KEY", "k-123")
+    config = write_config(tmp_path, embedding={"provider": "openai", "base_url": "http://127.0.0.1:9/v1",
+                                               "model": "m", "api_key_env": "MY_EMBED_KEY"})
+    block, err = mcp_config(capsys, "--config", str(config))
+    assert block["mcpServers"]["aokun"]["env"] == {"MY_EMBED_KEY": "${MY_EMBED_KEY}"}
+    assert "k-123" not in json.dumps(block) + err
+    assert ["--env", "MY_EMBED_KEY=${MY_EMBED_KEY}"] == claude_words(err)[7:9]
+    block, _ = mcp_config(capsys, "--config", str(config), "--inline-secrets")
+    assert block["mcpServers"]["aokun"]["env"] == {"MY_EMBED_KEY": "k-123"}
+
+
+def test_no_config_file_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AOKUN_CONFIG", raising=False)
+    parser = _with_config(argparse.ArgumentParser(prog="aokun"))
+    add_parser(parser.add_subparsers(dest="command"), _with_config)
+    with pytest.raises(ConfigError, match="no config file found: pass --config FILE"):
+        cmd_mcp_config(Admin(load_config(None, env={})), parser.parse_args(["mcp-config"]))
+
+
+@pytest.mark.parametrize("host, url", [
+    ("127.0.0.1", "http://127.0.0.1:8000/mcp"), ("0.0.0.0", "http://127.0.0.1:8000/mcp"),
+    ("::", "http://[::1]:8000/mcp"), ("::1", "http://[::1]:8000/mcp"), ("mem.local", "http://mem.local:8000/mcp"),
+])
+def test_http_url_is_where_a_client_reaches_the_bind_address(host, url):
+    assert http_url(host, 8000) == url
+
+
+@pytest.mark.slow
+def test_http_entry_reaches_the_configured_server(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("AOKUN_SERVER_TOKEN", raising=False)
+    port = free_port()
+    config = write_config(tmp_path, server={"host": "127.0.0.1", "port": port, "token": "t0k-en"})
+    block, err = mcp_config(capsys, "--config", str(config), "--transport", "http")
+    entry = block["mcpServers"]["aokun"]
+    assert entry == {"type": "http", "url": f"http://127.0.0.1:{port}/mcp",
+                     "headers": {"Authorization": "Bearer ${AOKUN_SERVER_TOKEN}"}}
+    assert "t0k-en" not in err and "--inline-secrets" in err  # says how to get a ready value
+    assert claude_words(err) == ["claude", "mcp", "add", "--transport", "http", "--scope", "user", "aokun",
+                                 entry["url"], "--header", "Authorization: Bearer ${AOKUN_SERVER_TOKEN}"]
+    inline = mcp_config(capsys, "--config", str(config), "--transport", "http", "--inline-secrets")[0]
+    headers = inline["mcpServers"]["aokun"]["headers"]
+    assert headers == {"Authorization": "Bearer t0k-en"}
+    with http_server(config, port) as served:
+        assert served == entry["url"]
+        client = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
+        with mcp_session(streamable_http_client(entry["url"], http_client=client)) as s:
+            assert s.ok("memorize", {"content": "reached through mcp-config"})["status"] == "accepted"

@@ -36,4 +36,4 @@ def build_memory_service(config: AppConfig, db: Database) -> MemoryService:
     from shared.text.segment import Segmenter
 
     return MemoryService(db, Segmenter(config.text), Enqueuer(open_queue(config.storage)),
-                         partial(ttl_days, config=config.atoms))
+                         partial(ttl_days, config=config.atoms), memory=config.memory)

@@ -85,7 +85,7 @@ class Admin:
         from shared.tasks import Enqueuer
 
         return MemoryService(self.db, segmenter or self.segmenter(), Enqueuer(open_queue(self.config.storage)),
-                             partial(ttl_days, config=self.config.atoms))
+                             partial(ttl_days, config=self.config.atoms), memory=self.config.memory)
 
     def close(self) -> None:
         if self._db is not None:

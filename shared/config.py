@@ -80,6 +80,10 @@ class ServerConfig:
 class MemoryConfig:
     recall_top_k: int = _opt(5, minimum=1)
     recall_max_k: int = _opt(15, minimum=1)
+    # A memory is indexed with the memories stored just before it in its conversation (same
+    # persona and session, each within context_window_s of the next): shared/store/neighbours.py.
+    context_turns: int = _opt(2, minimum=0, maximum=8)
+    context_window_s: float = _opt(1800.0, minimum=0.0)
 
 
 CHANNELS = ("bm25", "vector", "graph_keyword", "graph_vector")
@@ -115,6 +119,9 @@ class RetrievalConfig:
     # then final = fused * a + importance * b + recency * g
     doc_fusion: str = _opt("score", choices=("score", "rrf"))
     bm25_weight: float = _opt(0.6, minimum=0.0)
+    # a query term found in a memory's conversation context (memory.context_turns) counts
+    # this many times one found in its own text
+    bm25_context_weight: float = _opt(2.0, minimum=0.0)
     vector_weight: float = _opt(0.4, minimum=0.0)
     doc_rrf_weight: float = _opt(0.5, minimum=0.0)
     doc_importance_weight: float = _opt(0.25, minimum=0.0)

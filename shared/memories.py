@@ -17,7 +17,8 @@ import time
 from dataclasses import replace
 from typing import Callable, Protocol, Sequence
 
-from shared.store import atoms, consistency, documents, fts, graph, stages, vectors
+from shared.config import MemoryConfig
+from shared.store import atoms, consistency, documents, fts, graph, neighbours, stages, vectors
 from shared.store.db import Database
 from shared.store.documents import Document, DocumentStore, MemoryFields, content_hash
 from shared.store.stages import StageKey
@@ -39,8 +40,10 @@ class MemoryService:
     """Writes memories; reads go through DocumentStore (service.documents)."""
 
     def __init__(self, db: Database, segmenter: Segmenter, queue: StageQueue | None,
-                 ttl_for: TtlFor, clock: Callable[[], float] = time.time):
+                 ttl_for: TtlFor, clock: Callable[[], float] = time.time,
+                 memory: MemoryConfig = MemoryConfig()):
         self.db = db
+        self.memory = memory
         self.segmenter = segmenter
         self.queue = queue
         self.ttl_for = ttl_for
@@ -98,8 +101,11 @@ class MemoryService:
             fields = replace(old.fields, **changes)
             now = self.clock()
             text = self._edited_text(old, content, fields, "original_time" in changes)
-            documents.update(tx, memory_id, text, self.index_tokens(text, fields), fields, now)
+            documents.update(tx, memory_id, text, self.index_tokens(text, fields), fields, now,
+                             self._context_terms(tx, memory_id))
             text_changed = content_hash(text) != old.content_hash
+            if text_changed:
+                self._refresh_carriers(tx, neighbours.dependents(tx, memory_id))
             scrub = text_changed and fts.scrubs_in_place(tx)
             if text_changed:
                 # The vector of the old text is stale (a recall must not find it meanwhile).
@@ -135,7 +141,9 @@ class MemoryService:
             retract(tx, memory_id, self.ttl_for, now)
             receipt.update(atoms.delete_for_memory(tx, memory_id))
             receipt.update(stages.delete_for_memory(tx, memory_id, now))
+            carriers = neighbours.unlink(tx, memory_id)
             receipt.update(documents.delete(tx, memory_id))
+            self._refresh_carriers(tx, carriers)
             fts.scrub_terms(tx, [table for table in fts.FTS_TABLES if receipt.get(table)])
         fts.flush_deleted(self.db.connection())
         return receipt
@@ -172,14 +180,23 @@ class MemoryService:
             stages.mark_enqueued(tx, keys, now)
         return len(keys)
 
-    def backfill_fts(self) -> int:
-        """Give every document without a BM25 row its row back; return how many."""
-        missing = self.documents.get_many(self.documents.missing_fts())
-        if missing:
+    def backfill_fts(self, batch: int = 500) -> int:
+        """Give every document without a BM25 row its row back, with its context (after
+        migration 7 that is every document); return how many. In batches, each checked
+        again inside its transaction: a front and a worker may back-fill at once."""
+        restored = 0
+        missing = self.documents.missing_fts()
+        for start in range(0, len(missing), batch):
             with self.db.write() as tx:
-                for doc in missing.values():
-                    documents.add_fts_row(tx, doc.id, self.index_tokens(doc.text, doc.fields))
-        return len(missing)
+                for doc in documents.get_many(tx, missing[start:start + batch]).values():
+                    if documents.has_fts_row(tx, doc.id):
+                        continue
+                    context = self._context(tx, doc.fields, doc.create_time, before_id=doc.id)
+                    neighbours.link(tx, doc.id, [i for i, _ in context])
+                    documents.add_fts_row(tx, doc.id, self.index_tokens(doc.text, doc.fields),
+                                          self._terms_of(context))
+                    restored += 1
+        return restored
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -191,8 +208,32 @@ class MemoryService:
         extra += [fact for fact in fields.key_facts if fact.strip() not in text]
         return " ".join(self.segmenter.terms("\n".join([text, *extra])))
 
+    def _context(self, tx, fields: MemoryFields, stored_time: float,
+                 before_id: int | None = None) -> list[tuple[int, str]]:
+        """(id, text) of the neighbours a memory is indexed with (shared/store/neighbours.py)."""
+        moment = documents.epoch(fields.original_time) or stored_time
+        return neighbours.before(tx, fields.persona_id, fields.session_id, moment,
+                                 self.memory.context_turns, self.memory.context_window_s, before_id)
+
+    def _terms_of(self, context: Sequence[tuple[int, str]]) -> str:
+        """BM25 terms of neighbours' texts, oldest first, without their time markers (the
+        memory's own marker already carries its time)."""
+        texts = [documents.unmarked(text) for _, text in reversed(context)]
+        return " ".join(self.segmenter.terms("\n".join(texts))) if texts else ""
+
+    def _context_terms(self, tx, memory_id: int) -> str:
+        return self._terms_of(neighbours.of(tx, memory_id))
+
+    def _refresh_carriers(self, tx, carriers: Sequence[int]) -> None:
+        """Memories whose context held a changed or deleted memory: their context terms are
+        rebuilt from the neighbours they still have."""
+        for carrier in carriers:
+            documents.set_context(tx, carrier, self._context_terms(tx, carrier))
+
     def _insert(self, tx, text: str, tokens: str, fields: MemoryFields, now: float) -> int:
-        memory_id = documents.insert(tx, text, tokens, fields, now)
+        context = self._context(tx, fields, now)
+        memory_id = documents.insert(tx, text, tokens, fields, now, self._terms_of(context))
+        neighbours.link(tx, memory_id, [i for i, _ in context])
         stages.create_for_memory(tx, memory_id, content_hash(text), now)
         if self.queue is None:
             # Nothing will queue it now: leave it to the reconciler.

@@ -17,9 +17,11 @@ def squash(raw: float) -> float:
 class Bm25Channel:
     name, route, needs_vector = "bm25", DOCUMENT_ROUTE, False
 
-    def __init__(self, store: DocumentStore, weight: float):
+    def __init__(self, store: DocumentStore, weight: float, context_weight: float = 1.0):
         self.store = store
         self.weight = weight
+        self.context_weight = context_weight
 
     def search(self, query: Query, scope: DocumentFilter, depth: int) -> list[tuple[int, float]]:
-        return [(doc_id, squash(raw)) for doc_id, raw in self.store.bm25(query.terms, scope, depth)]
+        return [(doc_id, squash(raw)) for doc_id, raw in self.store.bm25(query.terms, scope, depth,
+                                                                      self.context_weight)]

@@ -25,7 +25,7 @@ class ChannelParts:
 
 
 BUILDERS: dict[str, Callable[[ChannelParts], Channel]] = {
-    "bm25": lambda p: Bm25Channel(p.store, p.config.bm25_weight),
+    "bm25": lambda p: Bm25Channel(p.store, p.config.bm25_weight, p.config.bm25_context_weight),
     "vector": lambda p: VectorChannel(p.store, p.document_index, p.config.vector_weight),
     "graph_keyword": lambda p: GraphKeywordChannel(p.store, p.config),
     "graph_vector": lambda p: GraphVectorChannel(p.store, p.entry_index, p.config.graph_vector_weight),

@@ -109,20 +109,23 @@ def stored_text(content: str, original_time: datetime | None, create_time: float
 # -- writes (inside the caller's transaction) ----------------------------------------------
 
 
-def insert(tx: sqlite3.Connection, text: str, tokens: str, fields: MemoryFields, now: float) -> int:
-    """A new document and its BM25 row; returns its id."""
+def insert(tx: sqlite3.Connection, text: str, tokens: str, fields: MemoryFields, now: float,
+           context: str = "") -> int:
+    """A new document and its BM25 row (its own terms, and its context's); returns its id."""
     cur = tx.execute(_INSERT_SQL, (*_row_values(text, fields), now, now))
-    tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)", (cur.lastrowid, tokens))
+    tx.execute("INSERT INTO documents_fts (rowid, tokens, context) VALUES (?, ?, ?)",
+               (cur.lastrowid, tokens, context))
     meta.bump_epoch(tx)
     return cur.lastrowid
 
 
 def update(tx: sqlite3.Connection, memory_id: int, text: str, tokens: str, fields: MemoryFields,
-           now: float) -> None:
+           now: float, context: str = "") -> None:
     """Replace a document's text and fields and re-index it."""
     tx.execute(_UPDATE_SQL, (*_row_values(text, fields), now, memory_id))
     tx.execute("DELETE FROM documents_fts WHERE rowid = ?", (memory_id,))
-    tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)", (memory_id, tokens))
+    tx.execute("INSERT INTO documents_fts (rowid, tokens, context) VALUES (?, ?, ?)",
+               (memory_id, tokens, context))
     meta.bump_epoch(tx)
 
 
@@ -139,8 +142,15 @@ def delete(tx: sqlite3.Connection, memory_id: int) -> dict[str, int]:
     return receipt
 
 
-def add_fts_row(tx: sqlite3.Connection, memory_id: int, tokens: str) -> None:
-    tx.execute("INSERT INTO documents_fts (rowid, tokens) VALUES (?, ?)", (memory_id, tokens))
+def add_fts_row(tx: sqlite3.Connection, memory_id: int, tokens: str, context: str = "") -> None:
+    tx.execute("INSERT INTO documents_fts (rowid, tokens, context) VALUES (?, ?, ?)",
+               (memory_id, tokens, context))
+    meta.bump_epoch(tx)
+
+
+def set_context(tx: sqlite3.Connection, memory_id: int, context: str) -> None:
+    """Replace the context terms of a memory's BM25 row (a neighbour changed or left)."""
+    tx.execute("UPDATE documents_fts SET context = ? WHERE rowid = ?", (context, memory_id))
     meta.bump_epoch(tx)
 
 
@@ -182,6 +192,19 @@ def get(conn: sqlite3.Connection, memory_id: int) -> Document:
     return _row_to_document(row)
 
 
+def get_many(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, Document]:
+    """Documents by id, in id order (missing ids are left out)."""
+    if not ids:
+        return {}
+    rows = conn.execute("SELECT * FROM documents WHERE id IN (SELECT value FROM json_each(?))"
+                        " ORDER BY id", (json.dumps(list(ids)),)).fetchall()
+    return {row["id"]: _row_to_document(row) for row in rows}
+
+
+def has_fts_row(conn: sqlite3.Connection, memory_id: int) -> bool:
+    return conn.execute("SELECT 1 FROM documents_fts WHERE rowid = ?", (memory_id,)).fetchone() is not None
+
+
 def find_by_source(conn: sqlite3.Connection, source_hash: str) -> int | None:
     """The id of the memory made from this source (a transcript, an import row), if any."""
     row = conn.execute("SELECT id FROM documents WHERE source_hash = ? LIMIT 1", (source_hash,)).fetchone()
@@ -202,12 +225,7 @@ class DocumentStore:
 
     def get_many(self, ids: Sequence[int]) -> dict[int, Document]:
         """Documents by id (missing ids are left out)."""
-        if not ids:
-            return {}
-        rows = self.db.connection().execute(
-            "SELECT * FROM documents WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(ids)),)).fetchall()
-        return {row["id"]: _row_to_document(row) for row in rows}
+        return get_many(self.db.connection(), ids)
 
     def list(self, limit: int, offset: int, scope: DocumentFilter) -> tuple[list[Document], int]:
         """A page of documents, newest first, and the total matching the filter."""
@@ -219,17 +237,19 @@ class DocumentStore:
                 (*params, limit, offset)).fetchall()
         return [_row_to_document(r) for r in rows], total
 
-    def bm25(self, terms: Sequence[str], scope: DocumentFilter, limit: int) -> list[tuple[int, float]]:
-        """(id, raw score) best first for any of the terms; raw = -bm25(), higher is better."""
+    def bm25(self, terms: Sequence[str], scope: DocumentFilter, limit: int,
+             context_weight: float = 1.0) -> list[tuple[int, float]]:
+        """(id, raw score) best first for any of the terms; raw = -bm25(), higher is better.
+        A term found in the context column counts context_weight times one in the text."""
         match = any_of(terms)
         if match is None:
             return []
         where, params = _filter_sql(scope, alias="d")
         rows = self.db.connection().execute(
-            "SELECT d.id, -bm25(documents_fts) AS raw FROM documents_fts"
+            "SELECT d.id, -bm25(documents_fts, 1.0, ?) AS raw FROM documents_fts"
             " JOIN documents d ON d.id = documents_fts.rowid"
             f" WHERE documents_fts MATCH ? AND {where} ORDER BY raw DESC LIMIT ?",
-            (match, *params, limit)).fetchall()
+            (context_weight, match, *params, limit)).fetchall()
         return [(r[0], r[1]) for r in rows]
 
     def terms_of(self, ids: Sequence[int]) -> dict[int, list[str]]:
@@ -243,7 +263,7 @@ class DocumentStore:
     def missing_fts(self) -> list[int]:
         """Ids of documents without a BM25 row."""
         return [r[0] for r in self.db.connection().execute(
-            "SELECT id FROM documents WHERE id NOT IN (SELECT rowid FROM documents_fts)")]
+            "SELECT id FROM documents WHERE id NOT IN (SELECT rowid FROM documents_fts) ORDER BY id")]
 
     def ids_in_scope(self, scope: DocumentFilter) -> list[int]:
         """Every document id the filter admits (for restricting a vector search)."""

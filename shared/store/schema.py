@@ -239,6 +239,23 @@ MIGRATIONS = [
         "ALTER TABLE documents ADD COLUMN source_hash TEXT",
         "CREATE INDEX documents_source_hash ON documents (source_hash)",
     ]),
+    # Conversation context: a memory is indexed with the memories just before it in its
+    # conversation (shared/store/neighbours.py). The BM25 table gains a context column, so it
+    # is made again; every front and worker back-fills the rows at start (backfill_fts).
+    Migration(7, "conversation context", [
+        """
+        CREATE TABLE memory_context (
+            memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            neighbour_id INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            PRIMARY KEY (memory_id, neighbour_id)
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX memory_context_neighbour ON memory_context (neighbour_id)",
+        "DROP TABLE documents_fts",
+        "CREATE VIRTUAL TABLE documents_fts USING fts5(tokens, context,"
+        " tokenize = 'porter unicode61 remove_diacritics 2')",
+    ]),
 ]
 
 

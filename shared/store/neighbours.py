@@ -1,0 +1,83 @@
+"""Conversation context: which earlier memories a memory is indexed together with.
+
+Hosts often memorize a conversation turn by turn, and a turn alone is often meaningless
+("Yes! Last Saturday, with the kids"). A memory's neighbours are the memories stored just
+before it for the same persona and session whose times lie within a short window of its own
+(original_time where given, else when it was stored): its context. The context's words go
+into the BM25 row's second column; recall still returns the memory itself.
+
+The links are kept (memory_context), so that editing or deleting a neighbour re-indexes the
+memories that carried its words: a deleted memory's words leave every index.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Sequence
+
+
+def before(conn: sqlite3.Connection, persona_id: str | None, session_id: str | None,
+           moment: float, limit: int, window_s: float, before_id: int | None = None
+           ) -> list[tuple[int, str]]:
+    """(id, text) of up to `limit` memories stored before `before_id` (or last) in the same
+    persona and session, nearest first, each within window_s of the one after it, starting
+    from `moment`. The walk stops at the first gap: a conversation's turns are contiguous."""
+    if limit <= 0:
+        return []
+    # Walk one index a few rows back: the session's when there is one, else the persona's
+    # (a row of another session there ends the walk, as a gap does).
+    column, value = ("session_id", session_id) if session_id is not None else ("persona_id", persona_id)
+    rows = conn.execute(
+        "SELECT id, text, persona_id, session_id, archived,"
+        " COALESCE(original_ts, create_time) AS moment FROM documents"
+        f" WHERE {column} IS ? AND id < ? ORDER BY id DESC LIMIT ?",
+        (value, before_id if before_id is not None else 2 ** 62, limit)).fetchall()
+    found, last = [], moment
+    for row in rows:
+        if (row["persona_id"] != persona_id or row["session_id"] != session_id or row["archived"]
+                or abs(last - row["moment"]) > window_s):
+            break
+        found.append((row["id"], row["text"]))
+        last = row["moment"]
+    return found
+
+
+def link(tx: sqlite3.Connection, memory_id: int, neighbour_ids: Sequence[int]) -> None:
+    """Record a memory's neighbours (replacing any it had), nearest first."""
+    tx.execute("DELETE FROM memory_context WHERE memory_id = ?", (memory_id,))
+    tx.executemany("INSERT INTO memory_context (memory_id, neighbour_id, position) VALUES (?, ?, ?)",
+                   [(memory_id, n, position) for position, n in enumerate(neighbour_ids)])
+
+
+def of(conn: sqlite3.Connection, memory_id: int) -> list[tuple[int, str]]:
+    """(id, text) of a memory's neighbours, nearest first."""
+    return [(r[0], r[1]) for r in conn.execute(
+        "SELECT d.id, d.text FROM memory_context c JOIN documents d ON d.id = c.neighbour_id"
+        " WHERE c.memory_id = ? ORDER BY c.position", (memory_id,))]
+
+
+def dependents(conn: sqlite3.Connection, neighbour_id: int) -> list[int]:
+    """Memories that carry this one's words in their context."""
+    return [r[0] for r in conn.execute(
+        "SELECT memory_id FROM memory_context WHERE neighbour_id = ? ORDER BY memory_id", (neighbour_id,))]
+
+
+def unlink(tx: sqlite3.Connection, memory_id: int) -> list[int]:
+    """Forget a memory's links both ways; return the memories that had it as a neighbour."""
+    carriers = dependents(tx, memory_id)
+    tx.execute("DELETE FROM memory_context WHERE memory_id = ? OR neighbour_id = ?", (memory_id, memory_id))
+    return carriers
+
+
+def texts_of(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, list[str]]:
+    """{memory id: its neighbours' texts, nearest first} for many memories at once."""
+    out: dict[int, list[str]] = {i: [] for i in ids}
+    if not ids:
+        return out
+    for memory_id, text in conn.execute(
+            "SELECT c.memory_id, d.text FROM memory_context c JOIN documents d ON d.id = c.neighbour_id"
+            " WHERE c.memory_id IN (SELECT value FROM json_each(?)) ORDER BY c.memory_id, c.position",
+            (json.dumps(list(ids)),)):
+        out[memory_id].append(text)
+    return out

@@ -1,0 +1,110 @@
+"""Conversation context: a memory is indexed with the memories stored just before it in its
+conversation, and a neighbour's edit or deletion re-indexes the memories that carried it."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from shared.config import MemoryConfig, StorageConfig, TextConfig
+from shared.memories import MemoryService
+from shared.store import neighbours
+from shared.store.documents import DocumentFilter, MemoryFields
+from shared.store.schema import open_database
+from shared.text.segment import Segmenter
+
+T0 = datetime(2023, 5, 8, 13, 56)
+
+
+@pytest.fixture
+def service(tmp_path):
+    db = open_database(StorageConfig(data_dir=tmp_path / "data"))
+    yield MemoryService(db, Segmenter(TextConfig()), None, lambda kind, importance, n: 30.0,
+                        memory=MemoryConfig(context_turns=2, context_window_s=1800))
+    db.close()
+
+
+def turn(service, text, persona="p1", session=None, minutes=0):
+    return service.memorize(text, MemoryFields(persona_id=persona, session_id=session,
+                                               original_time=T0 + timedelta(minutes=minutes))).id
+
+
+def context_of(service, memory_id) -> str:
+    return service.db.connection().execute(
+        "SELECT context FROM documents_fts WHERE rowid = ?", (memory_id,)).fetchone()[0]
+
+
+def bm25_ids(service, word, persona="p1", context_weight=1.0):
+    return [i for i, _ in service.documents.bm25([word], DocumentFilter(persona_id=persona), 10, context_weight)]
+
+
+def test_a_reply_is_found_by_the_words_of_the_question_it_answers(service):
+    question = turn(service, "Melanie: What did you do with the kids on the weekend?")
+    answer = turn(service, "Caroline: We went camping by the lake!", minutes=1)
+    later = turn(service, "Melanie: Sounds lovely.", minutes=2)
+    fourth = turn(service, "Caroline: It was.", minutes=3)
+    assert context_of(service, question) == ""
+    assert "weekend" in context_of(service, answer).split()
+    assert neighbours.of(service.db.connection(), later)[0][0] == answer  # nearest first
+    assert "weekend" not in context_of(service, fourth).split()  # two turns back at most
+    assert set(bm25_ids(service, "weekend")) == {question, answer, later}
+    # a word in the text itself counts more than one in the context at weight 1 and below
+    assert bm25_ids(service, "camping", context_weight=0.5)[0] == answer
+
+
+def test_context_stays_within_persona_session_and_time_window(service):
+    turn(service, "Alice: my cactus bloomed", persona="p1")
+    other_persona = turn(service, "Bob: nice", persona="p2", minutes=1)
+    turn(service, "Alice: the orchid too", persona="p1", session="s1", minutes=2)
+    other_session = turn(service, "Alice: hello", persona="p1", session="s2", minutes=3)
+    first = turn(service, "Alice: a walk in the park", persona="p3")
+    too_late = turn(service, "Alice: back home", persona="p3", minutes=31)
+    chained = turn(service, "Alice: dinner now", persona="p3", minutes=40)
+    assert context_of(service, other_persona) == ""
+    assert context_of(service, other_session) == ""
+    assert context_of(service, too_late) == ""
+    assert neighbours.of(service.db.connection(), chained) == [(too_late, service.documents.get(too_late).text)]
+    assert first not in [i for i, _ in neighbours.of(service.db.connection(), chained)]
+
+
+def test_deleting_a_neighbour_takes_its_words_out_of_every_context(service):
+    first = turn(service, "Caroline: I adopted a greyhound called Zephyrine")
+    second = turn(service, "Melanie: How lovely!", minutes=1)
+    third = turn(service, "Caroline: She loves the beach", minutes=2)
+    assert bm25_ids(service, "zephyrine") == [first, second, third]
+    service.delete(first)
+    assert bm25_ids(service, "zephyrine") == []
+    assert "zephyrin" not in context_of(service, second) + context_of(service, third)
+    assert neighbours.dependents(service.db.connection(), first) == []
+    # what is left of the conversation still counts
+    assert "love" in context_of(service, third) or "lovely" in context_of(service, third)
+
+
+def test_editing_a_neighbour_re_indexes_the_memories_that_carry_it(service):
+    first = turn(service, "Caroline: I play the violin")
+    second = turn(service, "Melanie: Since when?", minutes=1)
+    service.edit(first, "Caroline: I play the cello", {})
+    assert bm25_ids(service, "violin") == []
+    assert bm25_ids(service, "cello") == [first, second]
+
+
+def test_backfill_rebuilds_rows_with_their_context(service):
+    first = turn(service, "Caroline: my sister lives in Lisbon")
+    second = turn(service, "Melanie: have you visited?", minutes=1)
+    with service.db.write() as tx:  # what migration 7 leaves: no BM25 rows, no links
+        tx.execute("DELETE FROM documents_fts")
+        tx.execute("DELETE FROM memory_context")
+    assert service.backfill_fts() == 2
+    assert service.backfill_fts() == 0
+    assert bm25_ids(service, "lisbon") == [first, second]
+
+
+def test_context_turns_zero_indexes_memories_alone(tmp_path):
+    db = open_database(StorageConfig(data_dir=tmp_path / "data"))
+    alone = MemoryService(db, Segmenter(TextConfig()), None, lambda *a: 30.0,
+                          memory=MemoryConfig(context_turns=0))
+    turn(alone, "Caroline: I adopted a greyhound")
+    second = turn(alone, "Melanie: lovely", minutes=1)
+    assert context_of(alone, second) == ""
+    db.close()

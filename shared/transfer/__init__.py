@@ -1,0 +1,13 @@
+"""Import and export: your memories are yours.
+
+Pure parsing is kept apart from writing:
+- rows.py: what every reader yields — a Row to memorize, or a BadRow to report and skip;
+- jsonl.py: our own JSONL (one memory a line, behind a header line), both ways;
+- mcp_memory.py: the official MCP memory server's memory.jsonl (entities with observations,
+  relations) as rows;
+- markdown.py: a folder of Markdown notes as rows, and a persona's memories as one readable
+  Markdown file;
+- sources.py: which format a file holds, and its rows;
+- importer.py: rows written through the memory service, once each (source_hash);
+- export.py: memories read from the store and written as JSONL or Markdown.
+"""

@@ -1,0 +1,92 @@
+"""Memories read from the store and written out: JSONL (round-trips) or Markdown (one file per
+persona, for reading).
+
+One read transaction covers the whole export, so a memory written meanwhile is either in it
+whole or not at all. Files are written beside their target and renamed into place: an export
+cut short leaves the previous file, never half of one.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Sequence, TextIO
+
+from shared.errors import InvalidInput
+from shared.store import atoms as atom_store
+from shared.store.db import Database
+from shared.store.documents import Document, DocumentFilter, DocumentStore
+from shared.transfer import jsonl, render
+
+CHUNK = 500
+
+
+def export_jsonl(db: Database, path: Path, persona_id: str | None, with_atoms: bool, now: float) -> int:
+    """Write every memory (of one persona when given) to path; return how many."""
+    if path.is_dir():
+        raise InvalidInput(f"{path} is a folder: the JSONL export is one file (a folder is --format markdown)")
+    with db.snapshot():
+        ids = _ids(db, persona_id)
+        with _replacing(path) as out:
+            out.write(jsonl.line(jsonl.header(persona_id, len(ids), with_atoms, now)))
+            for doc, atoms in _memories(db, ids, with_atoms):
+                out.write(jsonl.line(jsonl.memory_record(doc, atoms)))
+    return len(ids)
+
+
+def export_markdown(db: Database, folder: Path, persona_id: str | None, with_atoms: bool,
+                    now: float) -> dict[str | None, int]:
+    """Write one Markdown file per persona into folder; return {persona: memories}."""
+    if folder.exists() and not folder.is_dir():
+        raise InvalidInput(f"{folder} is a file: the Markdown export writes a folder, one file per persona")
+    folder.mkdir(parents=True, exist_ok=True)
+    with db.snapshot():
+        by_persona: dict[str | None, list[int]] = {}
+        for doc, _ in _memories(db, _ids(db, persona_id), with_atoms=False):
+            by_persona.setdefault(doc.fields.persona_id, []).append(doc.id)
+        for persona, ids in by_persona.items():
+            with _replacing(folder / render.file_name(persona)) as out:
+                out.write(render.head(persona, len(ids), now))
+                for doc, atoms in _memories(db, ids, with_atoms):
+                    out.write(render.section(doc, atoms))
+    return {persona: len(ids) for persona, ids in by_persona.items()}
+
+
+def _ids(db: Database, persona_id: str | None) -> list[int]:
+    scope = DocumentFilter(persona_id=persona_id, include_archived=True)
+    return sorted(DocumentStore(db).ids_in_scope(scope))
+
+
+def _memories(db: Database, ids: Sequence[int], with_atoms: bool) -> Iterator[tuple[Document, list[dict] | None]]:
+    """(memory, its atoms when asked) in id order; reads in chunks."""
+    store = DocumentStore(db)
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start:start + CHUNK]
+        docs = store.get_many(chunk)
+        for memory_id in chunk:
+            if memory_id in docs:
+                yield docs[memory_id], _atoms(db, memory_id) if with_atoms else None
+
+
+def _atoms(db: Database, memory_id: int) -> list[dict]:
+    """A memory's atoms, but not the provenance rows a reinforcement leaves (state dormant)."""
+    return [jsonl.atom_record(row) for row in atom_store.of_memory(db.connection(), memory_id)
+            if row["state"] != "dormant"]
+
+
+@contextmanager
+def _replacing(path: Path) -> Iterator[TextIO]:
+    """A text file written beside path and renamed onto it once complete and synced."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "w", encoding="utf-8", newline="\n") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {path}: {exc.strerror or exc}: choose a writable place") from None
+    finally:
+        temporary.unlink(missing_ok=True)

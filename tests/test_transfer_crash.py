@@ -1,0 +1,52 @@
+"""An import killed with SIGKILL mid-way and run again stores each row exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from helpers import db_rows, wait_for, write_config
+from test_transfer import ok, transfer
+
+ENTITIES = 1000  # two observations each: 2,000 rows
+
+
+@pytest.mark.slow
+def test_import_killed_mid_way_then_run_again_stores_each_row_exactly_once(tmp_path):
+    config = write_config(tmp_path)
+    path = tmp_path / "memory.jsonl"
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(ENTITIES):
+            out.write(json.dumps({"type": "entity", "name": f"Person_{i}", "entityType": "person",
+                                  "observations": [f"Was born in town number {i}",
+                                                   f"Keeps {i} books on the shelf"]}) + "\n")
+    expected = {f"Person_{i}: {what}" for i in range(ENTITIES)
+                for what in (f"Was born in town number {i}", f"Keeps {i} books on the shelf")}
+    count = lambda: db_rows(config, "SELECT COUNT(*) FROM documents")
+    proc = subprocess.Popen([sys.executable, "-m", "aokun_server.transfer_cli", "import", str(path),
+                             "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: count() and count()[0][0] >= 50, timeout=120, interval=0.02,
+                 what="the first rows committed")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    committed = count()[0][0]
+    assert 50 <= committed < len(expected), "the kill came after the import had finished"
+
+    result = transfer(config, "import", path)
+    assert ok(result).startswith(f"imported {len(expected) - committed}, already present {committed}, skipped 0")
+    texts = [t.split("] ", 1)[1] for (t,) in db_rows(config, "SELECT text FROM documents")]
+    assert len(texts) == len(expected) and set(texts) == expected
+    assert db_rows(config, "SELECT COUNT(DISTINCT source_hash) FROM documents") == [(len(expected),)]
+    assert db_rows(config, "SELECT COUNT(*) FROM memory_stages") == [(3 * len(expected),)]
+    assert db_rows(config, "PRAGMA integrity_check") == [("ok",)]
+    assert ok(transfer(config, "import", path)).startswith(f"imported 0, already present {len(expected)}")

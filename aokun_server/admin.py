@@ -160,7 +160,7 @@ def cmd_rebuild_index(admin: Admin, args) -> int:
     heartbeat.start()
     runner = StageRunner(RunnerParts(
         db=admin.db, documents=admin.documents(),
-        handlers={"embed": EmbedHandler(embedder, admin.config.embedding.batch_size)},
+        handlers={"embed": EmbedHandler(embedder, admin.config.embedding.batch_size, admin.db)},
         queue=admin.config.queue, owner=heartbeat.worker_id))
     try:
         with tqdm(total=total, unit="memory", file=sys.stderr) as bar:

@@ -104,8 +104,7 @@ class MemoryService:
             documents.update(tx, memory_id, text, self.index_tokens(text, fields), fields, now,
                              self._context_terms(tx, memory_id))
             text_changed = content_hash(text) != old.content_hash
-            if text_changed:
-                self._refresh_carriers(tx, neighbours.dependents(tx, memory_id))
+            carried = self._refresh_carriers(tx, neighbours.dependents(tx, memory_id)) if text_changed else []
             scrub = text_changed and fts.scrubs_in_place(tx)
             if text_changed:
                 # The vector of the old text is stale (a recall must not find it meanwhile).
@@ -122,6 +121,7 @@ class MemoryService:
             fts.flush_deleted(self.db.connection())
         if redo:
             self._submit([doc])
+        self._submit_keys(carried)
         return doc
 
     def set_pinned(self, memory_id: int, pinned: bool) -> Document:
@@ -143,9 +143,10 @@ class MemoryService:
             receipt.update(stages.delete_for_memory(tx, memory_id, now))
             carriers = neighbours.unlink(tx, memory_id)
             receipt.update(documents.delete(tx, memory_id))
-            self._refresh_carriers(tx, carriers)
+            carried = self._refresh_carriers(tx, carriers)
             fts.scrub_terms(tx, [table for table in fts.FTS_TABLES if receipt.get(table)])
         fts.flush_deleted(self.db.connection())
+        self._submit_keys(carried)
         return receipt
 
     def touch(self, ids: Sequence[int], now: float) -> None:
@@ -224,11 +225,19 @@ class MemoryService:
     def _context_terms(self, tx, memory_id: int) -> str:
         return self._terms_of(neighbours.of(tx, memory_id))
 
-    def _refresh_carriers(self, tx, carriers: Sequence[int]) -> None:
+    def _refresh_carriers(self, tx, carriers: Sequence[int]) -> list[StageKey]:
         """Memories whose context held a changed or deleted memory: their context terms are
-        rebuilt from the neighbours they still have."""
+        rebuilt from the neighbours they still have, and their vectors (embedded with the
+        old context) are dropped and made again. Returns the embed stages to queue."""
+        now = self.clock()
+        keys = []
         for carrier in carriers:
             documents.set_context(tx, carrier, self._context_terms(tx, carrier))
+            vectors.delete_for_memory(tx, carrier, now, kind="document")
+            version = documents.get(tx, carrier).content_hash
+            stages.restart(tx, carrier, "embed", version, now)
+            keys.append(StageKey(carrier, "embed", version))
+        return keys
 
     def _insert(self, tx, text: str, tokens: str, fields: MemoryFields, now: float) -> int:
         context = self._context(tx, fields, now)

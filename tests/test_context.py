@@ -108,3 +108,29 @@ def test_context_turns_zero_indexes_memories_alone(tmp_path):
     second = turn(alone, "Melanie: lovely", minutes=1)
     assert context_of(alone, second) == ""
     db.close()
+
+
+def test_a_memory_is_embedded_with_its_context_and_again_when_a_neighbour_goes(service):
+    import numpy as np
+
+    from aokun_worker.handlers import EmbedHandler
+    from shared.embedders.local import E5Embedder
+    from shared.store import stages
+
+    first = turn(service, "Caroline: I adopted a greyhound called Zephyrine")
+    second = turn(service, "Melanie: How lovely!", minutes=1)
+    embedder = E5Embedder(threads=1)
+    handler = EmbedHandler(embedder, 8, service.db)
+    docs = service.documents.get_many([first, second])
+    got = handler.compute([docs[second]])[0]
+    together = embedder.embed_passages([docs[first].text + "\n" + docs[second].text])[0]
+    alone = embedder.embed_passages([docs[second].text])[0]
+    assert float(np.dot(got, together)) > 0.999 > float(np.dot(got, alone))
+    with service.db.write() as tx:
+        handler.store(tx, docs[second], got, 0.0)
+        tx.execute("UPDATE memory_stages SET status = 'done' WHERE memory_id = ? AND stage = 'embed'", (second,))
+    service.delete(first)
+    conn = service.db.connection()
+    assert conn.execute("SELECT COUNT(*) FROM vectors WHERE memory_id = ?", (second,)).fetchone()[0] == 0
+    assert [r["status"] for r in stages.of_memory(conn, second) if r["stage"] == "embed"] == ["pending"]
+    assert handler.compute([service.documents.get(second)])[0] @ alone > 0.999

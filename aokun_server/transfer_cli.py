@@ -93,7 +93,8 @@ def import_service(admin):
     from shared.extract.atoms import ttl_days
     from shared.memories import MemoryService
 
-    return MemoryService(admin.db, admin.segmenter(), None, partial(ttl_days, config=admin.config.atoms))
+    return MemoryService(admin.db, admin.segmenter(), None, partial(ttl_days, config=admin.config.atoms),
+                         memory=admin.config.memory)
 
 
 def queue_imported(admin) -> None:

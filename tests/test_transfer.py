@@ -67,6 +67,9 @@ def seed(config: Path) -> dict[str, int]:
     ids["plain"] = service.memorize("Caroline adopted a cat named Luna last week.", MemoryFields(
         topics=("pets", "cats"), participants=("Caroline",), key_facts=("Caroline adopted a cat",),
         sentiment="positive", importance=0.8, session_id="s1", persona_id="alice")).id
+    # Said in the same session 20 minutes after the first: indexed with it as its context.
+    ids["context"] = service.memorize("She is called Luna because of her white fur.", MemoryFields(
+        session_id="s1", persona_id="alice")).id
     ids["chinese"] = service.memorize("我明天下午三点去北京开会", MemoryFields(
         persona_id="alice", pinned=True, original_time=datetime(2024, 5, 8, 13, 56))).id
     ids["no_persona"] = service.memorize("The deploy key rotates every ninety days.", MemoryFields(
@@ -94,28 +97,30 @@ def test_jsonl_round_trip_gives_the_same_memories_metadata_and_times(tmp_path):
     source, target = store(tmp_path, "source"), store(tmp_path, "target")
     seed(source)
     before = memories(source)
-    assert len(before) == 7 and {r[8] for r in before} == {0, 1}  # one archived
+    assert len(before) == 8 and {r[8] for r in before} == {0, 1}  # one archived
     exported = tmp_path / "memories.jsonl"
-    assert ok(transfer(source, "export", exported)) == f"exported 7 memories to {exported}"
+    assert ok(transfer(source, "export", exported)) == f"exported 8 memories to {exported}"
     # One memory a line for any line reader: U+2028 in a text is written escaped.
     lines = exported.read_text(encoding="utf-8").splitlines()
     header = json.loads(lines[0])
-    assert header["format"] == "aokun-export" and header["version"] == 1 and header["memories"] == 7
-    assert len(lines) == 8 and "\u2028" not in exported.read_text(encoding="utf-8")
+    assert header["format"] == "aokun-export" and header["version"] == 1 and header["memories"] == 8
+    assert len(lines) == 9 and "\u2028" not in exported.read_text(encoding="utf-8")
 
     result = transfer(target, "import", exported)
-    assert ok(result).startswith("imported 7, already present 0, skipped 0 (7 rows, jsonl")
+    assert ok(result).startswith("imported 8, already present 0, skipped 0 (8 rows, jsonl")
     assert memories(target) == before
-    # The BM25 rows are the same too, and so is the transcript's own source hash.
-    assert db_rows(target, "SELECT tokens FROM documents_fts ORDER BY rowid") == \
-        db_rows(source, "SELECT tokens FROM documents_fts ORDER BY rowid")
+    # The BM25 rows are the same too (conversation context included), and so is the
+    # transcript's own source hash.
+    bm25 = "SELECT tokens, context FROM documents_fts ORDER BY rowid"
+    assert db_rows(target, bm25) == db_rows(source, bm25)
+    assert any("luna" in context for _, context in db_rows(source, bm25))
     assert db_rows(target, "SELECT COUNT(*) FROM documents WHERE source_hash = ?", ("f" * 64,)) == [(1,)]
-    assert db_rows(target, "SELECT COUNT(*) FROM memory_stages WHERE status = 'pending'") == [(21,)]
+    assert db_rows(target, "SELECT COUNT(*) FROM memory_stages WHERE status = 'pending'") == [(24,)]
 
     # Again, into either store: nothing is added.
-    assert ok(transfer(target, "import", exported)).startswith("imported 0, already present 7, skipped 0")
-    assert ok(transfer(source, "import", exported)).startswith("imported 0, already present 7, skipped 0")
-    assert len(memories(target)) == 7 and len(memories(source)) == 7
+    assert ok(transfer(target, "import", exported)).startswith("imported 0, already present 8, skipped 0")
+    assert ok(transfer(source, "import", exported)).startswith("imported 0, already present 8, skipped 0")
+    assert len(memories(target)) == 8 and len(memories(source)) == 8
 
     # And the imported store exports the same records (but for the hashes imports gave).
     again = tmp_path / "again.jsonl"
@@ -130,15 +135,15 @@ def test_export_of_one_persona_with_its_atoms_and_import_into_another(tmp_path):
     source, target = store(tmp_path, "source"), store(tmp_path, "target")
     seed(source)
     exported = tmp_path / "alice.jsonl"
-    assert ok(transfer(source, "export", "--persona", "alice", "--atoms", exported)).startswith("exported 5 memories")
+    assert ok(transfer(source, "export", "--persona", "alice", "--atoms", exported)).startswith("exported 6 memories")
     records = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()[1:]]
     assert {r["persona_id"] for r in records} == {"alice"} and all(r["atoms"] == [] for r in records)
-    assert ok(transfer(target, "import", exported, "--persona", "carol")).startswith("imported 5,")
+    assert ok(transfer(target, "import", exported, "--persona", "carol")).startswith("imported 6,")
     assert db_rows(target, "SELECT DISTINCT persona_id FROM documents") == [("carol",)]
     # The transcript's memory moved to another persona: another memory, another source hash.
     assert db_rows(target, "SELECT COUNT(*) FROM documents WHERE source_hash = ?", ("f" * 64,)) == [(0,)]
-    assert ok(transfer(target, "import", exported, "--persona", "dave")).startswith("imported 5,")
-    assert ok(transfer(target, "import", exported, "--persona", "carol")).startswith("imported 0, already present 5")
+    assert ok(transfer(target, "import", exported, "--persona", "dave")).startswith("imported 6,")
+    assert ok(transfer(target, "import", exported, "--persona", "carol")).startswith("imported 0, already present 6")
 
 
 def test_markdown_export_is_one_readable_file_per_persona(tmp_path):
@@ -146,12 +151,12 @@ def test_markdown_export_is_one_readable_file_per_persona(tmp_path):
     ids = seed(source)
     folder = tmp_path / "md"
     assert ok(transfer(source, "export", "--format", "markdown", folder)) == \
-        f"exported 7 memories of 3 persona(s) to {folder}"
+        f"exported 8 memories of 3 persona(s) to {folder}"
     names = sorted(p.name for p in folder.iterdir())
     assert names == sorted(["alice.md", "no-persona.md", render.file_name("bob/会议")])
     assert render.file_name("bob/会议").startswith("bob_会议-")
     alice = (folder / "alice.md").read_text(encoding="utf-8")
-    assert alice.startswith("---\npersona: alice\nmemories: 5\n")
+    assert alice.startswith("---\npersona: alice\nmemories: 6\n")
     assert f"## 2024-05-08 13:56 · memory {ids['chinese']} · pinned\n\n我明天下午三点去北京开会\n" in alice
     assert "- topics: pets, cats" in alice and "recalled 2 times, last" in alice
     assert "  - Caroline adopted a cat" in alice

@@ -17,7 +17,7 @@ from shared.store.documents import Document, History, MemoryFields, content_hash
 from shared.transfer.rows import BadRow, Row, source_hash
 
 # (content, metadata) -> (content, fields), as memorize checks them; InvalidInput when bad.
-Check = Callable[[str, dict], "tuple[str, MemoryFields]"]
+Check = Callable[[str, dict], tuple[str, MemoryFields]]
 
 
 class Service(Protocol):

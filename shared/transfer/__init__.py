@@ -5,8 +5,8 @@ Pure parsing is kept apart from writing:
 - jsonl.py: our own JSONL (one memory a line, behind a header line), both ways;
 - mcp_memory.py: the official MCP memory server's memory.jsonl (entities with observations,
   relations) as rows;
-- markdown.py: a folder of Markdown notes as rows, and a persona's memories as one readable
-  Markdown file;
+- markdown.py: a folder of Markdown notes as rows;
+- render.py: a persona's memories as one readable Markdown file;
 - sources.py: which format a file holds, and its rows;
 - importer.py: rows written through the memory service, once each (source_hash);
 - export.py: memories read from the store and written as JSONL or Markdown.

@@ -115,9 +115,10 @@ class RetrievalConfig:
     query_focus: bool = _opt(True)
     rrf_k: int = _opt(60, minimum=1)
     candidate_depth: int = _opt(30, minimum=1, maximum=1000)
-    # document route: channels fused (score: weighted min-max; rrf: reciprocal rank fusion),
+    # document route: channels fused (zscore: each channel standardised by its own score
+    # spread, then weighted; score: weighted min-max; rrf: reciprocal rank fusion),
     # then final = fused * a + importance * b + recency * g
-    doc_fusion: str = _opt("score", choices=("score", "rrf"))
+    doc_fusion: str = _opt("zscore", choices=("zscore", "score", "rrf"))
     bm25_weight: float = _opt(0.6, minimum=0.0)
     # a query term found in a memory's conversation context (memory.context_turns) counts
     # this many times one found in its own text
@@ -131,7 +132,7 @@ class RetrievalConfig:
     mmr_lambda: float = _opt(0.7, minimum=0.0, maximum=1.0)
     # graph route: channels fused like the document route's, then
     # final = (rrf * a + importance * b + recency * g + confidence * d) x temporal factor
-    graph_fusion: str = _opt("score", choices=("score", "rrf"))
+    graph_fusion: str = _opt("zscore", choices=("zscore", "score", "rrf"))
     graph_keyword_weight: float = _opt(0.5, minimum=0.0)
     graph_vector_weight: float = _opt(0.5, minimum=0.0)
     graph_rrf_weight: float = _opt(0.55, minimum=0.0)

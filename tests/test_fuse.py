@@ -108,7 +108,7 @@ def test_recall_cache_ttl_lru_and_epoch():
 
 
 from shared.search.focus import focus  # noqa: E402
-from shared.search.fuse import spread, weighted_minmax  # noqa: E402
+from shared.search.fuse import spread, standardised, weighted_minmax, weighted_zscore  # noqa: E402
 
 
 def test_weighted_minmax_hand_worked():
@@ -129,3 +129,23 @@ def test_focus_keeps_the_last_speakers_lines_of_a_transcript():
     mixed = "Note: buy milk\nand also eggs"  # not a transcript: unchanged
     assert focus(mixed) == mixed
     assert focus("Q: one line only") == "Q: one line only"
+
+
+def test_standardised_hand_worked():
+    # scores 4, 2, 0: mean 2, population stdev sqrt(8/3) = 1.63299; (s - 0) / 1.63299
+    got = dict(standardised([(1, 4.0), (2, 2.0), (3, 0.0)]))
+    assert got == pytest.approx({1: 2.44949, 2: 1.224745, 3: 0.0}, rel=1e-5)
+    assert standardised([(7, 0.3)]) == [(7, 1.0)]
+    assert standardised([(1, 0.5), (2, 0.5)]) == [(1, 1.0), (2, 1.0)]
+    assert standardised([]) == []
+
+
+def test_weighted_zscore_keeps_how_far_a_match_stands_out():
+    # bm25: 10, 2, 0 -> mean 4, stdev sqrt(56/3) = 4.32049 -> 2.31455, 0.46291, 0
+    # vector: 0.9, 0.8, 0.7 (ids 3, 2, 1) -> stdev 0.0816497 -> 2.44949, 1.224745, 0
+    fused = dict(weighted_zscore([[(1, 10.0), (2, 2.0), (3, 0.0)], [(3, 0.9), (2, 0.8), (1, 0.7)]],
+                                      [0.6, 0.4]))
+    assert fused == pytest.approx({1: 0.6 * 2.31455, 2: 0.6 * 0.46291 + 0.4 * 1.224745,
+                                   3: 0.4 * 2.44949}, rel=1e-5)
+    assert [i for i, _ in weighted_zscore([[(1, 10.0), (2, 2.0), (3, 0.0)],
+                                                [(3, 0.9), (2, 0.8), (1, 0.7)]], [0.6, 0.4])] == [1, 3, 2]

@@ -55,6 +55,33 @@ def weighted_minmax(rankings: Sequence[Ranking], weights: Sequence[float]) -> li
     return ordered(scores)
 
 
+def standardised(ranking: Ranking) -> list[tuple[int, float]]:
+    """Each score as standard deviations above the list's lowest: (score - min) / stdev.
+    Channels score on different scales and spreads (BM25 runs far ahead on a rare word,
+    cosines sit close together); dividing by the list's own spread puts them on one scale
+    while keeping how far a strong match stands out, which min-max scaling to [0, 1] loses.
+    A list of fewer than two scores, or a flat one, gives 1.0 to each (nothing to tell apart)."""
+    if len(ranking) < 2:
+        return [(doc_id, 1.0) for doc_id, _ in ranking]
+    scores = [s for _, s in ranking]
+    mean = sum(scores) / len(scores)
+    deviation = (sum((s - mean) ** 2 for s in scores) / len(scores)) ** 0.5
+    if deviation <= 1e-12:
+        return [(doc_id, 1.0) for doc_id, _ in ranking]
+    low = min(scores)
+    return [(doc_id, (score - low) / deviation) for doc_id, score in ranking]
+
+
+def weighted_zscore(rankings: Sequence[Ranking], weights: Sequence[float]) -> list[tuple[int, float]]:
+    """Score fusion on each channel's own scale: every ranking standardised, then the
+    weighted sum (an id a ranking lacks gets 0 from it, as its weakest candidate does)."""
+    scores: dict[int, float] = {}
+    for ranking, weight in zip(rankings, weights):
+        for doc_id, score in standardised(ranking):
+            scores[doc_id] = scores.get(doc_id, 0.0) + weight * score
+    return ordered(scores)
+
+
 def fuse_routes(document: Ranking, graph: Ranking, document_weight: float, graph_weight: float,
                 both_bonus: float) -> list[tuple[int, float]]:
     """Dual-route fusion: each route normalised to its best, weighted, plus a bonus for

@@ -56,7 +56,9 @@ class GraphKeywordChannel:
         if not terms:
             return []
         conn = self.store.db.connection()
-        total = max(self.store.count(), 1)
+        # Nodes belong to one persona, so a node's share is of that persona's memories: a
+        # speaker in every turn of a conversation is in 100% of them, not 20% of the store.
+        total = max(self.store.count_in(scope), 1)
         points = _Points()
         hit_nodes: set[int] = set(graph.nodes_named(conn, terms, scope.persona_id, c.graph_expansion_limit))
         entries = graph.search_entries(conn, terms, scope.persona_id, limit)

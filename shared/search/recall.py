@@ -28,7 +28,7 @@ from shared.live_config import LiveConfig
 from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel
 from shared.search.channels import ChannelParts, build_channels
 from shared.search.focus import focus
-from shared.search.fuse import fuse_routes, normalise, ordered, rrf, spread, weighted_minmax
+from shared.search.fuse import fuse_routes, normalise, ordered, rrf, spread, weighted_minmax, weighted_zscore
 from shared.search.intent import route_weights
 from shared.search.mmr import jaccard, mmr
 from shared.search.query import Query
@@ -198,11 +198,12 @@ class _Fusion:
         return doc.fields.importance, recency((self.now - last) / DAY, self.c.recency_days)
 
     def _fused(self, route: str, method: str) -> list[tuple[int, float]]:
-        """One route's channels fused: weighted min-max scores, or RRF."""
+        """One route's channels fused: weighted standardised or min-max scores, or RRF."""
         found = self.found.route(route)
         if method == "rrf":
             return rrf([ranking for _, ranking in found], self.c.rrf_k)
-        return weighted_minmax([ranking for _, ranking in found], [ch.weight for ch, _ in found])
+        combine = weighted_zscore if method == "zscore" else weighted_minmax
+        return combine([ranking for _, ranking in found], [ch.weight for ch, _ in found])
 
     def _document_route(self) -> list[tuple[int, float]]:
         fused_list = self._fused(DOCUMENT_ROUTE, self.c.doc_fusion)

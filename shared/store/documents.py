@@ -283,6 +283,11 @@ class DocumentStore:
     def count(self) -> int:
         return self.db.connection().execute("SELECT COUNT(*) FROM documents").fetchone()[0]
 
+    def count_in(self, scope: DocumentFilter) -> int:
+        """How many documents the filter admits."""
+        where, params = _filter_sql(scope, alias="documents")
+        return self.db.connection().execute(f"SELECT COUNT(*) FROM documents WHERE {where}", params).fetchone()[0]
+
     def stats(self) -> dict[str, int]:
         return counts(self.db.connection())
 

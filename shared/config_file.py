@@ -26,7 +26,9 @@ from shared import yaml_roundtrip as rt
 from shared.config import DEFAULT_CONFIG_NAME, AppConfig, build_config, needs_restart
 from shared.errors import ConfigError
 
-EXAMPLE_PATH = Path(__file__).resolve().parent.parent / "config.example.yaml"
+# The packaged copy of the top-level config.example.yaml (the file people copy), so that an
+# installed package has it too; tests/test_install.py keeps the two identical.
+EXAMPLE_PATH = Path(__file__).resolve().parent / "resources" / "config.example.yaml"
 NEW_FILE_MODE = 0o644
 _SAVE_LOCK = threading.Lock()  # one save at a time in this process: read, change, replace
 

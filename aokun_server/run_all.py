@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import sysconfig
 import threading
 import time
 from dataclasses import dataclass
@@ -83,11 +82,11 @@ def startup_text(host: str, port: int, config: Path | None, panel_port: int) -> 
 
 
 def stdio_command(config: Path | None) -> list[str]:
-    """The command line a host launches for stdio: the installed aokun-server script beside
-    this interpreter, else the module through this interpreter."""
-    script = Path(sysconfig.get_path("scripts")) / ("aokun-server" if platform.POSIX else "aokun-server.exe")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "aokun_server.main"]
-    return command + (["--config", str(config)] if config is not None else [])
+    """The command line a host launches for stdio, as `aokun mcp-config` writes it."""
+    from aokun_server.mcp_config import server_command
+
+    command, args = server_command()
+    return [command, *args] + (["--config", str(config)] if config is not None else [])
 
 
 @dataclass

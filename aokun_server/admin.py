@@ -12,6 +12,7 @@ from pathlib import Path
 from aokun_server.admin_health import cmd_doctor, cmd_status, cmd_stop, embedder_space
 from aokun_server.ingest import cmd_ingest, ingest_parser
 from aokun_server.mcp_config import add_parser as mcp_config_parser, cmd_mcp_config
+from aokun_server.transfer_cli import add_parsers as add_transfer_parsers, cmd_export, cmd_import
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
 from shared.lifecycle import ACTIONS
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest_parser(_with_config(commands.add_parser(
         "ingest", help="summarize a transcript file and memorize it once; prints the memory id last")))
     mcp_config_parser(commands, _with_config)
+    add_transfer_parsers(commands, _with_config)
     return parser
 
 
@@ -239,7 +241,8 @@ COMMANDS = {"panel": cmd_panel, "config": cmd_config, "stats": cmd_stats, "docto
             "status": cmd_status, "stop": cmd_stop,
             "repair": cmd_repair, "rebuild-index": cmd_rebuild_index,
             "maintenance": cmd_maintenance, "backup": cmd_backup, "restore": cmd_restore,
-            "ingest": cmd_ingest, "mcp-config": cmd_mcp_config}
+            "ingest": cmd_ingest, "mcp-config": cmd_mcp_config,
+            "export": cmd_export, "import": cmd_import}
 
 
 def _jsonable(value):

@@ -20,7 +20,7 @@ from typing import Callable, Protocol, Sequence
 from shared.config import MemoryConfig
 from shared.store import atoms, consistency, documents, fts, graph, neighbours, stages, vectors
 from shared.store.db import Database
-from shared.store.documents import Document, DocumentStore, MemoryFields, content_hash
+from shared.store.documents import Document, DocumentStore, History, MemoryFields, content_hash
 from shared.store.stages import StageKey
 from shared.rules.atoms import TtlFor, retract
 from shared.text.segment import Segmenter
@@ -63,20 +63,25 @@ class MemoryService:
         self._submit([doc])
         return doc
 
-    def memorize_once(self, content: str, fields: MemoryFields) -> tuple[Document, bool]:
+    def memorize_once(self, content: str, fields: MemoryFields,
+                      history: History | None = None) -> tuple[Document, bool]:
         """memorize, unless a memory was already made from fields.source_hash: then that one.
         Returns (memory, created). The check and the insert are one transaction, so two
-        callers with the same source store it once."""
-        if not fields.source_hash:
-            return self.memorize(content, fields), True
+        callers with the same source store it once. With a history (an import), the memory
+        keeps the times, archived flag and accesses it had where it came from, and its
+        conversation context is found at its creation time; its stages are queued now."""
         now = self.clock()
-        text = documents.stored_text(content, fields.original_time, now)
+        stored = history.create_time if history is not None else now
+        text = documents.stored_text(content, fields.original_time, stored)
         tokens = self.index_tokens(text, fields)
         with self.db.write() as tx:
-            existing = documents.find_by_source(tx, fields.source_hash)
+            existing = documents.find_by_source(tx, fields.source_hash) if fields.source_hash else None
             if existing is not None:
                 return documents.get(tx, existing), False
-            doc = documents.get(tx, self._insert(tx, text, tokens, fields, now))
+            memory_id = self._insert(tx, text, tokens, fields, now, stored)
+            if history is not None:
+                documents.set_history(tx, memory_id, history)
+            doc = documents.get(tx, memory_id)
         self._submit([doc])
         return doc, True
 
@@ -239,8 +244,11 @@ class MemoryService:
             keys.append(StageKey(carrier, "embed", version))
         return keys
 
-    def _insert(self, tx, text: str, tokens: str, fields: MemoryFields, now: float) -> int:
-        context = self._context(tx, fields, now)
+    def _insert(self, tx, text: str, tokens: str, fields: MemoryFields, now: float,
+                stored: float | None = None) -> int:
+        """A new memory with its stage rows; `stored` is when it was stored, if not now (an
+        import), which is where its conversation context is looked for."""
+        context = self._context(tx, fields, now if stored is None else stored)
         memory_id = documents.insert(tx, text, tokens, fields, now, self._terms_of(context))
         neighbours.link(tx, memory_id, [i for i, _ in context])
         stages.create_for_memory(tx, memory_id, content_hash(text), now)

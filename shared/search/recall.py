@@ -1,14 +1,19 @@
 """Recall: the dual-route hybrid retrieval.
 
-Channels (shared/search/channel.py) feed two routes. By default each route fuses its
-channels' scores: every channel's top candidate_depth min-max scaled and weighted
-(retrieval.doc_fusion / graph_fusion = score; rrf is the alternative), then normalised.
-Document route: a * fused + b * importance + g * recency.
-Graph route: (a * fused + b * importance + g * recency + d * confidence) x temporal factor of
-    the memory's atoms.
+Channels (shared/search/channel.py) feed two routes; each channel returns its top
+candidate_depth (id, score) pairs within the recall's scope.
+Document route: BM25 (a memory's own words, and at bm25_context_weight the words of the
+    memories just before it in its conversation) and dense vectors (memories embedded with
+    that context). Fused by retrieval.doc_fusion, by default zscore: each channel's scores
+    standardised by their own spread, weighted (bm25_weight, vector_weight), summed; then
+    normalised and combined as a * fused + b * importance + g * recency.
+Graph route: keyword (entries, nodes named in the query, their neighbours; a node's weight is
+    its specificity within the persona) and vector (entries), fused the same way (graph_fusion);
+    then (a * fused + b * importance + g * recency + d * confidence) x temporal factor of the
+    memory's atoms.
 Routes: each normalised, weighted by intent-routed weights, + a bonus when both found a
-memory. MMR re-ranking is available and off by default (mmr_enabled). Every weight comes from
-RetrievalConfig; LiveRecaller follows a process's live settings.
+memory. MMR re-ranking is available and off by default (mmr_enabled); RRF is an alternative
+fusion. Every weight comes from RetrievalConfig; LiveRecaller follows a process's live settings.
 """
 
 from __future__ import annotations

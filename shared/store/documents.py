@@ -55,6 +55,18 @@ class Document:
 
 
 @dataclass(frozen=True)
+class History:
+    """What a memory brought from elsewhere (an import) keeps of its past instead of
+    starting now: its times, archived flag and accesses."""
+
+    create_time: float
+    update_time: float
+    archived: bool = False
+    access_count: int = 0
+    last_access_time: float | None = None
+
+
+@dataclass(frozen=True)
 class DocumentFilter:
     """Exact-match scoping for list and search; times are epoch seconds on original_time."""
 
@@ -126,6 +138,15 @@ def update(tx: sqlite3.Connection, memory_id: int, text: str, tokens: str, field
     tx.execute("DELETE FROM documents_fts WHERE rowid = ?", (memory_id,))
     tx.execute("INSERT INTO documents_fts (rowid, tokens, context) VALUES (?, ?, ?)",
                (memory_id, tokens, context))
+    meta.bump_epoch(tx)
+
+
+def set_history(tx: sqlite3.Connection, memory_id: int, history: History) -> None:
+    """Give a new document the times, archived flag and accesses it had where it came from."""
+    tx.execute("UPDATE documents SET create_time = ?, update_time = ?, archived = ?, access_count = ?,"
+               " last_access_time = ? WHERE id = ?",
+               (history.create_time, history.update_time, int(history.archived), history.access_count,
+                history.last_access_time, memory_id))
     meta.bump_epoch(tx)
 
 

@@ -4,6 +4,9 @@ Each job's last run lives in SQLite (periodic_runs). A scheduler thread in every
 checks once a second which jobs are due (a read) and claims each due run with a
 compare-and-set (a write), so however many workers run, one of them runs it. A job gets the time of its previous run, so
 one that fell due while no worker was up runs at start and can catch up on what it missed.
+
+Jobs that follow changes rather than the clock (the FAISS snapshots) run once those changes
+settle: each worker watches for itself, and the job makes a second run harmless.
 """
 
 from __future__ import annotations
@@ -98,3 +101,81 @@ class PeriodicScheduler:
             else:
                 self._recovered("(scheduler)")
             self._stop.wait(self.tick_s)
+
+
+_NOTHING = object()  # no value seen yet
+
+
+class SettleWatch:
+    """Runs a job once what it watches has stopped changing for `settle_s` (debounced), or
+    after `max_wait_s` of changes that never settle; again only after the next change. The
+    first check after start counts as a change, so a job missed while no worker ran runs.
+
+    It reads the watched value once a tick rather than following files with watchfiles: the
+    value is a number in SQLite (the vector change sequence), and file events on the database
+    would fire for every write of any kind — heartbeats every few seconds included — each
+    still needing this one-row read to tell whether the number moved."""
+
+    def __init__(self, name: str, read: Callable[[], object], run: Callable[[], str],
+                 settle_s: float, max_wait_s: float, tick_s: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.name, self.read, self.run = name, read, run
+        self.settle_s, self.max_wait_s, self.tick_s, self.clock = settle_s, max_wait_s, tick_s, clock
+        self._seen: object = _NOTHING  # the value at the last check
+        self._changed_at = 0.0  # when it last moved
+        self._done: object = _NOTHING  # the value the last successful run saw
+        self._waiting_since: float | None = None  # first change not run for yet
+        self._retry_at = 0.0
+        self._failures = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"settle-{name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=60)
+
+    def check(self) -> bool:
+        """Run the job if it is due now; True if it ran."""
+        value, now = self.read(), self.clock()
+        if value != self._seen:
+            self._seen, self._changed_at = value, now
+        if value == self._done:
+            self._waiting_since = None
+            return False
+        if self._waiting_since is None:
+            self._waiting_since = now
+        settled = now - self._changed_at >= self.settle_s
+        overdue = now - self._waiting_since >= self.max_wait_s
+        if not (settled or overdue) or now < self._retry_at:
+            return False
+        try:
+            summary = self.run()
+        except Exception:
+            self._failures += 1
+            # Not every tick: a job that failed (a full disk) waits a settle period at least.
+            self._retry_at = now + max(self.settle_s, 60.0)
+            if self._failures == 1:
+                log.exception("%s failed; tried again in a while", self.name)
+            return False
+        if self._failures:
+            log.warning("%s ran again after %d failure(s)", self.name, self._failures)
+        self._done, self._waiting_since, self._failures = value, None, 0
+        log.info("%s: %s", self.name, summary)
+        return True
+
+    def _loop(self) -> None:
+        unreadable = False
+        while not self._stop.wait(self.tick_s):
+            try:
+                self.check()
+            except Exception:  # the read failed (database busy past its timeout): next tick
+                if not unreadable:
+                    log.exception("%s: checking for changes failed; trying again", self.name)
+                unreadable = True
+            else:
+                unreadable = False
+

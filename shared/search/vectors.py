@@ -2,7 +2,9 @@
 
 IndexIDMap2(IndexFlatIP) with SQLite row ids as FAISS ids; exact inner product over unit
 vectors is cosine. The index follows the change sequence that vector writes bump: before each
-search one tiny read tells whether anything changed, and only the changes are loaded. FAISS
+search one tiny read tells whether anything changed, and only the changes are loaded. It
+starts from the snapshot a worker saved (shared/search/snapshot.py) when that can serve, so a
+cold start loads only the changes since, and from every vector in SQLite otherwise. FAISS
 runs on one thread: on small machines its OpenMP threads fight the embedder for the cores.
 """
 
@@ -10,10 +12,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
+from shared import platform
+from shared.search import snapshot
 from shared.search.channel import DOCUMENT_ROUTE
 from shared.search.query import Query
 from shared.store import meta, vectors
@@ -36,10 +42,15 @@ def cosine_to_unit(cosine: float) -> float:
 
 class VectorIndex:
     """The in-memory index of one space (kind, model, dim); safe to use from many threads.
-    dim 0: not known yet (taken from the first stored vector of the model)."""
+    dim 0: not known yet (taken from the first stored vector of the model).
 
-    def __init__(self, db: Database, kind: str, model: str, dim: int):
+    Its snapshot lives beside the database by default: a snapshot belongs to the database
+    file it was made from, whichever process (front, panel, worker) opens that file."""
+
+    def __init__(self, db: Database, kind: str, model: str, dim: int,
+                 snapshot_dir: Path | None = None):
         self.db, self.kind, self.model, self.dim = db, kind, model, dim
+        self.snapshot_path = snapshot.path_for(snapshot_dir or db.path.parent, kind)
         self._lock = threading.RLock()
         self._index = None
         self.kind_of_index = ""
@@ -61,11 +72,41 @@ class VectorIndex:
                 self.dim = vectors.stored_dim(conn, self.kind, self.model)
                 if not self.dim:
                     return
-            if self._index is None or self._seq < vectors.tombstone_floor(conn) or self._outgrown():
+            if self._index is None:
+                self._start(conn, seq)
+            elif self._seq < vectors.tombstone_floor(conn) or self._outgrown():
                 self._rebuild(conn)
             else:
                 self._apply_changes(conn)
             self._seq = seq
+
+    def _start(self, conn, seq: int) -> None:
+        """The first sync: from the snapshot and the changes since, else from every vector."""
+        import faiss  # noqa: F401  (loaded before the clock starts: the log times the index)
+
+        started = time.perf_counter()
+        loaded = snapshot.load(self.snapshot_path, self.kind, self.model, self.dim,
+                               self._store_state(conn, seq))
+        if loaded.index is None:
+            log.log(logging.INFO if loaded.missing else logging.WARNING,
+                    "%s vectors: snapshot %s not used (%s); building the index from SQLite",
+                    self.kind, self.snapshot_path, loaded.refused)
+            self._rebuild(conn)
+            return
+        self._index, self.kind_of_index = loaded.index, snapshot.base_type(loaded.index)
+        self._seq = since = loaded.header.seq
+        changes = vectors.changes_since(conn, self.kind, since)
+        if self._outgrown():
+            self._rebuild(conn)
+        elif changes:
+            self._apply_changes(conn)
+        log.info("%s vectors: loaded snapshot %s (%d vectors at change %d), applied %d changes "
+                 "since: %d vectors, in %.0f ms", self.kind, self.snapshot_path, loaded.header.count,
+                 since, changes, len(self), 1000 * (time.perf_counter() - started))
+
+    def _store_state(self, conn, seq: int) -> snapshot.StoreState:
+        return snapshot.StoreState(store_id=meta.store_id(conn), db_file=snapshot.file_id(self.db.path),
+                                   seq=seq, tombstone_floor=vectors.tombstone_floor(conn))
 
     def _rebuild(self, conn) -> None:
         import faiss
@@ -87,12 +128,45 @@ class VectorIndex:
         return self.kind_of_index == "IndexFlatIP" and len(self) >= 2 * FP16_FROM
 
     def _apply_changes(self, conn) -> None:
-        changed = vectors.changed_owners(conn, self.kind, self._seq)
+        changed = vectors.owners_changed_since(conn, self.kind, self._seq)
         if changed:
             # remove_ids rewrites the whole flat index: one call per sync, never per id.
             self._index.remove_ids(np.asarray(changed, dtype=np.int64))
-        for ids, matrix in vectors.iter_space(conn, self.kind, self.model, self.dim, self._seq):
+        for ids, matrix in vectors.iter_changes(conn, self.kind, self.model, self.dim, self._seq):
             self._index.add_with_ids(matrix, ids)
+
+    def save_snapshot(self, min_changes_fraction: float = 0.0) -> str:
+        """Bring this space's snapshot up to date with SQLite unless it serves already with
+        at most `min_changes_fraction` of its vectors' worth of changes to apply; say what was
+        done. Workers call this; a file lock keeps two from writing it at once."""
+        with platform.exclusive_file_lock(snapshot.lock_path(self.snapshot_path.parent)):
+            with self.db.write() as tx:
+                store_id = meta.ensure_store_id(tx)
+            lag = self._snapshot_lag()
+            if lag is not None and lag[0] <= min_changes_fraction * lag[1]:
+                return f"{self.kind} snapshot serves ({lag[0]} changes behind, {lag[1]} vectors)"
+            self.sync()
+            with self._lock:
+                if not len(self):
+                    return f"no {self.kind} vectors to snapshot"
+                header = snapshot.write(self.snapshot_path, self._index, snapshot.Header(
+                    kind=self.kind, model=self.model, dim=self.dim, seq=self._seq, store_id=store_id,
+                    db_file=snapshot.file_id(self.db.path), count=len(self)))
+            return f"{self.kind} snapshot written: {header.count} vectors at change {header.seq}"
+
+    def _snapshot_lag(self) -> tuple[int, int] | None:
+        """(changes since the snapshot, its vectors) if it can serve this space, else None."""
+        try:
+            header = snapshot.read_header(self.snapshot_path)
+        except (OSError, ValueError):
+            return None
+        with self.db.snapshot() as conn:
+            if not self.dim:
+                self.dim = vectors.stored_dim(conn, self.kind, self.model)
+            state = self._store_state(conn, vectors.current_seq(conn))
+            if snapshot.unusable(header, self.kind, self.model, self.dim, state):
+                return None
+            return vectors.changes_since(conn, self.kind, header.seq), header.count
 
     def search(self, query: np.ndarray, limit: int, allowed: Sequence[int] | None = None
                ) -> list[tuple[int, float]]:

@@ -55,3 +55,27 @@ def _known(key: str) -> str:
     if key not in KEYS:
         raise KeyError(f"unknown meta key {key!r}")  # a programming error, not user input
     return key
+
+
+# A random number naming this store, made when its first FAISS snapshot is written
+# (shared/search/snapshot.py): a snapshot made from another store's database is never loaded.
+STORE_ID = "store_id"
+KEYS = KEYS + (STORE_ID,)
+
+
+def store_id(conn: sqlite3.Connection) -> int | None:
+    """This store's random id, or None before anything needed one."""
+    value = get(conn, STORE_ID)
+    return None if value is None else int(value)
+
+
+def ensure_store_id(conn: sqlite3.Connection) -> int:
+    """This store's random id, made now if it has none (inside the caller's write transaction)."""
+    import secrets
+
+    existing = store_id(conn)
+    if existing is not None:
+        return existing
+    new = secrets.randbits(62) | 1  # positive, never 0, fits SQLite's INTEGER
+    put(conn, STORE_ID, new)
+    return new

@@ -166,3 +166,36 @@ def foreign_space_warning(conn: sqlite3.Connection, model: str, dim: int) -> str
     return (f"stored vectors do not match the configured embedder {model} ({dim} dims): {spaces}. "
             "Vector recall uses only vectors of the configured model; the other channels serve "
             "the rest. Run `aokun rebuild-index` to re-embed everything with the configured model.")
+
+
+# Changes since a sequence number are read through the index on seq. Without statistics SQLite
+# prefers the primary key's kind prefix and reads every vector of the kind: 0.16 s at 100k
+# vectors for 1,000 changed rows, 5 ms through vectors_seq.
+
+def iter_changes(conn: sqlite3.Connection, kind: str, model: str, dim: int, after_seq: int,
+                 batch: int = 5000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(ids, matrix) batches of one vector space's rows written after `after_seq`."""
+    cursor = conn.execute(
+        "SELECT owner_id, vector FROM vectors INDEXED BY vectors_seq"
+        " WHERE seq > ? AND kind = ? AND model = ? AND dim = ?", (after_seq, kind, model, dim))
+    while rows := cursor.fetchmany(batch):
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        yield ids, matrix
+
+
+def owners_changed_since(conn: sqlite3.Connection, kind: str, after_seq: int) -> list[int]:
+    """Owners of `kind` whose vector was written, replaced or deleted after `after_seq`."""
+    rows = conn.execute(
+        "SELECT owner_id FROM vectors INDEXED BY vectors_seq WHERE seq > ? AND kind = ?"
+        " UNION SELECT owner_id FROM vector_tombstones WHERE seq > ? AND kind = ?",
+        (after_seq, kind, after_seq, kind)).fetchall()
+    return [r[0] for r in rows]
+
+
+def changes_since(conn: sqlite3.Connection, kind: str, after_seq: int) -> int:
+    """How many vector writes and deletions of `kind` came after `after_seq`."""
+    return conn.execute(
+        "SELECT (SELECT COUNT(*) FROM vectors INDEXED BY vectors_seq WHERE seq > ? AND kind = ?)"
+        " + (SELECT COUNT(*) FROM vector_tombstones WHERE seq > ? AND kind = ?)",
+        (after_seq, kind, after_seq, kind)).fetchone()[0]

@@ -7,7 +7,7 @@ import secrets
 import sys
 
 from shared.config import load_config
-from aokun_server.main import describe
+from aokun_server.main import interrupt_on_stop_signals, describe
 from shared.errors import AokunError
 
 DEFAULT_PORT = 8765
@@ -53,6 +53,7 @@ def serve(args: argparse.Namespace) -> int:
 
         webbrowser.open(url)
     server = uvicorn.Server(uvicorn.Config(app, log_level=config.server.log_level.lower()))
+    interrupt_on_stop_signals()  # the panel closes its reader on the way out, as the front does
     try:
         server.run(sockets=[listener])
     except KeyboardInterrupt:

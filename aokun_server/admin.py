@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from aokun_server.admin_health import cmd_doctor, cmd_status, cmd_stop, embedder_space
+from aokun_server import run_all
 from aokun_server.ingest import cmd_ingest, ingest_parser
 from aokun_server.mcp_config import add_parser as mcp_config_parser, cmd_mcp_config
 from aokun_server.transfer_cli import add_parsers as add_transfer_parsers, cmd_export, cmd_import
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest_parser(_with_config(commands.add_parser(
         "ingest", help="summarize a transcript file and memorize it once; prints the memory id last")))
     mcp_config_parser(commands, _with_config)
+    run_all.add_parser(commands, _with_config)
     add_transfer_parsers(commands, _with_config)
     return parser
 
@@ -121,7 +123,7 @@ def cmd_repair(admin: Admin, args) -> int:
     failed = stages.failed_stages(conn, limit=1_000_000)
     for memory_id, stage, attempts, error in failed[:50]:
         print(f"failed: memory {memory_id} {stage} ({attempts} attempts): {error}")
-    model, _ = embedder_space(admin.config)
+    model, _ = embedder_space(admin.config, admin.db.connection())
     missing = consistency.missing_outputs(conn, model)
     for name, ids in missing.items():
         if ids:
@@ -241,7 +243,7 @@ COMMANDS = {"panel": cmd_panel, "config": cmd_config, "stats": cmd_stats, "docto
             "status": cmd_status, "stop": cmd_stop,
             "repair": cmd_repair, "rebuild-index": cmd_rebuild_index,
             "maintenance": cmd_maintenance, "backup": cmd_backup, "restore": cmd_restore,
-            "ingest": cmd_ingest, "mcp-config": cmd_mcp_config,
+            "ingest": cmd_ingest, "mcp-config": cmd_mcp_config, "run": run_all.cmd_run,
             "export": cmd_export, "import": cmd_import}
 
 

@@ -10,6 +10,7 @@ import socket
 
 from mcp.server.mcpserver import MCPServer
 
+from shared import platform
 from shared.errors import ConfigError
 
 
@@ -50,10 +51,7 @@ def bind_listener(host: str, port: int, owner: str = "aokun-server",
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
-        if os.name == "posix":  # rebind while old connections linger in TIME_WAIT, as uvicorn does
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        elif hasattr(socket, "SO_EXCLUSIVEADDRUSE"):  # Windows' REUSEADDR would share the port
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_EXCLUSIVEADDRUSE, 1)
+        platform.reuse_address(sock)  # rebind while old connections linger in TIME_WAIT
         sock.bind((host, port))
         sock.listen(2048)  # uvicorn's default backlog; connections wait here until it serves
     except OSError as exc:

@@ -48,11 +48,24 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def interrupt_on_stop_signals() -> None:
+    """uvicorn re-raises the stop signal it caught once it has shut down; as KeyboardInterrupt
+    it reaches the `finally` that closes the front (its heartbeat row, its database),
+    where SIGTERM's default action would end the process first."""
+    import signal
+
+    from shared import platform
+
+    for stop_signal in platform.graceful_stop_signals():
+        signal.signal(stop_signal, signal.default_int_handler)
+
+
 def serve_http(config: AppConfig, host: str, port: int) -> int:
     from aokun_server import http
 
     # Bound before the slow start-up: a busy port fails at once, and nothing starts for nothing.
     listener = http.bind_listener(host, port)
+    interrupt_on_stop_signals()
     try:
         front = start_front(config, "http")
         try:

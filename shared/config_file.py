@@ -22,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+from shared import platform
 from shared import yaml_roundtrip as rt
 from shared.config import DEFAULT_CONFIG_NAME, AppConfig, build_config, needs_restart
 from shared.errors import ConfigError
@@ -180,11 +181,7 @@ def write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)  # the rename itself survives a power cut
-    finally:
-        os.close(folder)
+    platform.fsync_directory(path.parent)  # the rename itself survives a power cut
 
 
 def _backup(path: Path, now: datetime) -> Path:

@@ -63,7 +63,7 @@ def test_every_key_of_the_example_has_a_description_and_fitting_input():
     # A continuation line belongs to its key; lines above a key that has its own comment head a group.
     assert described["server.token"].description.endswith("($AOKUN_SERVER_TOKEN overrides this)")
     assert described["retrieval.doc_fusion"].note.startswith("document route:")
-    assert described["retrieval.doc_fusion"].description.startswith("score (weighted sum")
+    assert described["retrieval.doc_fusion"].description.startswith("zscore (each channel standardised")
     assert described["retrieval.relational_cues"].description.startswith("words or phrases")
 
 
@@ -141,7 +141,7 @@ def test_missing_keys_and_sections_go_where_the_example_has_them(tmp_path):
         "\nmemory:\n  recall_top_k: 3  # results when recall is called without k\n"
         "\n# no worker of its own\nworker:\n  autostart: false\n"
         "retrieval:\n  rrf_k: 60\n"
-        "  doc_fusion: rrf  # score (weighted sum of min-max scaled scores) | rrf\n"
+        "  doc_fusion: rrf  # zscore (each channel standardised by its own score spread, then weighted) | score (weighted min-max) | rrf\n"
         "  bm25_weight: 0.6\n")
     assert load_config(path, env={}).retrieval.doc_fusion == "rrf"
 

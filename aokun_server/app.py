@@ -53,6 +53,7 @@ class Front:
     segmenter: Segmenter
     embedder: Embedder
     index: VectorIndex
+    entry_index: VectorIndex
     enqueuer: Enqueuer
     recaller: LiveRecaller
     memories: MemoryService
@@ -71,6 +72,7 @@ class Front:
         self.heartbeat = FrontHeartbeat(self.db, self.config.worker.heartbeat_interval_s, transport)
         self.heartbeat.start()
         threading.Thread(target=self._warm_up, name="warm-up", daemon=True).start()
+        threading.Thread(target=self._load_indexes, name="vector-indexes", daemon=True).start()
         threading.Thread(target=self._housekeep, args=(autostart_worker,), name="start-up",
                          daemon=True).start()
         if autostart_worker:
@@ -93,10 +95,19 @@ class Front:
         except Exception:
             log.exception("could not back-fill BM25 rows")
         try:
-            self.index.sync()
             self.embedder.embed_query("warm up")
         except Exception as exc:
             log.warning("vector channel not ready (BM25 serves meanwhile): %s", exc)
+
+    def _load_indexes(self) -> None:
+        # Beside the jieba load rather than after it: both FAISS indexes (from their snapshots
+        # where the worker wrote them) are ready by the first hybrid recall.
+        for index in (self.index, self.entry_index):
+            try:
+                index.sync()
+            except Exception as exc:
+                log.warning("%s vectors not ready (the other channels serve meanwhile): %s",
+                            index.kind, exc)
 
     def _housekeep(self, autostart_worker: bool) -> None:
         try:
@@ -130,7 +141,7 @@ def build_front(config: AppConfig) -> Front:
     entry_index = VectorIndex(db, "graph_entry", embedder.model, dim)
     _warn_foreign_vectors(db, index)
     enqueuer = Enqueuer(open_queue(config.storage))
-    memories = MemoryService(db, segmenter, enqueuer, live_ttl_days(live))
+    memories = MemoryService(db, segmenter, enqueuer, live_ttl_days(live), memory=config.memory)
     recaller = LiveRecaller(memories.documents, segmenter,
                             ChannelParts(memories.documents, config.retrieval, index, entry_index),
                             embedder.embed_query, live)
@@ -147,7 +158,7 @@ def build_front(config: AppConfig) -> Front:
                             exposed_tools=config.server.exposed_tools)
     register_tools(server, deps)
     live.subscribe(partial(_apply_server_settings, server, reinforcer))
-    return Front(server, live, db, segmenter, embedder, index, enqueuer, recaller, memories)
+    return Front(server, live, db, segmenter, embedder, index, entry_index, enqueuer, recaller, memories)
 
 
 def _apply_server_settings(server: AokunMCPServer, reinforcer: Reinforcer,

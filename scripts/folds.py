@@ -53,6 +53,34 @@ def held_out(fold_ids: Mapping[str, list[str]], candidates: Mapping[str, Scores]
             "min": min(values), "max": max(values)}
 
 
+def held_out_pooled(sets: Mapping[str, tuple[Mapping[str, list[str]], Mapping[str, Scores]]]) -> dict:
+    """held_out over several datasets at once, for one default that must serve them all.
+
+    sets: {dataset: (fold ids, {label: per-query scores})}, the same labels in each. A fold
+    is scored with the label whose mean over the datasets (each dataset weighing the same,
+    whatever its size) of its training queries is best: every other fold of its own dataset
+    and all of the other datasets. Returns {dataset: held_out-style outcome}."""
+    labels = list(next(iter(sets.values()))[1])
+    outcomes = {}
+    for name, (fold_ids, candidates) in sets.items():
+        result = {}
+        for fold, ids in fold_ids.items():
+            def training_mean(label: str) -> float:
+                means = []
+                for other, (other_folds, other_candidates) in sets.items():
+                    train = [i for f, members in other_folds.items() if not (other == name and f == fold)
+                             for i in members]
+                    means.append(mean_over(train, other_candidates[label]))
+                return statistics.fmean(means)
+            chosen = max(labels, key=lambda label: (training_mean(label), -labels.index(label)))
+            result[fold] = (chosen, mean_over(ids, candidates[chosen]))
+        values = [score for _, score in result.values()]
+        outcomes[name] = {"folds": result, "mean": statistics.fmean(values),
+                          "spread": statistics.pstdev(values) if len(values) > 1 else 0.0,
+                          "min": min(values), "max": max(values)}
+    return outcomes
+
+
 def _order(candidates: Mapping[str, Scores], label: str) -> int:
     """Ties go to the candidate listed first (the default comes first)."""
     return -list(candidates).index(label)

@@ -2,12 +2,11 @@
 
 Imports write through the memory service, each row checked by memorize's own rules (the
 metadata model, lone surrogates, server.max_content_chars), and are queued for the workers
-like every CLI write. Also runnable on its own: python -m aokun_server.transfer_cli.
+like every CLI write.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -137,30 +136,3 @@ def row_checker(max_chars: int):
         return content, fields
 
     return check
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m aokun_server.transfer_cli export|import ...`, as `aokun` runs them."""
-    from aokun_server.admin import Admin, _with_config
-    from shared.config import load_config
-
-    parser = _with_config(argparse.ArgumentParser(prog="aokun", description="Aokun Memory export and import"))
-    add_parsers(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"), _with_config)
-    args = parser.parse_args(argv)
-    command = {"export": cmd_export, "import": cmd_import}[args.command]
-    try:
-        admin = Admin(load_config(getattr(args, "config", None)))
-    except AokunError as exc:
-        print(f"aokun {args.command}: {exc}", file=sys.stderr)
-        return 2
-    try:
-        return command(admin, args)
-    except AokunError as exc:
-        print(f"aokun {args.command}: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        admin.close()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

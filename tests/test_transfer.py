@@ -28,8 +28,8 @@ COLUMNS = ("text, content_hash, topics, participants, key_facts, sentiment, impo
 
 
 def transfer(config: Path, *args) -> subprocess.CompletedProcess:
-    """The export / import command as `aokun` runs it (python -m aokun_server.transfer_cli)."""
-    return subprocess.run([sys.executable, "-m", "aokun_server.transfer_cli", *map(str, args),
+    """The export / import command as `aokun` runs it (python -m aokun_server.admin)."""
+    return subprocess.run([sys.executable, "-m", "aokun_server.admin", *map(str, args),
                            "--config", str(config)], capture_output=True, text=True, timeout=180)
 
 

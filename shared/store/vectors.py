@@ -75,11 +75,14 @@ def delete_owners(conn: sqlite3.Connection, kind: str, owner_ids: Sequence[int],
 
 
 def iter_space(conn: sqlite3.Connection, kind: str, model: str, dim: int,
-               after_seq: int = 0, batch: int = 5000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(ids, matrix) batches of one vector space changed after `after_seq` (0 = everything)."""
-    cursor = conn.execute(
-        "SELECT owner_id, vector FROM vectors WHERE kind = ? AND model = ? AND dim = ? AND seq > ?",
-        (kind, model, dim, after_seq))
+               batch: int = 5000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(ids, matrix) batches of every vector of one space."""
+    return _batches(conn.execute("SELECT owner_id, vector FROM vectors WHERE kind = ? AND model = ?"
+                                 " AND dim = ?", (kind, model, dim)), dim, batch)
+
+
+def _batches(cursor: sqlite3.Cursor, dim: int, batch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(owner ids, vectors) from (owner_id, vector) rows, `batch` rows at a time."""
     while rows := cursor.fetchmany(batch):
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
@@ -89,15 +92,6 @@ def iter_space(conn: sqlite3.Connection, kind: str, model: str, dim: int,
 def space_count(conn: sqlite3.Connection, kind: str, model: str, dim: int) -> int:
     return conn.execute("SELECT COUNT(*) FROM vectors WHERE kind = ? AND model = ? AND dim = ?",
                         (kind, model, dim)).fetchone()[0]
-
-
-def changed_owners(conn: sqlite3.Connection, kind: str, after_seq: int) -> list[int]:
-    """Owners of `kind` whose vector was replaced or deleted after `after_seq`."""
-    rows = conn.execute(
-        "SELECT owner_id FROM vectors WHERE kind = ? AND seq > ?"
-        " UNION SELECT owner_id FROM vector_tombstones WHERE kind = ? AND seq > ?",
-        (kind, after_seq, kind, after_seq)).fetchall()
-    return [r[0] for r in rows]
 
 
 def stored_dim(conn: sqlite3.Connection, kind: str, model: str) -> int:
@@ -175,13 +169,9 @@ def foreign_space_warning(conn: sqlite3.Connection, model: str, dim: int) -> str
 def iter_changes(conn: sqlite3.Connection, kind: str, model: str, dim: int, after_seq: int,
                  batch: int = 5000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(ids, matrix) batches of one vector space's rows written after `after_seq`."""
-    cursor = conn.execute(
+    return _batches(conn.execute(
         "SELECT owner_id, vector FROM vectors INDEXED BY vectors_seq"
-        " WHERE seq > ? AND kind = ? AND model = ? AND dim = ?", (after_seq, kind, model, dim))
-    while rows := cursor.fetchmany(batch):
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-        yield ids, matrix
+        " WHERE seq > ? AND kind = ? AND model = ? AND dim = ?", (after_seq, kind, model, dim)), dim, batch)
 
 
 def owners_changed_since(conn: sqlite3.Connection, kind: str, after_seq: int) -> list[int]:

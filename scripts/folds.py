@@ -57,22 +57,21 @@ def held_out_pooled(sets: Mapping[str, tuple[Mapping[str, list[str]], Mapping[st
     """held_out over several datasets at once, for one default that must serve them all.
 
     sets: {dataset: (fold ids, {label: per-query scores})}, the same labels in each. A fold
-    is scored with the label whose mean over the datasets (each dataset weighing the same,
-    whatever its size) of its training queries is best: every other fold of its own dataset
-    and all of the other datasets. Returns {dataset: held_out-style outcome}."""
+    is scored with the label whose mean over its training queries is best: every query of the
+    other folds of its own dataset and of all the other datasets, each query weighing the same
+    (a half of an 80-question set must not outvote a thousand questions elsewhere). Returns
+    {dataset: held_out-style outcome}."""
     labels = list(next(iter(sets.values()))[1])
+    pooled = {label: {i: s for _, candidates in sets.values() for i, s in candidates[label].items()}
+              for label in labels}
+    every = [i for fold_ids, _ in sets.values() for ids in fold_ids.values() for i in ids]
     outcomes = {}
     for name, (fold_ids, candidates) in sets.items():
         result = {}
         for fold, ids in fold_ids.items():
-            def training_mean(label: str) -> float:
-                means = []
-                for other, (other_folds, other_candidates) in sets.items():
-                    train = [i for f, members in other_folds.items() if not (other == name and f == fold)
-                             for i in members]
-                    means.append(mean_over(train, other_candidates[label]))
-                return statistics.fmean(means)
-            chosen = max(labels, key=lambda label: (training_mean(label), -labels.index(label)))
+            held = set(ids)
+            train = [i for i in every if i not in held]
+            chosen = max(labels, key=lambda label: (mean_over(train, pooled[label]), -labels.index(label)))
             result[fold] = (chosen, mean_over(ids, candidates[chosen]))
         values = [score for _, score in result.values()]
         outcomes[name] = {"folds": result, "mean": statistics.fmean(values),

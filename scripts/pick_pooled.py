@@ -4,7 +4,7 @@
 After `bench_recall.py DATASET --work DIR --tune SECTION.KEY=V1,V2,...` has run on each dataset
 (same key, same values), this reads the rankings files it left and reports, per dataset, each
 fold scored with the value that is best on everything else: the other folds of its own dataset
-and all of the other datasets, each dataset weighing the same (scripts/folds.py,
+and all of the other datasets, each query weighing the same (scripts/folds.py,
 held_out_pooled).
 
     .venv/bin/python scripts/pick_pooled.py retrieval.graph_route_weight 0.35,0.2,0.1,0.0 \\

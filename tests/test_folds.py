@@ -44,15 +44,16 @@ def test_one_candidate_gives_its_per_fold_figures_and_ties_go_to_the_first():
     assert {chosen for chosen, _ in tie["folds"].values()} == {"first"}
 
 
-def test_pooled_choice_weighs_each_dataset_the_same_and_never_sees_the_scored_fold():
-    # Dataset L (two folds) prefers x a little; dataset M (two folds) prefers y a lot.
+def test_pooled_choice_weighs_each_query_the_same_and_never_sees_the_scored_fold():
+    # Dataset L (two folds of two queries) prefers x; dataset M (two folds of one) prefers y.
     big = ({"l1": ["1", "2"], "l2": ["3", "4"]},
-           {"x": {"1": 0.6, "2": 0.6, "3": 0.6, "4": 0.6}, "y": {"1": 0.5, "2": 0.5, "3": 0.5, "4": 0.5}})
+           {"x": {"1": 0.6, "2": 0.6, "3": 0.6, "4": 0.6}, "y": {"1": 0.2, "2": 0.2, "3": 0.2, "4": 0.2}})
     small = ({"m1": ["a"], "m2": ["b"]},
              {"x": {"a": 0.1, "b": 0.1}, "y": {"a": 0.9, "b": 0.9}})
     outcome = folds.held_out_pooled({"L": big, "M": small})
-    # Scoring L's fold l1: train = L's l2 (x 0.6, y 0.5) and all of M (x 0.1, y 0.9):
-    # x (0.6 + 0.1) / 2 = 0.35, y (0.5 + 0.9) / 2 = 0.7 -> y, which scores 0.5 on l1.
-    assert outcome["L"]["folds"] == {"l1": ("y", 0.5), "l2": ("y", 0.5)}
-    assert outcome["M"]["folds"] == {"m1": ("y", 0.9), "m2": ("y", 0.9)}
-    assert outcome["M"]["mean"] == pytest.approx(0.9) and outcome["L"]["spread"] == 0.0
+    # Scoring L's fold l1: train = 3, 4, a, b: x (0.6 + 0.6 + 0.1 + 0.1) / 4 = 0.35,
+    # y (0.2 + 0.2 + 0.9 + 0.9) / 4 = 0.55 -> y, which scores 0.2 on l1.
+    assert outcome["L"]["folds"] == {"l1": ("y", 0.2), "l2": ("y", 0.2)}
+    # Scoring m1: train = 1-4 and b: x (2.4 + 0.1) / 5 = 0.5, y (0.8 + 0.9) / 5 = 0.34 -> x.
+    assert outcome["M"]["folds"] == {"m1": ("x", 0.1), "m2": ("x", 0.1)}
+    assert outcome["M"]["mean"] == pytest.approx(0.1) and outcome["L"]["spread"] == 0.0

@@ -117,15 +117,18 @@ def test_a_memory_is_embedded_with_its_context_and_again_when_a_neighbour_goes(s
     from shared.embedders.local import E5Embedder
     from shared.store import stages
 
+    zeroth = turn(service, "Melanie: Any news?", minutes=-1)
     first = turn(service, "Caroline: I adopted a greyhound called Zephyrine")
     second = turn(service, "Melanie: How lovely!", minutes=1)
     embedder = E5Embedder(threads=1)
     handler = EmbedHandler(embedder, 8, service.db)
-    docs = service.documents.get_many([first, second])
+    docs = service.documents.get_many([zeroth, first, second])
     got = handler.compute([docs[second]])[0]
+    # the nearest neighbour only (EMBED_CONTEXT_TURNS), though BM25 carries both
     together = embedder.embed_passages([docs[first].text + "\n" + docs[second].text])[0]
     alone = embedder.embed_passages([docs[second].text])[0]
     assert float(np.dot(got, together)) > 0.999 > float(np.dot(got, alone))
+    assert len(neighbours.of(service.db.connection(), second)) == 2
     with service.db.write() as tx:
         handler.store(tx, docs[second], got, 0.0)
         tx.execute("UPDATE memory_stages SET status = 'done' WHERE memory_id = ? AND stage = 'embed'", (second,))
@@ -133,4 +136,6 @@ def test_a_memory_is_embedded_with_its_context_and_again_when_a_neighbour_goes(s
     conn = service.db.connection()
     assert conn.execute("SELECT COUNT(*) FROM vectors WHERE memory_id = ?", (second,)).fetchone()[0] == 0
     assert [r["status"] for r in stages.of_memory(conn, second) if r["stage"] == "embed"] == ["pending"]
-    assert handler.compute([service.documents.get(second)])[0] @ alone > 0.999
+    # what is left of its context: the turn before the deleted one
+    after = embedder.embed_passages([docs[zeroth].text + "\n" + docs[second].text])[0]
+    assert handler.compute([service.documents.get(second)])[0] @ after > 0.999

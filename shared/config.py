@@ -149,10 +149,10 @@ class RetrievalConfig:
     graph_expansion_limit: int = _opt(24, minimum=0)
     # dual-route fusion and intent routing
     document_route_weight: float = _opt(0.65, minimum=0.0)
-    graph_route_weight: float = _opt(0.35, minimum=0.0)
+    graph_route_weight: float = _opt(0.1, minimum=0.0)
     both_routes_bonus: float = _opt(0.08, minimum=0.0)
     relational_graph_boost: float = _opt(0.20, minimum=0.0)
-    temporal_graph_boost: float = _opt(0.10, minimum=0.0)
+    temporal_graph_boost: float = _opt(0.0, minimum=0.0)
     factual_document_boost: float = _opt(0.15, minimum=0.0)
     relational_cues: tuple[str, ...] = _opt((
         "who", "whom", "relationship", "related", "friend", "friends", "colleague", "coworker",

@@ -200,7 +200,7 @@ class MemoryService:
                     context = self._context(tx, doc.fields, doc.create_time, before_id=doc.id)
                     neighbours.link(tx, doc.id, [i for i, _ in context])
                     documents.add_fts_row(tx, doc.id, self.index_tokens(doc.text, doc.fields),
-                                          self._terms_of(context))
+                                          self._terms_of(context), doc.fields)
                     restored += 1
         return restored
 

@@ -139,3 +139,18 @@ def test_a_memory_is_embedded_with_its_context_and_again_when_a_neighbour_goes(s
     # what is left of its context: the turn before the deleted one
     after = embedder.embed_passages([docs[zeroth].text + "\n" + docs[second].text])[0]
     assert handler.compute([service.documents.get(second)])[0] @ after > 0.999
+
+
+def test_bm25_ranks_only_the_recalls_persona_and_session(service):
+    from shared.store.match import scoped
+
+    mine = turn(service, "Alice: the quokka photo", persona="alice", session="s1")
+    turn(service, "Bob: a quokka too", persona="bob", session="s1", minutes=40)
+    other_session = turn(service, "Alice: quokka again", persona="alice", session="s2", minutes=80)
+    assert set(bm25_ids(service, "quokka", persona="alice")) == {mine, other_session}
+    both = service.documents.bm25(["quokka"], DocumentFilter(persona_id="alice", session_id="s1"), 10)
+    assert [i for i, _ in both] == [mine]
+    # the scope column holds no words of the text, and a term is never read as a scope
+    assert scoped('"quokka"', "scope", None, None) == '"quokka"'
+    assert scoped('"a" OR "b"', "scope", "alice", None).endswith('AND ("a" OR "b")')
+    assert scoped(None, "scope", "alice", "s1") is None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import replace
 
 from shared.config import RetrievalConfig
 from shared.search.bm25 import squash
@@ -58,7 +59,8 @@ class GraphKeywordChannel:
         conn = self.store.db.connection()
         # Nodes belong to one persona, so a node's share is of that persona's memories: a
         # speaker in every turn of a conversation is in 100% of them, not 20% of the store.
-        total = max(self.store.count_in(scope), 1)
+        # Archived ones count as the node counts do (and the count stays on the index).
+        total = max(self.store.count_in(replace(scope, include_archived=True, since=None, until=None)), 1)
         points = _Points()
         hit_nodes: set[int] = set(graph.nodes_named(conn, terms, scope.persona_id, c.graph_expansion_limit))
         entries = graph.search_entries(conn, terms, scope.persona_id, limit)

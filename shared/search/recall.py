@@ -81,7 +81,7 @@ class Recaller:
         self.channels = list(channels)
         self.embed = embed
         self.config = config
-        self.executor = executor or ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall")
+        self.executor = executor or ThreadPoolExecutor(max_workers=3, thread_name_prefix="recall")
         self.clock = clock
         self.cache = RecallCache(config.cache_ttl_s, config.cache_size) if config.cache_enabled else None
 
@@ -114,15 +114,21 @@ class Recaller:
                        request).hits(self.store.terms_of)
 
     def _run_channels(self, query: Query, scope: DocumentFilter, depth: int) -> _Found:
-        """Two lanes, one per core: the query embedding and the channels that need it in a
-        pool thread; the SQLite channels meanwhile in this thread. More threads only slow the
-        embedding down on a two-core machine."""
+        """The query embedding and the channels that need it in a pool thread; each SQLite
+        channel in a lane of its own (SQLite and the embedder release the GIL), the last in
+        this thread. At 100k memories with context, BM25 (~9 ms) and graph keyword (~16 ms)
+        one after the other outlasted the embedding lane (~17 ms): p50 42 -> 30 ms on 2 cores.
+        Outcomes keep the configured channel order, so fusion ties break the same way."""
         vector_channels = [c for c in self.channels if c.needs_vector]
-        lane = self.executor.submit(self._run, vector_channels, query, scope, depth) \
-            if vector_channels else None
-        outcomes = self._run([c for c in self.channels if not c.needs_vector], query, scope, depth)
-        if lane is not None:
+        sqlite_channels = [c for c in self.channels if not c.needs_vector]
+        lanes = [self.executor.submit(self._run, vector_channels, query, scope, depth)] \
+            if vector_channels else []
+        lanes += [self.executor.submit(self._run, [c], query, scope, depth) for c in sqlite_channels[:-1]]
+        outcomes = self._run(sqlite_channels[-1:], query, scope, depth)
+        for lane in lanes:
             outcomes += lane.result()
+        order = {channel.name: i for i, channel in enumerate(self.channels)}
+        outcomes.sort(key=lambda outcome: order[outcome[0].name])
         found = _Found()
         for channel, outcome in outcomes:
             if isinstance(outcome, AokunError):
@@ -154,7 +160,7 @@ class LiveRecaller:
     def __init__(self, store: DocumentStore, segmenter: Segmenter, parts: ChannelParts,
                  embed: Callable | None, live: LiveConfig):
         self.store, self.segmenter, self.parts, self.embed = store, segmenter, parts, embed
-        self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall")
+        self.executor = ThreadPoolExecutor(max_workers=3, thread_name_prefix="recall")
         self.current = self._build(live.current.retrieval)
         live.subscribe(self._settings_changed)
 

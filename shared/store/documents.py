@@ -18,7 +18,7 @@ from typing import Sequence
 from shared.errors import MemoryNotFound
 from shared.store import meta
 from shared.store.db import Database
-from shared.store.match import any_of
+from shared.store.match import any_of, scope_tokens, scoped
 
 _TIME_MARKER = re.compile(r"^\s*\[\d{4}-\d{2}-\d{2}[^\]\n]{0,40}\]")
 _JSON_FIELDS = ("topics", "participants", "key_facts")
@@ -125,8 +125,7 @@ def insert(tx: sqlite3.Connection, text: str, tokens: str, fields: MemoryFields,
            context: str = "") -> int:
     """A new document and its BM25 row (its own terms, and its context's); returns its id."""
     cur = tx.execute(_INSERT_SQL, (*_row_values(text, fields), now, now))
-    tx.execute("INSERT INTO documents_fts (rowid, tokens, context) VALUES (?, ?, ?)",
-               (cur.lastrowid, tokens, context))
+    _add_fts(tx, cur.lastrowid, tokens, context, fields)
     meta.bump_epoch(tx)
     return cur.lastrowid
 
@@ -136,8 +135,7 @@ def update(tx: sqlite3.Connection, memory_id: int, text: str, tokens: str, field
     """Replace a document's text and fields and re-index it."""
     tx.execute(_UPDATE_SQL, (*_row_values(text, fields), now, memory_id))
     tx.execute("DELETE FROM documents_fts WHERE rowid = ?", (memory_id,))
-    tx.execute("INSERT INTO documents_fts (rowid, tokens, context) VALUES (?, ?, ?)",
-               (memory_id, tokens, context))
+    _add_fts(tx, memory_id, tokens, context, fields)
     meta.bump_epoch(tx)
 
 
@@ -163,10 +161,16 @@ def delete(tx: sqlite3.Connection, memory_id: int) -> dict[str, int]:
     return receipt
 
 
-def add_fts_row(tx: sqlite3.Connection, memory_id: int, tokens: str, context: str = "") -> None:
-    tx.execute("INSERT INTO documents_fts (rowid, tokens, context) VALUES (?, ?, ?)",
-               (memory_id, tokens, context))
+def add_fts_row(tx: sqlite3.Connection, memory_id: int, tokens: str, context: str,
+                fields: MemoryFields) -> None:
+    _add_fts(tx, memory_id, tokens, context, fields)
     meta.bump_epoch(tx)
+
+
+def _add_fts(tx: sqlite3.Connection, memory_id: int, tokens: str, context: str,
+             fields: MemoryFields) -> None:
+    tx.execute("INSERT INTO documents_fts (rowid, tokens, context, scope) VALUES (?, ?, ?, ?)",
+               (memory_id, tokens, context, scope_tokens(fields.persona_id, fields.session_id)))
 
 
 def set_context(tx: sqlite3.Connection, memory_id: int, context: str) -> None:
@@ -262,12 +266,12 @@ class DocumentStore:
              context_weight: float = 1.0) -> list[tuple[int, float]]:
         """(id, raw score) best first for any of the terms; raw = -bm25(), higher is better.
         A term found in the context column counts context_weight times one in the text."""
-        match = any_of(terms)
+        match = scoped(any_of(terms), "scope", scope.persona_id, scope.session_id)
         if match is None:
             return []
         where, params = _filter_sql(scope, alias="d")
         rows = self.db.connection().execute(
-            "SELECT d.id, -bm25(documents_fts, 1.0, ?) AS raw FROM documents_fts"
+            "SELECT d.id, -bm25(documents_fts, 1.0, ?, 0.0) AS raw FROM documents_fts"
             " JOIN documents d ON d.id = documents_fts.rowid"
             f" WHERE documents_fts MATCH ? AND {where} ORDER BY raw DESC LIMIT ?",
             (context_weight, match, *params, limit)).fetchall()

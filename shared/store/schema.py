@@ -256,6 +256,14 @@ MIGRATIONS = [
         "CREATE VIRTUAL TABLE documents_fts USING fts5(tokens, context,"
         " tokenize = 'porter unicode61 remove_diacritics 2')",
     ]),
+    # BM25 ranks only the recall's persona / session: a scope column of tokens that mark them
+    # (shared/store/match.py). At 100k memories in 50 personas FTS5 scored every row holding a
+    # query term, in every persona. Made again and back-filled like migration 7.
+    Migration(8, "scoped BM25 rows", [
+        "DROP TABLE documents_fts",
+        "CREATE VIRTUAL TABLE documents_fts USING fts5(tokens, context, scope,"
+        " tokenize = 'porter unicode61 remove_diacritics 2')",
+    ]),
 ]
 
 

@@ -135,7 +135,7 @@ class RetrievalConfig:
     # final = (rrf * a + importance * b + recency * g + confidence * d) x temporal factor
     graph_fusion: str = _opt("zscore", choices=("zscore", "score", "rrf"))
     graph_keyword_weight: float = _opt(0.5, minimum=0.0)
-    graph_vector_weight: float = _opt(0.5, minimum=0.0)
+    graph_vector_weight: float = _opt(0.8, minimum=0.0)
     graph_rrf_weight: float = _opt(0.55, minimum=0.0)
     graph_importance_weight: float = _opt(0.20, minimum=0.0)
     graph_recency_weight: float = _opt(0.15, minimum=0.0)

@@ -72,10 +72,10 @@ def serve_http(config: AppConfig, host: str, port: int) -> int:
             print(f"aokun-server: MCP over streamable HTTP at http://{host}:{port}/mcp",
                   file=sys.stderr, flush=True)
             http.serve_http(front.server, listener, host, config.server.token, config.server.log_level)
-        except KeyboardInterrupt:
-            pass
         finally:
             front.close()
+    except KeyboardInterrupt:
+        pass  # Ctrl-C or a stop signal, while serving or still starting: a clean exit
     finally:
         listener.close()
     return 0

@@ -81,8 +81,9 @@ class Admin:
 
         return Segmenter(self.config.text)
 
-    def memories(self, segmenter=None):
-        """The memory service, queueing through the Huey queue like a front."""
+    def memories(self, segmenter=None, queued: bool = True):
+        """The memory service, queueing through the Huey queue like a front; queued=False
+        leaves the stages to requeue() (a bulk import queues once at its end)."""
         from functools import partial
 
         from shared.extract.atoms import ttl_days
@@ -90,8 +91,19 @@ class Admin:
         from shared.queue import open_queue
         from shared.tasks import Enqueuer
 
-        return MemoryService(self.db, segmenter or self.segmenter(), Enqueuer(open_queue(self.config.storage)),
+        queue = Enqueuer(open_queue(self.config.storage)) if queued else None
+        return MemoryService(self.db, segmenter or self.segmenter(), queue,
                              partial(ttl_days, config=self.config.atoms), memory=self.config.memory)
+
+    def requeue(self) -> int:
+        """Queue every stage that waits unqueued (the reconciler's pass); return how many."""
+        from shared.queue import open_queue
+        from shared.reconcile import reconcile
+        from shared.tasks import Enqueuer
+
+        report = reconcile(self.db, Enqueuer(open_queue(self.config.storage)),
+                           self.config.worker.heartbeat_timeout_s, queue=self.config.queue)
+        return report.enqueued
 
     def close(self) -> None:
         if self._db is not None:
@@ -123,7 +135,7 @@ def cmd_repair(admin: Admin, args) -> int:
     failed = stages.failed_stages(conn, limit=1_000_000)
     for memory_id, stage, attempts, error in failed[:50]:
         print(f"failed: memory {memory_id} {stage} ({attempts} attempts): {error}")
-    model, _ = embedder_space(admin.config, admin.db.connection())
+    model, _ = embedder_space(admin.config, conn)
     missing = consistency.missing_outputs(conn, model)
     for name, ids in missing.items():
         if ids:
@@ -135,7 +147,7 @@ def cmd_repair(admin: Admin, args) -> int:
     memories = admin.memories()
     retried = memories.retry_failed()
     redone = memories.redo_missing(missing)
-    queued = _requeue(admin)
+    queued = admin.requeue()
     print(f"{retried} failed stage(s) set to retry; {redone} stage(s) redone for missing output;"
           f" {queued} queued for the workers")
     return 0
@@ -183,16 +195,6 @@ def cmd_rebuild_index(admin: Admin, args) -> int:
     return 0
 
 
-def _requeue(admin: Admin) -> int:
-    from shared.queue import open_queue
-    from shared.reconcile import reconcile
-    from shared.tasks import Enqueuer
-
-    report = reconcile(admin.db, Enqueuer(open_queue(admin.config.storage)),
-                       admin.config.worker.heartbeat_timeout_s, queue=admin.config.queue)
-    return report.enqueued
-
-
 def _lifecycle(admin: Admin):
     from shared.lifecycle import Lifecycle
 
@@ -202,7 +204,7 @@ def _lifecycle(admin: Admin):
 def cmd_maintenance(admin: Admin, args) -> int:
     from shared.lifecycle import run_action
 
-    report = run_action(args.action, _lifecycle(admin), lambda: {"queued": _requeue(admin)}, time.time())
+    report = run_action(args.action, _lifecycle(admin), lambda: {"queued": admin.requeue()}, time.time())
     print(json.dumps(report, indent=2, ensure_ascii=False))
     return 0
 

@@ -123,12 +123,11 @@ def cmd_stop(admin, args) -> int:
     return 0
 
 
-def embedder_space(config: AppConfig, conn=None) -> tuple[str, int]:
-    """The configured vector space; with the store's connection, `local_model: auto` resolves
-    to the space that store keeps, as its worker and front do."""
+def embedder_space(config: AppConfig, conn) -> tuple[str, int]:
+    """The configured vector space; `local_model: auto` resolves to the space this store
+    keeps, as its worker and front do."""
     from shared.embedders import build_embedder, recorded_models
 
-    recorded = recorded_models(conn) if conn is not None else None
-    embedder = build_embedder(config.embedding, threads=1, recorded=recorded)
+    embedder = build_embedder(config.embedding, threads=1, recorded=recorded_models(conn))
     dim = config.embedding.dimensions if config.embedding.provider == "openai" else embedder.dim
     return embedder.model, dim

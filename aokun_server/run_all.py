@@ -35,16 +35,12 @@ def add_parser(commands, with_config: Callable) -> argparse.ArgumentParser:
     """The `run` subcommand on the admin CLI's subparsers."""
     parser = with_config(commands.add_parser(
         "run", help="run the MCP front over HTTP, a worker and the web panel (Ctrl-C stops all)"))
-    _add_options(parser)
-    return parser
-
-
-def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--panel-port", type=int, default=PANEL_PORT,
                         help=f"the panel's port on 127.0.0.1 (default {PANEL_PORT})")
     parser.add_argument("--stop-timeout", type=float, default=STOP_TIMEOUT_S,
                         help="seconds to let the children stop gracefully before killing them "
                              f"(default {STOP_TIMEOUT_S:.0f})")
+    return parser
 
 
 def cmd_run(admin, args) -> int:
@@ -71,10 +67,12 @@ def children(config: Path | None, panel_port: int) -> list[tuple[str, list[str]]
 
 
 def startup_text(host: str, port: int, config: Path | None, panel_port: int) -> str:
+    from aokun_server.mcp_config import http_url
+
     server = " ".join(map(str, stdio_command(config)))
     return (
         "Aokun Memory is starting (front over HTTP, a worker, the web panel).\n"
-        f"  MCP endpoint:  http://{host}:{port}/mcp\n"
+        f"  MCP endpoint:  {http_url(host, port)}\n"
         f"  stdio command: {server}\n"
         f'  Web panel:     the link on the "panel  | aokun panel: http://127.0.0.1:{panel_port}/?token=..." line\n'
         "                 below (a new access token at every start; 127.0.0.1 only)\n"
@@ -196,7 +194,8 @@ class Supervisor:
 
 
 def _stopped_as_asked(returncode: int) -> bool:
-    # uvicorn stops gracefully on SIGTERM, then raises it again: its status is -SIGTERM.
+    # Front and panel turn SIGTERM into a clean exit (0) once started; a child signalled
+    # while still importing ends by the signal itself: status -SIGTERM.
     return returncode == 0 or (platform.POSIX and returncode == -signal.SIGTERM)
 
 
@@ -214,25 +213,3 @@ def _line_stream(stream: TextIO) -> TextIO:
     if reconfigure is not None:
         reconfigure(errors="replace", line_buffering=True)
     return stream
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m aokun_server.run_all [--config FILE]`: the same as `aokun run`."""
-    from aokun_server.admin import Admin
-    from shared.config import load_config
-    from shared.errors import AokunError
-
-    parser = argparse.ArgumentParser(prog="aokun run", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", help="config file (default: $AOKUN_CONFIG, else ./config.yaml)")
-    _add_options(parser)
-    args = parser.parse_args(argv)
-    try:
-        admin = Admin(load_config(args.config))
-    except AokunError as exc:
-        print(f"aokun run: {exc}", file=sys.stderr)
-        return 2
-    return cmd_run(admin, args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

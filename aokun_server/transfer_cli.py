@@ -62,7 +62,10 @@ def cmd_import(admin, args) -> int:
         raise InvalidInput("--persona is empty: give a persona id, or leave it out to keep each row's own")
     fmt = detect_format(args.file) if args.format == "auto" else args.format
     rows = read_rows(args.file, fmt)
-    service = import_service(admin)
+    # Stages are queued in bulk once the import ends, not row by row: measured, queueing each
+    # row halved the rows imported per second (110-160 instead of 190-360 on two busy cores).
+    # A row committed but not queued (the import killed) waits for the reconciler.
+    service = admin.memories(queued=False)
     show = args.progress or sys.stderr.isatty()
 
     def report(where: str, problem: str) -> None:
@@ -82,29 +85,10 @@ def cmd_import(admin, args) -> int:
     return 1 if counts.skipped else 0
 
 
-def import_service(admin):
-    """The memory service without a queue: an import queues its memories' stages in bulk once
-    it ends (queue_imported), not row by row: measured, queueing each row halved the rows
-    imported per second (110-160 instead of 190-360 on two busy cores). A row committed but
-    not queued (the import killed) waits for the reconciler, as after a front crash."""
-    from functools import partial
-
-    from shared.extract.atoms import ttl_days
-    from shared.memories import MemoryService
-
-    return MemoryService(admin.db, admin.segmenter(), None, partial(ttl_days, config=admin.config.atoms),
-                         memory=admin.config.memory)
-
-
 def queue_imported(admin) -> None:
     """Queue the imported memories' stages for the workers (the reconciler's pass)."""
-    from shared.queue import open_queue
-    from shared.reconcile import reconcile
-    from shared.tasks import Enqueuer
-
     try:
-        reconcile(admin.db, Enqueuer(open_queue(admin.config.storage)),
-                  admin.config.worker.heartbeat_timeout_s, queue=admin.config.queue)
+        admin.requeue()
     except AokunError as exc:
         print(f"aokun import: the memories are stored but could not be queued ({exc}); a worker's "
               "reconciler queues them when it starts", file=sys.stderr)

@@ -59,14 +59,12 @@ class PanelRecall:
 
     def _vector_spaces(self, config: AppConfig):
         if self._spaces is None:
-            from shared.embedders import build_embedder, recorded_models
+            from shared.embedders import build_embedder, recorded_models, space_dim
             from shared.search.vectors import VectorIndex
 
             embedder = build_embedder(config.embedding, threads=1,
                                       recorded=recorded_models(self._ctx.db.connection()))
-            # An API embedder's dimension is known from config or its first stored vector;
-            # asking the API here would make opening the page depend on it.
-            dim = (config.embedding.dimensions or 0) if config.embedding.provider == "openai" else embedder.dim
+            dim = space_dim(config.embedding, embedder)  # opening the page never asks an API
             self._spaces = (embedder, VectorIndex(self._ctx.db, "document", embedder.model, dim),
                             VectorIndex(self._ctx.db, "graph_entry", embedder.model, dim))
         return self._spaces

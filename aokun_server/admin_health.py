@@ -126,8 +126,8 @@ def cmd_stop(admin, args) -> int:
 def embedder_space(config: AppConfig, conn) -> tuple[str, int]:
     """The configured vector space; `local_model: auto` resolves to the space this store
     keeps, as its worker and front do."""
-    from shared.embedders import build_embedder, recorded_models
+    from shared.embedders import build_embedder, recorded_models, space_dim
 
     embedder = build_embedder(config.embedding, threads=1, recorded=recorded_models(conn))
-    dim = config.embedding.dimensions if config.embedding.provider == "openai" else embedder.dim
+    dim = space_dim(config.embedding, embedder)
     return embedder.model, dim

@@ -19,7 +19,7 @@ from aokun_server.server import AokunMCPServer
 from aokun_server.tools import ToolDeps, register_tools
 from shared import __version__
 from shared.config import AppConfig
-from shared.embedders import Embedder, build_embedder, recorded_models
+from shared.embedders import Embedder, build_embedder, recorded_models, space_dim
 from shared.health import FrontHeartbeat
 from shared.lifecycle import Lifecycle
 from shared.live_config import ConfigWatcher, LiveConfig, apply_log_level, live_ttl_days
@@ -136,7 +136,7 @@ def build_front(config: AppConfig) -> Front:
     db = open_database(config.storage)
     segmenter = Segmenter(config.text)
     embedder = build_embedder(config.embedding, threads=1, recorded=recorded_models(db.connection()))
-    dim = _space_dim(config, embedder)
+    dim = space_dim(config.embedding, embedder)
     index = VectorIndex(db, "document", embedder.model, dim)
     entry_index = VectorIndex(db, "graph_entry", embedder.model, dim)
     _warn_foreign_vectors(db, index)
@@ -170,11 +170,6 @@ def _apply_server_settings(server: AokunMCPServer, reinforcer: Reinforcer,
         apply_log_level(new.server.log_level)
 
 
-def _space_dim(config: AppConfig, embedder: Embedder) -> int:
-    # An API embedder's dimension is known from config or its first reply; don't call it here.
-    if config.embedding.provider == "openai":
-        return config.embedding.dimensions or 0
-    return embedder.dim
 
 
 def _warn_foreign_vectors(db: Database, index: VectorIndex) -> None:

@@ -53,15 +53,9 @@ class MemoryService:
     # -- writes -------------------------------------------------------------------------------
 
     def memorize(self, content: str, fields: MemoryFields) -> Document:
-        """Store a new memory with its stage rows in one transaction, then queue its stages."""
-        now = self.clock()
-        text = documents.stored_text(content, fields.original_time, now)
-        tokens = self.index_tokens(text, fields)
-        with self.db.write() as tx:
-            memory_id = self._insert(tx, text, tokens, fields, now)
-            doc = documents.get(tx, memory_id)
-        self._submit([doc])
-        return doc
+        """Store a new memory with its stage rows in one transaction, then queue its stages
+        (once per source when fields.source_hash is set, as memorize_once)."""
+        return self.memorize_once(content, fields)[0]
 
     def memorize_once(self, content: str, fields: MemoryFields,
                       history: History | None = None) -> tuple[Document, bool]:
@@ -86,7 +80,7 @@ class MemoryService:
         return doc, True
 
     def memorize_many(self, items: Sequence[tuple[str, MemoryFields]]) -> list[int]:
-        """Many memories in one transaction (imports, seeding); return their ids."""
+        """Many memories in one transaction (seeding: benchmarks, tests); return their ids."""
         now = self.clock()
         prepared = []
         for content, fields in items:
@@ -188,7 +182,7 @@ class MemoryService:
 
     def backfill_fts(self, batch: int = 500) -> int:
         """Give every document without a BM25 row its row back, with its context (after
-        migration 7 that is every document); return how many. In batches, each checked
+        migration 7 or 8 that is every document); return how many. In batches, each checked
         again inside its transaction: a front and a worker may back-fill at once."""
         restored = 0
         missing = self.documents.missing_fts()

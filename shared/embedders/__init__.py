@@ -60,6 +60,14 @@ class SerialEmbedder:
             return self._inner.embed_query(text)
 
 
+def space_dim(config: EmbeddingConfig, embedder: Embedder) -> int:
+    """The dimension of the configured vector space without calling an API: an API model's
+    comes from config (0: learnt from its first stored vector), a local model's is fixed."""
+    if config.provider == "openai":
+        return config.dimensions or 0
+    return embedder.dim
+
+
 def build_embedder(config: EmbeddingConfig, threads: int, env: dict | None = None,
                    recorded: Mapping[str, int] | None = None) -> Embedder:
     """The configured embedder; `threads` is the local model's OpenMP thread count (0 = default).

@@ -124,24 +124,32 @@ def reactivate_superseded_by(conn: sqlite3.Connection, memory_id: int, now: floa
     return len(ids)
 
 
-def search(conn: sqlite3.Connection, terms: Sequence[str] | None, persona_id: str | None,
-           session_id: str | None, types: Sequence[str] | None, limit: int) -> list[sqlite3.Row]:
-    """Active atoms matching any of the terms, best BM25 first, with raw score (higher is
-    better); with no terms, the atoms of the given types, soonest deadline first (raw 0)."""
-    clauses, params = ["a.state = 'active'"], []
+# An active atom the sweep expires at time ?: past its deadline, or past its shelf life
+# (parameters: now, seconds per day, now).
+_EXPIRED_SQL = ("(a.deadline IS NOT NULL AND a.deadline < ?) OR (a.deadline IS NULL AND a.ttl_days IS NOT NULL"
+                " AND COALESCE(a.state_time, a.create_time) + a.ttl_days * ? < ?)")
+
+
+def _scoped(clauses: list[str], params: list, persona_id: str | None, session_id: str | None) -> None:
     for column, value in (("persona_id", persona_id), ("session_id", session_id)):
         if value is not None:
             clauses.append(f"a.{column} = ?")
             params.append(value)
+
+
+def search(conn: sqlite3.Connection, terms: Sequence[str], persona_id: str | None,
+           session_id: str | None, types: Sequence[str] | None, limit: int) -> list[sqlite3.Row]:
+    """Active atoms matching any of the terms, best BM25 first, with raw score (higher is
+    better)."""
+    match = any_of(terms)
+    if match is None:
+        return []
+    clauses, params = ["a.state = 'active'"], []
+    _scoped(clauses, params, persona_id, session_id)
     if types:
         clauses.append(f"a.type IN ({','.join('?' * len(types))})")
         params.extend(types)
     where = " AND ".join(clauses)
-    match = any_of(terms or [])
-    if match is None:
-        return conn.execute(
-            f"SELECT a.*, 0.0 AS raw FROM memory_atoms a WHERE {where}"
-            " ORDER BY a.deadline IS NULL, a.deadline, a.id DESC LIMIT ?", (*params, limit)).fetchall()
     return conn.execute(
         "SELECT a.*, -bm25(atoms_fts) AS raw FROM atoms_fts JOIN memory_atoms a ON a.id = atoms_fts.rowid"
         f" WHERE atoms_fts MATCH ? AND {where} ORDER BY raw DESC LIMIT ?",
@@ -155,15 +163,9 @@ def still_valid_of_types(conn: sqlite3.Connection, types: Sequence[str], persona
     test of expire()), except the excluded ids: those with a deadline soonest first, then the
     others newest first."""
     clauses = ["a.state = 'active'", f"a.type IN ({','.join('?' * len(types))})",
-               "(a.deadline IS NULL OR a.deadline >= ?)",
-               "NOT (a.deadline IS NULL AND a.ttl_days IS NOT NULL"
-               " AND COALESCE(a.state_time, a.create_time) + a.ttl_days * ? < ?)",
-               "a.id NOT IN (SELECT value FROM json_each(?))"]
+               f"NOT ({_EXPIRED_SQL})", "a.id NOT IN (SELECT value FROM json_each(?))"]
     params: list = [*types, now, _DAY, now, json.dumps(list(exclude))]
-    for column, value in (("persona_id", persona_id), ("session_id", session_id)):
-        if value is not None:
-            clauses.append(f"a.{column} = ?")
-            params.append(value)
+    _scoped(clauses, params, persona_id, session_id)
     return conn.execute(
         f"SELECT a.* FROM memory_atoms a WHERE {' AND '.join(clauses)}"
         " ORDER BY a.deadline IS NULL, a.deadline, a.id DESC LIMIT ?", (*params, limit)).fetchall()
@@ -185,10 +187,7 @@ _DAY = 86_400.0
 def expire(conn: sqlite3.Connection, now: float) -> list[int]:
     """Active atoms past their deadline or their shelf life become expired; return their ids."""
     ids = [r[0] for r in conn.execute(
-        "SELECT id FROM memory_atoms WHERE state = 'active' AND ("
-        " (deadline IS NOT NULL AND deadline < ?) OR"
-        " (deadline IS NULL AND ttl_days IS NOT NULL AND COALESCE(state_time, create_time) + ttl_days * ? < ?))",
-        (now, _DAY, now))]
+        f"SELECT a.id FROM memory_atoms a WHERE a.state = 'active' AND ({_EXPIRED_SQL})", (now, _DAY, now))]
     _set_state(conn, ids, "expired", now)
     return ids
 

@@ -5,6 +5,7 @@ Every key is named here, so what a store keeps outside its tables is listed in o
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 
 # Bumped by every write that changes what recall can return (documents, atoms, graph).
@@ -17,8 +18,11 @@ VECTOR_TOMBSTONE_FLOOR = "vector_tombstone_floor"
 DECAY_APPLIED_AT = "decay_applied_at"
 # The package version that last opened the store (1.2.3 -> 1002003).
 PACKAGE_VERSION = "package_version"
+# A random number naming this store, made when its first FAISS snapshot is written
+# (shared/search/snapshot.py): a snapshot made from another store's database is never loaded.
+STORE_ID = "store_id"
 
-KEYS = (WRITE_EPOCH, VECTOR_SEQ, VECTOR_TOMBSTONE_FLOOR, DECAY_APPLIED_AT, PACKAGE_VERSION)
+KEYS = (WRITE_EPOCH, VECTOR_SEQ, VECTOR_TOMBSTONE_FLOOR, DECAY_APPLIED_AT, PACKAGE_VERSION, STORE_ID)
 
 
 def get(conn: sqlite3.Connection, key: str) -> float | None:
@@ -57,12 +61,6 @@ def _known(key: str) -> str:
     return key
 
 
-# A random number naming this store, made when its first FAISS snapshot is written
-# (shared/search/snapshot.py): a snapshot made from another store's database is never loaded.
-STORE_ID = "store_id"
-KEYS = KEYS + (STORE_ID,)
-
-
 def store_id(conn: sqlite3.Connection) -> int | None:
     """This store's random id, or None before anything needed one."""
     value = get(conn, STORE_ID)
@@ -71,8 +69,6 @@ def store_id(conn: sqlite3.Connection) -> int | None:
 
 def ensure_store_id(conn: sqlite3.Connection) -> int:
     """This store's random id, made now if it has none (inside the caller's write transaction)."""
-    import secrets
-
     existing = store_id(conn)
     if existing is not None:
         return existing

@@ -20,7 +20,7 @@ from shared.decay import DAY
 from shared.lifecycle import Lifecycle
 from shared.live_config import LiveConfig, live_ttl_days
 from shared.memories import MemoryService
-from shared.embedders import build_embedder, recorded_models
+from shared.embedders import build_embedder, recorded_models, space_dim
 from shared.extract.atoms import AtomRules
 from shared.extract.graph_rules import GraphBuilder
 from shared.queue import open_queue
@@ -70,7 +70,7 @@ class WorkerService:
         self.runner.enqueuer = self.enqueuer
         self.lifecycle = Lifecycle(self.live, db)
         # Only for repairs at start (BM25 rows back-filled); memories are written by fronts.
-        self.memories = MemoryService(db, self.segmenter, None, live_ttl_days(self.live))
+        self.memories = MemoryService(db, self.segmenter, None, live_ttl_days(self.live), memory=config.memory)
         self.scheduler = PeriodicScheduler(db, self._jobs(config))
         self.snapshots = SettleWatch("snapshots", self._vector_state, self.snapshot_job,
                                      SNAPSHOT_SETTLE_S, SNAPSHOT_MAX_WAIT_S)
@@ -148,9 +148,7 @@ class WorkerService:
     def snapshot_job(self) -> str:
         """Bring each FAISS snapshot up to date, so a front starts from it; the index is
         built (from the old snapshot and the changes since) only while writing."""
-        embedding = self.config.embedding
-        # As the front does: an API model's dimension comes from config or its stored vectors.
-        dim = embedding.dimensions if embedding.provider == "openai" else self.embedder.dim
+        dim = space_dim(self.config.embedding, self.embedder)
         return "; ".join(VectorIndex(self.db, kind, self.embedder.model, dim)
                          .save_snapshot(SNAPSHOT_STALE_FRACTION) for kind in vectors.KINDS)
 

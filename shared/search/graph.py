@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import replace
 
 from shared.config import RetrievalConfig
 from shared.search.bm25 import squash
@@ -35,7 +34,7 @@ class _Points:
     def ranking(self, boost: float) -> list[tuple[int, float]]:
         """Best weight per memory, times (1 + boost) for every extra entry point; divided by
         the best when that exceeds 1, so scores stay in [0, 1] as every channel's do (the
-        fusion min-max scales them anyway: only explain sees the difference)."""
+        fusion, zscore, min-max or rrf, ignores a common scale: only explain sees the difference)."""
         scores = {mid: max(p.values()) * (1 + boost * (len(p) - 1)) for mid, p in self.points.items()}
         top = max(scores.values(), default=1.0)
         return ordered({mid: score / top for mid, score in scores.items()} if top > 1 else scores)
@@ -60,7 +59,7 @@ class GraphKeywordChannel:
         # Nodes belong to one persona, so a node's share is of that persona's memories: a
         # speaker in every turn of a conversation is in 100% of them, not 20% of the store.
         # Archived ones count as the node counts do (and the count stays on the index).
-        total = max(self.store.count_in(replace(scope, include_archived=True, since=None, until=None)), 1)
+        total = max(self.store.count_in(DocumentFilter(persona_id=scope.persona_id, include_archived=True)), 1)
         points = _Points()
         hit_nodes: set[int] = set(graph.nodes_named(conn, terms, scope.persona_id, c.graph_expansion_limit))
         entries = graph.search_entries(conn, terms, scope.persona_id, limit)

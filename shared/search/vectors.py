@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -47,10 +46,9 @@ class VectorIndex:
     Its snapshot lives beside the database by default: a snapshot belongs to the database
     file it was made from, whichever process (front, panel, worker) opens that file."""
 
-    def __init__(self, db: Database, kind: str, model: str, dim: int,
-                 snapshot_dir: Path | None = None):
+    def __init__(self, db: Database, kind: str, model: str, dim: int):
         self.db, self.kind, self.model, self.dim = db, kind, model, dim
-        self.snapshot_path = snapshot.path_for(snapshot_dir or db.path.parent, kind)
+        self.snapshot_path = snapshot.path_for(db.path.parent, kind)
         self._lock = threading.RLock()
         self._index = None
         self.kind_of_index = ""
@@ -82,7 +80,9 @@ class VectorIndex:
 
     def _start(self, conn, seq: int) -> None:
         """The first sync: from the snapshot and the changes since, else from every vector."""
-        import faiss  # noqa: F401  (loaded before the clock starts: the log times the index)
+        import faiss  # loaded before the clock starts: the log times the index
+
+        faiss.omp_set_num_threads(1)  # a snapshot's index searches on one thread too
 
         started = time.perf_counter()
         loaded = snapshot.load(self.snapshot_path, self.kind, self.model, self.dim,
@@ -111,7 +111,6 @@ class VectorIndex:
     def _rebuild(self, conn) -> None:
         import faiss
 
-        faiss.omp_set_num_threads(1)
         count = vectors.space_count(conn, self.kind, self.model, self.dim)
         if count >= FP16_FROM:
             base = faiss.IndexScalarQuantizer(self.dim, faiss.ScalarQuantizer.QT_fp16,
@@ -140,8 +139,10 @@ class VectorIndex:
         at most `min_changes_fraction` of its vectors' worth of changes to apply; say what was
         done. Workers call this; a file lock keeps two from writing it at once."""
         with platform.exclusive_file_lock(snapshot.lock_path(self.snapshot_path.parent)):
-            with self.db.write() as tx:
-                store_id = meta.ensure_store_id(tx)
+            store_id = meta.store_id(self.db.connection())
+            if store_id is None:
+                with self.db.write() as tx:
+                    store_id = meta.ensure_store_id(tx)
             lag = self._snapshot_lag()
             if lag is not None and lag[0] <= min_changes_fraction * lag[1]:
                 return f"{self.kind} snapshot serves ({lag[0]} changes behind, {lag[1]} vectors)"

@@ -203,9 +203,11 @@ def test_fast_on_a_locomo_sized_session(rules):
     rules.summarize(turns, SummarizerConfig())  # jieba and the word lists loaded once
     spent = []
     for _ in range(7):
-        started = time.perf_counter()
+        # CPU time of this thread: the rules run on one thread, and other processes sharing
+        # the cores (the suite runs two at a time) must not make them look slow.
+        started = time.thread_time()
         rules.summarize(turns, SummarizerConfig())
-        spent.append(time.perf_counter() - started)
+        spent.append(time.thread_time() - started)
     assert statistics.median(spent) < 0.050, spent
 
 

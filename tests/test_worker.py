@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,17 +18,28 @@ def test_worker_starts_and_stops_gracefully_on_sigterm(tmp_path):
     config = write_config(tmp_path)
     proc = subprocess.Popen([BIN / "aokun-worker", "--config", config],
                             stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    reader.start()
     try:
         deadline = time.monotonic() + 30
         while not (tmp_path / "data" / "aokun.db").exists() or not db_rows(
                 config, "SELECT pid FROM workers"):
-            assert proc.poll() is None, proc.stderr.read()
+            assert proc.poll() is None, "".join(lines)
             assert time.monotonic() < deadline, "no heartbeat within 30 s"
             time.sleep(0.1)
         assert db_rows(config, "SELECT pid FROM workers") == [(proc.pid,)]
         assert (tmp_path / "data" / "queue.db").exists()
+        # Huey's graceful shutdown is what is under test: signal once its consumer runs (a
+        # SIGTERM earlier than that stops the worker before it consumes, without that line).
+        while not any("Huey consumer started" in line for line in lines):
+            assert proc.poll() is None, "".join(lines)
+            assert time.monotonic() < deadline, "the consumer did not start within 30 s"
+            time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=20)
+        proc.wait(timeout=20)
+        reader.join(timeout=5)
+        err = "".join(lines)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -71,10 +71,8 @@ class Usage:
 class LlmSummarizer:
     """One summary from one configuration; `usage` holds what it spent, even when it failed."""
 
-    def __init__(self, config: SummarizerConfig, env: Mapping[str, str] | None = None,
-                 backoff_s: float = 0.5):
+    def __init__(self, config: SummarizerConfig, env: Mapping[str, str] | None = None):
         self._config = config
-        self._backoff_s = backoff_s
         env = os.environ if env is None else env
         self._api_key = config.api_key or env.get(config.api_key_env, "")
         self.usage = Usage()
@@ -139,7 +137,7 @@ class LlmSummarizer:
                    "response_format": _response_format(mode)}
         # Never wait longer for a retry than for an answer: summaries are asked for by a caller.
         return post_with_retry(client, "chat/completions", payload, what=WHAT, error=SummarizerError,
-                               max_retries=self._config.max_retries, backoff_s=self._backoff_s,
+                               max_retries=self._config.max_retries,
                                max_wait_s=min(60.0, self._config.timeout_s), retry_timeouts=False)
 
 

@@ -14,7 +14,6 @@ MAX_NAME_CHARS = 200
 MAX_SUMMARY_CHARS = 4000
 
 Sentiment = Literal["positive", "neutral", "negative"]
-Fact = Field(max_length=MAX_FACT_CHARS)
 
 
 class StructuredMemory(BaseModel):

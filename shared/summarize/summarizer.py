@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Callable
 
 from shared.config import SummarizerConfig
 from shared.errors import InvalidInput, StorageError
@@ -25,13 +25,10 @@ PROVIDERS = ("rules", "llm")
 class Summarizer:
     """Reads the live summarizer config on every call (providers and endpoints can change)."""
 
-    def __init__(self, db: "Database", rules: "RulesSummarizer", config: Callable[[], SummarizerConfig],
-                 env: Mapping[str, str] | None = None, clock: Callable[[], float] = time.time):
+    def __init__(self, db: "Database", rules: "RulesSummarizer", config: Callable[[], SummarizerConfig]):
         self._db = db
         self._rules = rules
         self._config = config
-        self._env = env
-        self._clock = clock
 
     def summarize(self, turns: list[Turn], provider: str | None = None) -> StructuredMemory:
         """The structured memory of `turns` by `provider` (None: summarizer.provider), trimmed to
@@ -45,7 +42,7 @@ class Summarizer:
         return self._by_llm(turns, config).trimmed()
 
     def _by_llm(self, turns: list[Turn], config: SummarizerConfig) -> StructuredMemory:
-        llm = LlmSummarizer(config, self._env)
+        llm = LlmSummarizer(config)
         try:
             memory, failure = llm.summarize(turns), None
         except SummarizerError as exc:
@@ -64,7 +61,7 @@ class Summarizer:
         try:
             with self._db.write() as conn:
                 usage.record(conn, config.model, spent.prompt_tokens, spent.completion_tokens,
-                             failed, self._clock())
+                             failed, time.time())
         except StorageError as exc:
             log.warning("llm token usage not recorded: %s", exc)
             return [f"token usage not recorded: {exc}"]

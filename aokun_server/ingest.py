@@ -24,12 +24,14 @@ import sys
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from shared.errors import InvalidInput
 from shared.store.documents import MemoryFields
 from shared.summarize.conversation import Turn, parse_conversation, transcript
-from shared.summarize.schema import StructuredMemory
+
+if TYPE_CHECKING:  # pydantic loads only where a summary is made, not for every `aokun` command
+    from shared.summarize.schema import StructuredMemory
 
 FORMATS = ("auto", "jsonl", "text")
 CLAUDE_SPEAKERS = ("user", "assistant")

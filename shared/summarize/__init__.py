@@ -4,11 +4,7 @@ Two providers behind one call: `rules` (offline, deterministic; the default) and
 OpenAI-compatible /chat/completions endpoint, falling back to the rules with a warning when
 the model misbehaves). Both return a StructuredMemory, whose fields are valid for memorize as
 they are.
+
+Nothing is imported here: `aokun` loads the conversation readers for every command, and the
+schema's pydantic only where a summary is made.
 """
-
-from __future__ import annotations
-
-from shared.summarize.conversation import Turn, parse_conversation
-from shared.summarize.schema import StructuredMemory
-
-__all__ = ["StructuredMemory", "Turn", "parse_conversation"]

@@ -124,11 +124,20 @@ def split_facts(document: Document) -> tuple[str | None, list[str]]:
     if given:
         facts = [(_SPEAKER.sub("", f, count=1) if speaker else f).strip() for f in given]
         return speaker, facts[:MAX_FACTS]
-    sentences = [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
     # Questions and small talk ("Hey Mel!", "Good to see you!") state nothing to remember.
-    statements = [s for s in sentences if not s.endswith(("?", "？")) and len(s) >= 4
-                  and len(_WORDS.findall(s)) >= MIN_FACT_WORDS]
+    statements = [s for s in sentences(text) if not s.endswith(("?", "？")) and len(s) >= 4
+                  and word_count(s) >= MIN_FACT_WORDS]
     return speaker, (statements or [text.strip()])[:MAX_FACTS]
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a text, stripped (Chinese and Latin sentence ends, line breaks)."""
+    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+
+
+def word_count(text: str) -> int:
+    """The size of a statement in words: Latin words, Chinese characters two to a word."""
+    return len(_WORDS.findall(text))
 
 
 def ttl_days(atom_type: str, importance: float, reinforcements: int, config: AtomsConfig) -> float:

@@ -19,13 +19,11 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from shared.extract.atoms import AtomRules
+from shared.extract.atoms import AtomRules, sentences, word_count
 from shared.extract.timeparse import DateMention, date_mentions
 from shared.summarize.conversation import Turn
 from shared.summarize.rewrite import about_speaker
 
-_SENTENCE = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s+|\n+")
-_WORDS = re.compile(r"[A-Za-z0-9']+|[\u4e00-\u9fff]{2}")
 _IMAGE = re.compile(r"\[\s*shares?\s+(?:an?\s+)?(?:image|photo|picture)s?\s*:\s*([^\]]*)\]", re.I)
 _QUESTION_ZH = re.compile(r"[吗呢么][\s。.!！~～]*$")
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|mine|myself|we|we're|we've|we'll|our|ours|us|ourselves)\b|我(?!们)|我们|咱们", re.I)
@@ -125,10 +123,10 @@ def read_turns(turns: list[Turn], rules: AtomRules) -> list[TurnReading]:
         anchor = turn.time or anchor
         text = turn.text.replace("’", "'")
         image = _IMAGE.search(text)
-        sentences = [s.strip() for s in _SENTENCE.split(_IMAGE.sub(" ", text)) if s and s.strip()]
-        statements = tuple(s for s in (_statement(x, rules, anchor, speakers) for x in sentences) if s)
+        said = sentences(_IMAGE.sub(" ", text))
+        statements = tuple(s for s in (_statement(x, rules, anchor, speakers) for x in said) if s)
         read.append((turn, statements, image.group(1).strip() if image else None, asked, anchor))
-        asked = any(_is_question(s) for s in sentences)
+        asked = any(_is_question(s) for s in said)
     lengths = sorted(sum(s.words for s in statements) for _, statements, *_ in read if statements)
     untuned = (is_chinese(turns) or len(turns) < SHORT_CHAT_TURNS
                or bool(lengths) and lengths[len(lengths) // 2] < SHORT_CHAT_WORDS)
@@ -142,7 +140,7 @@ def _statement(sentence: str, rules: AtomRules, anchor: datetime | None,
     if _is_question(sentence) or _SMALL_TALK.match(sentence):
         return None
     text = _without_address(_LEADING.sub("", sentence).strip(), speakers)
-    words = len(_WORDS.findall(text))
+    words = word_count(text)
     if words < MIN_STATEMENT_WORDS or _SMALL_TALK.match(text) or _TALK_ABOUT_TALK.search(text):
         return None
     atom_type, _ = rules.classify(text)
@@ -162,7 +160,7 @@ def _without_address(text: str, speakers: tuple[str, ...]) -> str:
 def spoken_sentences(text: str) -> list[str]:
     """A turn's sentences, a shared photo's markup reduced to its caption."""
     text = _IMAGE.sub(lambda m: f" {m.group(1).strip()}. ", text.replace("’", "'"))
-    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+    return sentences(text)
 
 
 def is_chinese(turns: list[Turn]) -> bool:

@@ -15,18 +15,13 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, W
 
 from shared.lifecycle import ACTIONS
 from shared.store.atoms import ATOM_TYPES
-from shared.store.documents import Document, MemoryFields
+from shared.store.documents import (MAX_KEY_FACT_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS,
+                                    MAX_SUMMARY_CHARS, Document, MemoryFields, Sentiment)
 from shared.summarize.schema import StructuredMemory
 
-Sentiment = Literal["positive", "neutral", "negative"]
-
-# Limits on what a caller may store. A key fact becomes an atom and a graph fact, so it is
-# kept to a paragraph; topics and participants are names and labels.
-MAX_LIST_ITEMS = 64
-MAX_KEY_FACT_CHARS = 1000
-MAX_LABEL_CHARS = 200
+# Limits on what a caller may store are the store's (shared/store/documents.py); these are the
+# tools' own.
 MAX_ID_CHARS = 200
-MAX_SUMMARY_CHARS = 4000
 MAX_LIST_LIMIT = 200
 # A conversation to summarize: a long session, not a book.
 MAX_CONVERSATION_CHARS = 2_000_000

@@ -13,12 +13,21 @@ import re
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Sequence
+from typing import Literal, Sequence
 
 from shared.errors import MemoryNotFound
 from shared.store import meta
 from shared.store.db import Database
 from shared.store.match import any_of, scope_tokens, scoped
+
+# What a memory may hold, checked wherever one is made (memorize's MemoryMetadata, a
+# summarizer's StructuredMemory). A key fact becomes an atom and a graph fact, so it is kept to
+# a paragraph; topics and participants are names and labels.
+MAX_LIST_ITEMS = 64
+MAX_KEY_FACT_CHARS = 1000
+MAX_LABEL_CHARS = 200
+MAX_SUMMARY_CHARS = 4000
+Sentiment = Literal["positive", "neutral", "negative"]  # as the documents table's CHECK
 
 _TIME_MARKER = re.compile(r"^\s*\[\d{4}-\d{2}-\d{2}[^\]\n]{0,40}\]")
 _JSON_FIELDS = ("topics", "participants", "key_facts")

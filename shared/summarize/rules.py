@@ -27,7 +27,8 @@ from shared.summarize import lexicon
 from shared.summarize.conversation import UNNAMED, Turn
 from shared.summarize.facts import (FactWeights, KeyFact, TurnReading, is_chinese, key_facts, read_turns,
                                     spoken_sentences)
-from shared.summarize.schema import MAX_NAME_CHARS, StructuredMemory
+from shared.store.documents import MAX_LABEL_CHARS
+from shared.summarize.schema import StructuredMemory
 from shared.text.segment import Segmenter
 
 MAX_TOPICS = 5
@@ -105,7 +106,7 @@ class RulesSummarizer:
         topics = self._keywords([x for texts in spoken.values() for x in texts], everything, people, MAX_TOPICS)
         memory = StructuredMemory(
             summary=_summary(facts, speakers, topics, config.summary_chars, chinese),
-            topics=topics, participants=[p[:MAX_NAME_CHARS] for p in people[:MAX_PARTICIPANTS]],
+            topics=topics, participants=[p[:MAX_LABEL_CHARS] for p in people[:MAX_PARTICIPANTS]],
             key_facts=[f.text for f in facts], sentiment=_sentiment(turns),
             importance=_importance(facts, turns), persona_summary=_who_is_who(keywords, named, chinese),
             provider="rules")

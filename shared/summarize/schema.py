@@ -7,13 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# memorize's limits (aokun_server/models.py MemoryMetadata), so a summary is always storable.
-MAX_ITEMS = 64
-MAX_FACT_CHARS = 1000
-MAX_NAME_CHARS = 200
-MAX_SUMMARY_CHARS = 4000
-
-Sentiment = Literal["positive", "neutral", "negative"]
+# memorize's limits, so a summary is always storable.
+from shared.store.documents import (MAX_KEY_FACT_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS,
+                                    MAX_SUMMARY_CHARS, Sentiment)
 
 
 class StructuredMemory(BaseModel):
@@ -23,9 +19,9 @@ class StructuredMemory(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     summary: str = Field(min_length=1, max_length=20_000, description="the key facts in order, within the length budget")
-    topics: list[str] = Field(default_factory=list, max_length=MAX_ITEMS)
-    participants: list[str] = Field(default_factory=list, max_length=MAX_ITEMS)
-    key_facts: list[str] = Field(default_factory=list, max_length=MAX_ITEMS,
+    topics: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    participants: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    key_facts: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS,
                                  description="stand-alone sentences, the speaker as subject, dates resolved")
     sentiment: Sentiment = "neutral"
     importance: float = Field(0.5, ge=0.0, le=1.0)
@@ -37,10 +33,10 @@ class StructuredMemory(BaseModel):
         """Items cut to memorize's limits (a model may write longer ones)."""
         def cut(items: list[str], chars: int) -> list[str]:
             kept = [i.strip()[:chars] for i in items if i and i.strip()]
-            return list(dict.fromkeys(kept))[:MAX_ITEMS]
+            return list(dict.fromkeys(kept))[:MAX_LIST_ITEMS]
         return self.model_copy(update={
-            "topics": cut(self.topics, MAX_NAME_CHARS), "participants": cut(self.participants, MAX_NAME_CHARS),
-            "key_facts": cut(self.key_facts, MAX_FACT_CHARS)})
+            "topics": cut(self.topics, MAX_LABEL_CHARS), "participants": cut(self.participants, MAX_LABEL_CHARS),
+            "key_facts": cut(self.key_facts, MAX_KEY_FACT_CHARS)})
 
 
 # What the llm provider asks the model for: the memory's fields without provider/warnings.

@@ -46,17 +46,27 @@ log = logging.getLogger("aokun.recall")
 
 @dataclass(frozen=True)
 class RecallRequest:
+    """One recall. min_score: leave out results scoring below it (nothing may be the
+    answer); max_chars: the best results whose answer lines (shared/search/answer.py) fit."""
+
     query: str
     k: int
     scope: DocumentFilter
     explain: bool = False
+    min_score: float = 0.0
+    max_chars: int | None = None
 
 
 @dataclass(frozen=True)
 class Hit:
+    """A recalled memory. score: the estimated probability that it is relevant to the query
+    (calibrated on held-out benchmark folds); duplicates: ids of memories with the same text,
+    folded into this one."""
+
     document: Document
     score: float
     explain: dict | None = None
+    duplicates: tuple[int, ...] = ()
 
 
 @dataclass

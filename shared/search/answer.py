@@ -9,9 +9,10 @@ starts with its `[YYYY-MM-DD HH:MM]` time marker), then its persona summary when
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from shared.search.recall import Hit
+if TYPE_CHECKING:  # recall imports this module to fit its answers
+    from shared.search.recall import Hit
 
 NOTHING_FOUND = "No memory is relevant enough to this query (min_score {min_score:g})."
 _BREAKS = re.compile(r"\s*[\r\n]+\s*")

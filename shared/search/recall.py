@@ -28,6 +28,7 @@ from shared.config import AppConfig, RetrievalConfig
 from shared.decay import DAY, recency
 from shared.errors import AokunError
 from shared.rules.atoms import temporal_factors
+from shared.search import answer
 from shared.search.cache import RecallCache
 from shared.live_config import LiveConfig
 from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel
@@ -38,7 +39,7 @@ from shared.search.intent import route_weights
 from shared.search.mmr import jaccard, mmr
 from shared.search.query import Query
 from shared.store import graph, meta
-from shared.store.documents import Document, DocumentFilter, DocumentStore
+from shared.store.documents import Document, DocumentFilter, DocumentStore, unmarked
 from shared.text.segment import Segmenter
 
 log = logging.getLogger("aokun.recall")
@@ -96,10 +97,12 @@ class Recaller:
         self.cache = RecallCache(config.cache_ttl_s, config.cache_size) if config.cache_enabled else None
 
     def recall(self, request: RecallRequest) -> list[Hit]:
+        """The best hits scoring at least request.min_score, at most k, duplicates folded,
+        fitted to request.max_chars; nothing when nothing scores high enough."""
         if self.cache is None:
             return self._recall(request)
         epoch = meta.recall_epoch(self.store.db.connection())
-        key = (request.query, request.k, request.scope, request.explain)
+        key = request
         hits = self.cache.get(key, epoch)
         if hits is None:
             hits = self._recall(request)
@@ -119,9 +122,10 @@ class Recaller:
             return []
         conn = self.store.db.connection()
         now = self.clock()
-        return _Fusion(self.config, documents, found, temporal_factors(conn, list(documents), now),
+        hits = _Fusion(self.config, documents, found, temporal_factors(conn, list(documents), now),
                        graph.memory_confidence(conn, list(documents)), now,
                        request).hits(self.store.terms_of)
+        return answer.fit(hits, request.max_chars)
 
     def _run_channels(self, query: Query, scope: DocumentFilter, depth: int) -> _Found:
         """The query embedding and the channels that need it in a pool thread; each SQLite
@@ -206,11 +210,13 @@ class _Fusion:
         graph_route = self._graph_route()
         fused = [(i, s) for i, s in fuse_routes(document_route, graph_route, weights.document,
                                                 weights.graph, self.c.both_routes_bonus)
-                 if i in self.documents]
+                 if i in self.documents and s >= self.request.min_score]
+        fused, duplicates = fold_duplicates(fused, self.documents)
         order = self._diversify(fused, terms_of)
         score = dict(fused)
         return [Hit(self.documents[i], score[i],
-                    self._explain(i, weights, score[i]) if self.request.explain else None)
+                    self._explain(i, weights, score[i]) if self.request.explain else None,
+                    duplicates.get(i, ()))
                 for i in order]
 
     def _meta(self, doc_id: int) -> tuple[float, float]:
@@ -281,6 +287,22 @@ class _Fusion:
         parts["final"] = round(final, 6)
         parts["query"] = self.request.query
         return {"channels": channels, "parts": parts}
+
+
+def fold_duplicates(ranking: list[tuple[int, float]], documents: dict[int, Document]
+                    ) -> tuple[list[tuple[int, float]], dict[int, tuple[int, ...]]]:
+    """The ranking with each memory whose text (without its time marker, case and spacing
+    aside) repeats a better-ranked one's left out, and {kept id: the ids folded into it}."""
+    first: dict[str, int] = {}
+    kept, folded = [], {}
+    for doc_id, score in ranking:
+        key = " ".join(unmarked(documents[doc_id].text).casefold().split())
+        if key in first:
+            folded.setdefault(first[key], []).append(doc_id)
+            continue
+        first[key] = doc_id
+        kept.append((doc_id, score))
+    return kept, {i: tuple(ids) for i, ids in folded.items()}
 
 
 def _rank_of(name: str, ranking, doc_id: int) -> dict:

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from aokun_server.admin_health import cmd_doctor, cmd_status, cmd_stop, embedder_space
-from aokun_server import run_all
+from aokun_server import hook, run_all
 from aokun_server.ingest import cmd_ingest, ingest_parser
 from aokun_server.mcp_config import add_parser as mcp_config_parser, cmd_mcp_config
 from aokun_server.transfer_cli import add_parsers as add_transfer_parsers, cmd_export, cmd_import
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp_config_parser(commands, _with_config)
     run_all.add_parser(commands, _with_config)
     add_transfer_parsers(commands, _with_config)
+    hook.add_parser(commands, _with_config)
     return parser
 
 
@@ -260,6 +261,9 @@ def _jsonable(value):
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if (hook_argv := hook.hook_args(argv)) is not None:
+        return hook.main(hook_argv)  # its own parsing and config: a hook never fails its host
     args = build_parser().parse_args(argv)
     try:
         admin = Admin(load_config(getattr(args, "config", None)))

@@ -1,0 +1,103 @@
+"""The profile `aokun hook session-start` prints: pinned memories, upcoming plans and the
+strongest preferences, read straight from the store (three SQL reads: no segmenter, no
+embedder, no front needed) and fitted to a character budget.
+
+Items are taken round-robin across the sections (the first pinned memory, the soonest plan,
+the strongest preference, then the second of each, ...) so that one long section cannot
+crowd the others out, and printed grouped under their section's heading. An item that does
+not fit is left out whole; a line longer than a quarter of the budget is cut, with "…".
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime, timezone
+
+from shared.store import atoms
+from shared.store.documents import DocumentFilter, list_by_state
+
+_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+MIN_LINE = 80
+
+
+def profile(db, persona: str | None, per_section: int, budget: int, header: str,
+            sections: tuple[tuple[str, str], ...]) -> str:
+    """The profile's text ("" when there is nothing to say, or nothing fits)."""
+    now = time.time()
+    with db.snapshot() as conn:
+        found = {"pinned": pinned(conn, persona, per_section),
+                 "plans": upcoming_plans(conn, persona, per_section, now),
+                 "preferences": strongest_preferences(conn, persona, per_section, now)}
+    return render(found, budget, header, sections)
+
+
+def pinned(conn, persona: str | None, limit: int) -> list[str]:
+    """Pinned memories, newest first."""
+    docs, _ = list_by_state(conn, DocumentFilter(persona_id=persona), "pinned", limit, 0, limit)
+    return [f"[id {d.id}] {_flat(d.text)}" for d in docs]
+
+
+def upcoming_plans(conn, persona: str | None, limit: int, now: float) -> list[str]:
+    """Still-valid planned atoms with a deadline, soonest first (search_atoms' order)."""
+    rows = atoms.still_valid_of_types(conn, ["planned"], persona, None, now, limit)
+    return [f"by {_day(row['deadline'])}: {_flat(row['text'])}" for row in rows
+            if row["deadline"] is not None]
+
+
+def strongest_preferences(conn, persona: str | None, limit: int, now: float) -> list[str]:
+    """Still-valid preference atoms, most confident first, then most important, most
+    reinforced, newest; the same text once."""
+    rows = atoms.still_valid_of_types(conn, ["preference"], persona, None, now, 500)
+    rows = sorted(rows, key=lambda r: (-r["confidence"], -r["importance"],
+                                       -r["reinforcement_count"], -r["id"]))
+    seen, lines = set(), []
+    for row in rows:
+        text = _flat(row["text"])
+        if text.casefold() in seen:
+            continue
+        seen.add(text.casefold())
+        lines.append(text)
+        if len(lines) == limit:
+            break
+    return lines
+
+
+def render(found: dict[str, list[str]], budget: int, header: str,
+           sections: tuple[tuple[str, str], ...]) -> str:
+    longest = max(MIN_LINE, budget // 4)
+    queues = {name: [_cut(f"- {item}", longest) for item in found.get(name, ())]
+              for name, _ in sections}
+    if not any(queues.values()):
+        return ""
+    kept: dict[str, list[str]] = {name: [] for name, _ in sections}
+    titles = dict(sections)
+    used = len(header)
+    while any(queues.values()):
+        for name, _ in sections:
+            if not queues[name]:
+                continue
+            item = queues[name].pop(0)
+            cost = len(item) + 1 + (0 if kept[name] else len(titles[name]) + 1)
+            if used + cost <= budget:
+                kept[name].append(item)
+                used += cost
+    if not any(kept.values()):
+        return ""
+    lines = [header]
+    for name, title in sections:
+        if kept[name]:
+            lines += [title, *kept[name]]
+    return "\n".join(lines)
+
+
+def _flat(text: str) -> str:
+    return _BREAKS.sub(" / ", (text or "").strip())
+
+
+def _cut(line: str, longest: int) -> str:
+    return line if len(line) <= longest else line[:longest - 1].rstrip() + "…"
+
+
+def _day(deadline: float) -> str:
+    return datetime.fromtimestamp(deadline, timezone.utc).strftime("%Y-%m-%d")

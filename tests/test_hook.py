@@ -1,0 +1,209 @@
+"""`aokun hook`: memories in a host's context without the host calling a tool.
+
+Every test runs the real `aokun` command as Claude Code would (the hook's JSON on stdin) or in
+the plain form, against memories stored through a real server process (or the memory service),
+with a real worker where atoms are needed and a real HTTP front where one is used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from datetime import datetime, timezone
+
+import pytest
+
+from fake_openai import FakeEmbeddingsServer
+from helpers import (BIN, db_rows, free_port, http_server, mcp_session, memory_service, start_worker,
+                     stdio_params, stop, wait_for, write_config)
+from shared.config import load_config
+from shared.store.documents import MemoryFields
+from shared.store.schema import open_database
+
+TEA = "I love green tea with jasmine every morning"
+PEANUTS = "My daughter Mia is allergic to peanuts"
+LISBON = "My sister Alice moved to Lisbon last spring"
+
+
+def hook(config, *args: str, stdin: str | None = None, cwd=None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "AOKUN_CONFIG"}
+    given = ["--config", str(config)] if config is not None else []
+    return subprocess.run([str(BIN / "aokun"), "hook", *args, *given], input=stdin or "",
+                          capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
+
+
+def prompt_json(prompt: str) -> str:
+    return json.dumps({"session_id": "abc", "transcript_path": "/tmp/none.jsonl", "cwd": "/tmp",
+                       "hook_event_name": "UserPromptSubmit", "prompt": prompt})
+
+
+def session_start_json(source: str = "startup") -> str:
+    return json.dumps({"session_id": "abc", "transcript_path": "/tmp/none.jsonl", "cwd": "/tmp",
+                       "hook_event_name": "SessionStart", "source": source})
+
+
+def quiet_failure(done: subprocess.CompletedProcess) -> str:
+    """A hook that failed: exit 0, nothing on stdout, one line on stderr (returned)."""
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("aokun hook: "), done.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    """Three memories of persona "me", memorized through a real server over stdio."""
+    folder = tmp_path_factory.mktemp("hook")
+    config = write_config(folder)
+    with mcp_session(stdio_params(config)) as s:
+        ids = {text: s.ok("memorize", {"content": text, "metadata": {"persona_id": "me"}})["id"]
+               for text in (TEA, PEANUTS, LISBON)}
+    return config, ids
+
+
+def test_a_relevant_prompt_prints_the_memory_within_the_budget(stored):
+    config, ids = stored
+    done = hook(config, "prompt", "--budget", "400", stdin=prompt_json("Is Mia allergic to peanuts?"))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("Possibly relevant memories")
+    assert any(line.startswith(f"[id {ids[PEANUTS]} · ") and line.endswith(PEANUTS) for line in lines[1:])
+    assert len(done.stdout.rstrip("\n")) <= 400
+
+
+def test_the_budget_keeps_whole_lines_only(stored):
+    config, ids = stored
+    header_and_one = len("Possibly relevant memories (Aokun; [id · relevance 0-1], best first):") + 1 + 80
+    done = hook(config, "prompt", "--min-score", "0", "--budget", str(header_and_one),
+                stdin=prompt_json("peanuts, green tea, jasmine and Lisbon"))
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2 and len(done.stdout.rstrip("\n")) <= header_and_one, done.stdout
+    assert lines[1].endswith((TEA, PEANUTS, LISBON))
+
+
+def test_the_plain_form_takes_the_prompt_as_an_argument_or_on_stdin(stored):
+    config, ids = stored
+    by_argument = hook(config, "prompt", "green tea with jasmine")
+    by_stdin = hook(config, "prompt", "--plain", stdin="green tea with jasmine\n")
+    assert TEA in by_argument.stdout and by_argument.stdout == by_stdin.stdout
+
+
+def test_claude_codes_json_form(stored):
+    config, ids = stored
+    done = hook(config, "prompt", "--json", stdin=prompt_json("Is Mia allergic to peanuts?"))
+    output = json.loads(done.stdout)["hookSpecificOutput"]
+    assert output["hookEventName"] == "UserPromptSubmit"
+    assert PEANUTS in output["additionalContext"]
+
+
+def test_nothing_relevant_enough_prints_nothing_at_all(stored):
+    config, _ = stored
+    for args in (("--min-score", "0.99"), ("--persona", "someone-else")):
+        done = hook(config, "prompt", *args, stdin=prompt_json("Is Mia allergic to peanuts?"))
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), args
+    empty = hook(config, "prompt", stdin=prompt_json("   "))
+    assert (empty.returncode, empty.stdout, empty.stderr) == (0, "", "")
+
+
+def test_failures_never_break_the_host(tmp_path, stored):
+    config, _ = stored
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("storage: [unclosed\n", encoding="utf-8")
+    assert "cannot read config file" in quiet_failure(hook(broken, "prompt", stdin=prompt_json("tea")))
+    missing = write_config(tmp_path, storage={"data_dir": str(tmp_path / "nothing-here")})
+    for event, stdin in (("prompt", prompt_json("tea")), ("session-start", session_start_json())):
+        assert "no memory store at" in quiet_failure(hook(missing, event, stdin=stdin))
+    assert not (tmp_path / "nothing-here").exists()  # a hook creates no store
+    assert "not the hook's JSON" in quiet_failure(hook(config, "prompt", stdin="green tea please"))
+    assert "no prompt" in quiet_failure(hook(config, "prompt", stdin=session_start_json()))
+    assert "unrecognized arguments" in quiet_failure(hook(config, "prompt", "--bogus", stdin=prompt_json("x")))
+    assert "invalid choice" in quiet_failure(hook(config, "pre-compact", stdin=prompt_json("x")))
+    assert "--budget" in quiet_failure(hook(config, "prompt", "--budget", "0", stdin=prompt_json("x")))
+
+
+def test_an_empty_store_has_no_profile(tmp_path):
+    config = write_config(tmp_path)
+    open_database(load_config(config).storage).close()
+    done = hook(config, "session-start", stdin=session_start_json())
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+@pytest.mark.slow
+def test_session_start_prints_pinned_memories_plans_and_preferences(tmp_path):
+    now = datetime.now(timezone.utc).replace(second=0, microsecond=0, tzinfo=None)
+    memories = ["I have a dentist appointment in three weeks", "I love hiking in the mountains",
+                "My passport number ends in 4471", "It rained a lot today"]
+    with FakeEmbeddingsServer(dim=32) as api:
+        config = write_config(
+            tmp_path, embedding={"provider": "openai", "base_url": api.base_url, "model": "fake",
+                                 "dimensions": 32}, queue={"retry_base_s": 0.2})
+        worker = start_worker(config)
+        try:
+            with mcp_session(stdio_params(config)) as s:
+                ids = [s.ok("memorize", {"content": text, "metadata": {
+                    "persona_id": "me", "original_time": now.isoformat(), "pinned": "passport" in text}})["id"]
+                       for text in memories]
+                wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE stage = 'atoms'"
+                                                 " AND status = 'done'") == [(len(memories),)],
+                         60, what="atoms of every memory")
+        finally:
+            stop(worker)
+    done = hook(config, "session-start", "--persona", "me", "--budget", "600", stdin=session_start_json())
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    text = done.stdout
+    assert text.startswith("What Aokun remembers about the user:\n")
+    assert f"Pinned:\n- [id {ids[2]}] [" in text and "My passport number ends in 4471" in text
+    assert "Upcoming plans:\n- by " in text and "dentist appointment in three weeks" in text
+    assert "Preferences:\n- " in text and "I love hiking in the mountains" in text
+    assert "rained" not in text and len(text.rstrip("\n")) <= 600
+    other = hook(config, "session-start", "--persona", "someone-else", stdin=session_start_json("resume"))
+    assert (other.returncode, other.stdout, other.stderr) == (0, "", "")
+
+
+def test_a_running_front_answers_the_prompt(tmp_path):
+    port = free_port()
+    config = write_config(tmp_path, server={"port": port, "token": "s3cret"})
+    db = open_database(load_config(config).storage)
+    try:
+        service = memory_service(db)
+        peanuts = service.memorize(PEANUTS, MemoryFields(persona_id="me")).id
+        service.memorize(TEA, MemoryFields(persona_id="me"))
+    finally:
+        db.close()
+    with http_server(config, port):
+        # The front beats in the store once it has started; the hook looks for that beat.
+        wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM fronts WHERE transport = 'http'")
+                 == [(1,)], 30, what="the front's heartbeat")
+        done = hook(config, "prompt", "--verbose", stdin=prompt_json("Is Mia allergic to peanuts?"))
+        assert done.returncode == 0, done.stderr
+        assert PEANUTS in done.stdout
+        assert f"from the front at http://127.0.0.1:{port}/mcp" in done.stderr, done.stderr
+        # The front's recall records the access; a hook reading the store itself does not.
+        wait_for(lambda: db_rows(config, "SELECT access_count FROM documents WHERE id = ?",
+                                 (peanuts,)) == [(1,)], 10, what="the access the front recorded")
+        here = hook(config, "prompt", "--no-front", "--verbose", stdin=prompt_json("Is Mia allergic to peanuts?"))
+        assert here.stdout == done.stdout
+        assert "from the store (" in here.stderr, here.stderr
+        assert db_rows(config, "SELECT access_count FROM documents WHERE id = ?", (peanuts,)) == [(1,)]
+
+
+def test_a_front_that_does_not_answer_leaves_the_prompt_to_the_store(tmp_path):
+    """A front whose heartbeat is fresh but whose port is not the config's (started with
+    --port): the hook says so with --verbose and recalls in its own process."""
+    port, other_port = free_port(), free_port()
+    config = write_config(tmp_path, server={"port": other_port})
+    db = open_database(load_config(config).storage)
+    try:
+        memory_service(db).memorize(PEANUTS, MemoryFields(persona_id="me"))
+    finally:
+        db.close()
+    with http_server(config, port):
+        wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM fronts WHERE transport = 'http'")
+                 == [(1,)], 30, what="the front's heartbeat")
+        done = hook(config, "prompt", "--verbose", stdin=prompt_json("Is Mia allergic to peanuts?"))
+        quiet = hook(config, "prompt", stdin=prompt_json("Is Mia allergic to peanuts?"))
+    assert done.returncode == 0 and PEANUTS in done.stdout
+    assert "did not answer" in done.stderr and "from the store (" in done.stderr, done.stderr
+    assert quiet.stdout == done.stdout and quiet.stderr == ""  # silent without --verbose

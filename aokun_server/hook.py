@@ -25,7 +25,8 @@ heartbeat row says so; its endpoint and token are the config's server.host/port/
 plain JSON-RPC POST over urllib: the official MCP client would cost ~0.4 s of imports in a
 process that lives for one call, and the front has jieba and the embedder loaded already.
 Without a front, recall opens the store read-only in this process (no migrations, no writes,
-no access counts; a front's recall records them). A session-start profile is three SQL reads
+no access counts; a front's recall records them), from BM25 and graph keywords without vectors
+(see recall_here for the measurement). A session-start profile is three SQL reads
 and needs neither segmenter nor embedder, so it always reads the store directly.
 
 Cold start: this module imports only the standard library at import time; everything heavier
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
@@ -254,7 +254,7 @@ def prompt_context(config, prompt: str, args) -> tuple[str, str]:
                     print(f"aokun hook: the front at {url} did not answer ({exc}); reading the store",
                           file=sys.stderr)
         if hits is None:
-            hits, source = recall_here(config, db, prompt, k, args.persona, min_score, room, args.verbose)
+            hits, source = recall_here(config, db, prompt, k, args.persona, min_score, room)
     finally:
         db.close()
     from shared.search import answer
@@ -286,13 +286,12 @@ def front_url(config, db) -> str | None:
 
 
 def recall_here(config, db, prompt: str, k: int, persona: str | None, min_score: float,
-                room: int, verbose: bool = False) -> tuple[list, str]:
-    """Recall in this process. Every configured channel runs: measured on a store of a few
-    hundred memories (scripts/bench_hook.py), the local embedder and the vector indexes add
-    ~0.1 s to a cold process whose cost is dominated by loading jieba's dictionary (~1 s), so
-    vectors are worth keeping. An API embedder is left out (a network call per prompt), and
-    so is any vector channel whose embedder or index fails: BM25 and the graph's keyword
-    channel then serve, as in a front whose embedder is down."""
+                room: int) -> tuple[list, str]:
+    """Recall in this process from BM25 and the graph's keyword channel, without vectors:
+    measured with scripts/bench_hook.py on 300 memories, loading the embedder and both vector
+    indexes put the hook's median from 2.6 s to 3.6 s (a busy 2-core machine), on top of
+    jieba's dictionary (~1 s) that the keyword channels need anyway. Recall without vectors
+    is what a front serves while its embedder is down; a running front serves every channel."""
     from dataclasses import replace
 
     from shared.search.channels import ChannelParts, build_channels
@@ -300,46 +299,20 @@ def recall_here(config, db, prompt: str, k: int, persona: str | None, min_score:
     from shared.store.documents import DocumentFilter, DocumentStore
     from shared.text.segment import Segmenter
 
-    retrieval = replace(config.retrieval, cache_enabled=False)
-    store = DocumentStore(db)
-    embed, index, entry_index, channels = None, None, None, list(retrieval.channels)
-    vector_channels = [c for c in channels if c in ("vector", "graph_vector")]
-    if vector_channels:
-        try:
-            embed, index, entry_index = _vector_parts(config, db)
-        except Exception as exc:  # noqa: BLE001 - keyword channels still answer
-            if verbose:
-                print(f"aokun hook: no vectors ({_one_line(exc)}); BM25 and graph keywords serve",
-                      file=sys.stderr)
-            channels = [c for c in channels if c not in vector_channels]
+    channels = tuple(c for c in config.retrieval.channels if c in ("bm25", "graph_keyword"))
     if not channels:
-        raise HookError("retrieval.channels leaves no channel that runs without a front")
-    retrieval = replace(retrieval, channels=tuple(channels))
+        raise HookError("retrieval.channels has neither bm25 nor graph_keyword, which recall "
+                        "without a running front needs")
+    retrieval = replace(config.retrieval, channels=channels, cache_enabled=False)
+    store = DocumentStore(db)
     recaller = Recaller(store, Segmenter(config.text),
-                        build_channels(ChannelParts(store, retrieval, index, entry_index)),
-                        embed, retrieval)
+                        build_channels(ChannelParts(store, retrieval, None, None)), None, retrieval)
     try:
         hits = recaller.recall(RecallRequest(prompt, k, DocumentFilter(persona_id=persona),
                                              min_score=min_score, max_chars=room))
     finally:
         recaller.executor.shutdown(wait=False)
     return hits, f"the store ({'+'.join(channels)})"
-
-
-def _vector_parts(config, db):
-    """The query embedder and both vector indexes, loaded now; raises when they cannot be."""
-    os.environ.setdefault("OMP_NUM_THREADS", "1")  # one query; as the front does
-    from shared.embedders import build_embedder, recorded_models, space_dim
-    from shared.search.vectors import VectorIndex
-
-    if config.embedding.provider == "openai":
-        raise HookError("an API embedder is not called from a hook")
-    embedder = build_embedder(config.embedding, threads=1, recorded=recorded_models(db.connection()))
-    dim = space_dim(config.embedding, embedder)
-    indexes = [VectorIndex(db, kind, embedder.model, dim) for kind in ("document", "graph_entry")]
-    for index in indexes:
-        index.sync()
-    return embedder.embed_query, indexes[0], indexes[1]
 
 
 # -- a running front ------------------------------------------------------------------------

@@ -81,7 +81,8 @@ class MemoryConfig:
     recall_top_k: int = _opt(5, minimum=1)
     recall_max_k: int = _opt(15, minimum=1)
     # A memory is indexed with the memories stored just before it in its conversation (same
-    # persona and session, each within context_window_s of the next): shared/store/neighbours.py.
+    # persona and session, or without a session the same dialogue's participants or speaker
+    # turns; each within context_window_s of the next): shared/store/neighbours.py.
     context_turns: int = _opt(2, minimum=0, maximum=8)
     context_window_s: float = _opt(1800.0, minimum=0.0)
 

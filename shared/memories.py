@@ -191,7 +191,7 @@ class MemoryService:
                 for doc in documents.get_many(tx, missing[start:start + batch]).values():
                     if documents.has_fts_row(tx, doc.id):
                         continue
-                    context = self._context(tx, doc.fields, doc.create_time, before_id=doc.id)
+                    context = self._context(tx, doc.text, doc.fields, doc.create_time, before_id=doc.id)
                     neighbours.link(tx, doc.id, [i for i, _ in context])
                     documents.add_fts_row(tx, doc.id, self.index_tokens(doc.text, doc.fields),
                                           self._terms_of(context), doc.fields)
@@ -208,12 +208,13 @@ class MemoryService:
         extra += [fact for fact in fields.key_facts if fact.strip() not in text]
         return " ".join(self.segmenter.terms("\n".join([text, *extra])))
 
-    def _context(self, tx, fields: MemoryFields, stored_time: float,
+    def _context(self, tx, text: str, fields: MemoryFields, stored_time: float,
                  before_id: int | None = None) -> list[tuple[int, str]]:
         """(id, text) of the neighbours a memory is indexed with (shared/store/neighbours.py)."""
         moment = documents.epoch(fields.original_time) or stored_time
         return neighbours.before(tx, fields.persona_id, fields.session_id, moment,
-                                 self.memory.context_turns, self.memory.context_window_s, before_id)
+                                 self.memory.context_turns, self.memory.context_window_s, before_id,
+                                 fields.participants, text)
 
     def _terms_of(self, context: Sequence[tuple[int, str]]) -> str:
         """BM25 terms of neighbours' texts, oldest first, without their time markers (the
@@ -242,7 +243,7 @@ class MemoryService:
                 stored: float | None = None) -> int:
         """A new memory with its stage rows; `stored` is when it was stored, if not now (an
         import), which is where its conversation context is looked for."""
-        context = self._context(tx, fields, now if stored is None else stored)
+        context = self._context(tx, text, fields, now if stored is None else stored)
         memory_id = documents.insert(tx, text, tokens, fields, now, self._terms_of(context))
         neighbours.link(tx, memory_id, [i for i, _ in context])
         stages.create_for_memory(tx, memory_id, content_hash(text), now)

@@ -154,3 +154,21 @@ def test_bm25_ranks_only_the_recalls_persona_and_session(service):
     assert scoped('"quokka"', "scope", None, None) == '"quokka"'
     assert scoped('"a" OR "b"', "scope", "alice", None).endswith('AND ("a" OR "b")')
     assert scoped(None, "scope", "alice", "s1") is None
+
+
+def test_facts_stored_close_in_time_are_not_each_others_context(service):
+    quokka = turn(service, "Quokkas live on Rottnest Island and smile for photos.")
+    dentist = turn(service, "I have a dentist appointment on Friday.", minutes=1)
+    assert context_of(service, dentist) == ""
+    assert bm25_ids(service, "dentist") == [dentist]
+    assert quokka not in bm25_ids(service, "dentist")
+
+
+def test_turns_of_one_dialogue_are_context_without_a_session(service):
+    named = [service.memorize(text, MemoryFields(persona_id="p1", participants=("Ana", "Ben"),
+                                                 original_time=T0 + timedelta(minutes=i))).id
+             for i, text in enumerate(["Where did you go for the holidays?", "To the coast, surfing."])]
+    assert "holidays" in context_of(service, named[1]).split()
+    other = service.memorize("A different chat about surfing.", MemoryFields(
+        persona_id="p1", participants=("Cleo",), original_time=T0 + timedelta(minutes=2))).id
+    assert context_of(service, other) == ""

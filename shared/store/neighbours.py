@@ -2,8 +2,12 @@
 
 Hosts often memorize a conversation turn by turn, and a turn alone is often meaningless
 ("Yes! Last Saturday, with the kids"). A memory's neighbours are the memories stored just
-before it for the same persona and session whose times lie within a short window of its own
-(original_time where given, else when it was stored): its context. The context's words go
+before it in the same conversation whose times lie within a short window of its own
+(original_time where given, else when it was stored): its context. A conversation is a shared
+persona and session; without a session_id, the turns of one dialogue: the same persona and
+the same named participants, or, with none named, speaker-labelled turns ("Melanie: …").
+Facts stored without any of these are nobody's context, however close in time (a dentist
+appointment and a quokka fact saved a minute apart are unrelated). The context's words go
 into the BM25 row's second column; recall still returns the memory itself.
 
 The links are kept (memory_context), so that editing or deleting a neighbour re-indexes the
@@ -13,34 +17,51 @@ memories that carried its words: a deleted memory's words leave every index.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from typing import Sequence
 
 
 def before(conn: sqlite3.Connection, persona_id: str | None, session_id: str | None,
-           moment: float, limit: int, window_s: float, before_id: int | None = None
-           ) -> list[tuple[int, str]]:
+           moment: float, limit: int, window_s: float, before_id: int | None = None,
+           participants: Sequence[str] = (), text: str = "") -> list[tuple[int, str]]:
     """(id, text) of up to `limit` memories stored before `before_id` (or last) in the same
-    persona and session, nearest first, each within window_s of the one after it, starting
-    from `moment`. The walk stops at the first gap: a conversation's turns are contiguous."""
-    if limit <= 0:
+    conversation (module docstring), nearest first, each within window_s of the one after
+    it, starting from `moment`. The walk stops at the first gap: a conversation's turns are
+    contiguous."""
+    dialogue = dialogue_of(participants, text)
+    if limit <= 0 or (session_id is None and dialogue is None):
         return []
     # Walk one index a few rows back: the session's when there is one, else the persona's
     # (a row of another session there ends the walk, as a gap does).
     column, value = ("session_id", session_id) if session_id is not None else ("persona_id", persona_id)
     rows = conn.execute(
-        "SELECT id, text, persona_id, session_id, archived,"
+        "SELECT id, text, persona_id, session_id, archived, participants,"
         " COALESCE(original_ts, create_time) AS moment FROM documents"
         f" WHERE {column} IS ? AND id < ? ORDER BY id DESC LIMIT ?",
         (value, before_id if before_id is not None else 2 ** 62, limit)).fetchall()
     found, last = [], moment
     for row in rows:
+        other_dialogue = session_id is None and dialogue_of(json.loads(row["participants"]), row["text"]) != dialogue
         if (row["persona_id"] != persona_id or row["session_id"] != session_id or row["archived"]
-                or abs(last - row["moment"]) > window_s):
+                or other_dialogue or abs(last - row["moment"]) > window_s):
             break
         found.append((row["id"], row["text"]))
         last = row["moment"]
     return found
+
+
+# "[2023-05-08 13:56] Melanie: …", "王芳：…": a speaker label of up to three words.
+_SPEAKER_TURN = re.compile(r"^(?:\[[^\]]*\]\s*)?[^\s:：\[\]]+(?: [^\s:：]+){0,2}\s?[:：]\s")
+
+
+def dialogue_of(participants: Sequence[str], text: str) -> frozenset[str] | None:
+    """Which dialogue a memory stored without a session_id belongs to: its named participants,
+    else (an empty set) any dialogue of speaker-labelled turns, else none."""
+    named = frozenset(p.strip().casefold() for p in participants if p.strip())
+    if named:
+        return named
+    return frozenset() if _SPEAKER_TURN.match(text) else None
 
 
 def link(tx: sqlite3.Connection, memory_id: int, neighbour_ids: Sequence[int]) -> None:

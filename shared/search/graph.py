@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import Sequence
 
 from shared.config import RetrievalConfig
 from shared.search.bm25 import squash
@@ -14,7 +15,7 @@ from shared.search.channel import GRAPH_ROUTE
 from shared.search.fuse import ordered
 from shared.search.query import Query
 from shared.search.vectors import ScopeIds, VectorIndex, cosine_to_unit, is_scoped
-from shared.store import graph
+from shared.store import graph, stages
 from shared.store.documents import DocumentFilter, DocumentStore
 
 # A hub node (a person in every memory) must not drag thousands of memories in.
@@ -78,6 +79,11 @@ class GraphKeywordChannel:
             self._add_node_memories(conn, points, frontier, f"hop{hop}", weight, total)
         return self._in_scope(points, scope, limit)
 
+    def evidence(self, query: Query, scope: DocumentFilter, ids: Sequence[int]) -> dict[int, float]:
+        """0 for memories whose graph stage is done (their nodes and entries are in and did
+        not reach them); memories still waiting for it are left out."""
+        return dict.fromkeys(stages.done_among(self.store.db.connection(), ids, "graph"), 0.0)
+
     def _add_node_memories(self, conn, points: _Points, nodes, kind: str, weight: float,
                            total: int) -> None:
         nodes = sorted(nodes)
@@ -129,3 +135,18 @@ class GraphVectorChannel:
                 best[memory_id] = max(best.get(memory_id, 0.0), cosine_to_unit(cosine))
         admitted = self.store.filter_ids(list(best), scope)
         return [(m, s) for m, s in ordered(best) if m in admitted][:limit]
+
+    def evidence(self, query: Query, scope: DocumentFilter, ids: Sequence[int]) -> dict[int, float]:
+        """The best cosine among each memory's entries; a memory without entries (yet, or
+        with none to make) is left out: it can say nothing either way."""
+        conn = self.store.db.connection()
+        entries = graph.entry_ids_of_memories(conn, ids)
+        if not entries or not len(self.index):
+            return {}
+        owners = graph.entries_memories(conn, entries)
+        best: dict[int, float] = {}
+        for entry_id, cosine in self.index.search(query.vector(), len(entries), allowed=entries):
+            if entry_id in owners:
+                memory_id = owners[entry_id][0]
+                best[memory_id] = max(best.get(memory_id, 0.0), cosine_to_unit(cosine))
+        return best

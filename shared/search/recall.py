@@ -28,7 +28,7 @@ from shared.config import AppConfig, RetrievalConfig
 from shared.decay import DAY, recency
 from shared.errors import AokunError
 from shared.rules.atoms import temporal_factors
-from shared.search import answer
+from shared.search import answer, calibration
 from shared.search.cache import RecallCache
 from shared.live_config import LiveConfig
 from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel
@@ -112,6 +112,14 @@ class Recaller:
     # -- channels -------------------------------------------------------------------------
 
     def _recall(self, request: RecallRequest) -> list[Hit]:
+        fusion = self.candidates(request)
+        if fusion is None:
+            return []
+        return answer.fit(fusion.hits(self.store.terms_of), request.max_chars)
+
+    def candidates(self, request: RecallRequest) -> _Fusion | None:
+        """Every candidate the channels found, with each channel's evidence about it (what
+        recall scores, and what scripts/calibrate.py fits the scores on); None if none."""
         if self.config.query_focus:
             request = replace(request, query=focus(request.query))
         query = Query(request.query, self.segmenter, self.embed)
@@ -119,13 +127,30 @@ class Recaller:
         candidates = sorted({i for r in found.rankings.values() for i, _ in r})
         documents = self.store.get_many(candidates)
         if not documents:
-            return []
+            return None
         conn = self.store.db.connection()
         now = self.clock()
-        hits = _Fusion(self.config, documents, found, temporal_factors(conn, list(documents), now),
-                       graph.memory_confidence(conn, list(documents)), now,
-                       request).hits(self.store.terms_of)
-        return answer.fit(hits, request.max_chars)
+        evidence = self._evidence(found, query, request.scope, list(documents))
+        return _Fusion(self.config, documents, found, temporal_factors(conn, list(documents), now),
+                       graph.memory_confidence(conn, list(documents)), now, request, evidence)
+
+    def _evidence(self, found: _Found, query: Query, scope: DocumentFilter,
+                  ids: list[int]) -> dict[int, dict[str, float]]:
+        """{memory id: {channel: its score}} from every channel that has indexed the memory:
+        its ranking's score, else what the channel says of it when asked (a memory past its
+        depth), else nothing (the channel has not indexed it yet, or could not answer)."""
+        evidence: dict[int, dict[str, float]] = {i: {} for i in ids}
+        for name, ranking in found.rankings.items():
+            scores = dict(ranking)
+            missing = [i for i in ids if i not in scores]
+            try:
+                scores.update(found.channels[name].evidence(query, scope, missing) if missing else {})
+            except AokunError as exc:
+                log.warning("%s channel gave no evidence for %d memories: %s", name, len(missing), exc)
+            for doc_id, score in scores.items():
+                if doc_id in evidence:
+                    evidence[doc_id][name] = score
+        return evidence
 
     def _run_channels(self, query: Query, scope: DocumentFilter, depth: int) -> _Found:
         """The query embedding and the channels that need it in a pool thread; each SQLite
@@ -199,25 +224,46 @@ class _Fusion:
 
     def __init__(self, config: RetrievalConfig, documents: dict[int, Document], found: _Found,
                  temporal: dict[int, float], confidence: dict[int, float], now: float,
-                 request: RecallRequest):
+                 request: RecallRequest, evidence: dict[int, dict[str, float]]):
         self.c, self.documents, self.found, self.temporal = config, documents, found, temporal
-        self.confidence, self.now, self.request = confidence, now, request
+        self.confidence, self.now, self.request, self.evidence = confidence, now, request, evidence
         self.parts: dict[int, dict] = {i: {} for i in documents}
 
     def hits(self, terms_of: Callable) -> list[Hit]:
+        """The candidates scoring at least min_score by their probability of being relevant,
+        best first, duplicates folded, at most k."""
         weights = route_weights(self.request.query, self.c)
-        document_route = self._document_route()
-        graph_route = self._graph_route()
-        fused = [(i, s) for i, s in fuse_routes(document_route, graph_route, weights.document,
-                                                weights.graph, self.c.both_routes_bonus)
-                 if i in self.documents and s >= self.request.min_score]
-        fused, duplicates = fold_duplicates(fused, self.documents)
-        order = self._diversify(fused, terms_of)
-        score = dict(fused)
+        fused = self.fused(weights)
+        score = self.probabilities(dict(fused))
+        position = {i: n for n, (i, _) in enumerate(fused)}
+        ranked = sorted(((i, p) for i, p in score.items() if p >= self.request.min_score),
+                        key=lambda item: (-item[1], position.get(item[0], len(position))))
+        ranked, duplicates = fold_duplicates(ranked, self.documents)
+        order = self._diversify(ranked, terms_of)
         return [Hit(self.documents[i], score[i],
                     self._explain(i, weights, score[i]) if self.request.explain else None,
                     duplicates.get(i, ()))
                 for i in order]
+
+    def probabilities(self, fused: dict[int, float]) -> dict[int, float]:
+        """{memory id: P(relevant)} from each channel's evidence and the routes' fused score
+        (shared/search/calibration.py)."""
+        model, spreads = calibration.default(), self.spreads()
+        return {i: model.probability(self.evidence.get(i, {}), spreads, fused.get(i, 0.0))
+                for i in self.documents}
+
+    def spreads(self) -> dict[str, calibration.Spread]:
+        """Each channel's (mean, standard deviation) over the candidates it ranked."""
+        return {name: calibration.spread_of([s for _, s in ranking])
+                for name, ranking in self.found.rankings.items()}
+
+    def fused(self, weights=None) -> list[tuple[int, float]]:
+        """The routes' fusion of rankings (scores relative to today's best candidate), which
+        breaks ties between equal probabilities and shows in explain."""
+        weights = weights or route_weights(self.request.query, self.c)
+        return [(i, s) for i, s in fuse_routes(self._document_route(), self._graph_route(),
+                                               weights.document, weights.graph, self.c.both_routes_bonus)
+                if i in self.documents]
 
     def _meta(self, doc_id: int) -> tuple[float, float]:
         doc = self.documents[doc_id]
@@ -284,6 +330,7 @@ class _Fusion:
         parts["routes"] = {"document_weight": round(weights.document, 6),
                            "graph_weight": round(weights.graph, 6), "intents": list(weights.intents),
                            "both_routes_bonus": "document" in parts and "graph" in parts}
+        parts["evidence"] = {c: round(v, 6) for c, v in self.evidence.get(doc_id, {}).items()}
         parts["final"] = round(final, 6)
         parts["query"] = self.request.query
         return {"channels": channels, "parts": parts}

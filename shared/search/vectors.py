@@ -244,3 +244,9 @@ class VectorChannel:
             hits = self.index.search(vector, depth * 3 + 20)
         admitted = self.store.filter_ids([i for i, _ in hits], scope)
         return [(i, cosine_to_unit(c)) for i, c in hits if i in admitted][:depth]
+
+    def evidence(self, query: Query, scope: DocumentFilter, ids: Sequence[int]) -> dict[int, float]:
+        """The cosines of those memories that have a vector (the others wait for a worker)."""
+        if not ids or not len(self.index):
+            return {}
+        return {i: cosine_to_unit(c) for i, c in self.index.search(query.vector(), len(ids), allowed=ids)}

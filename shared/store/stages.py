@@ -301,6 +301,16 @@ def is_done(conn: sqlite3.Connection, memory_id: int, stage: str, content_hash: 
         " AND status = 'done'", (memory_id, stage, content_hash)).fetchone() is not None
 
 
+def done_among(conn: sqlite3.Connection, memory_ids: Sequence[int], stage: str) -> set[int]:
+    """Those of the memories whose stage has finished for their current content."""
+    if not memory_ids:
+        return set()
+    return {r[0] for r in conn.execute(
+        "SELECT s.memory_id FROM memory_stages s JOIN documents d ON d.id = s.memory_id"
+        " WHERE s.stage = ? AND s.status = 'done' AND s.content_hash = d.content_hash"
+        " AND s.memory_id IN (SELECT value FROM json_each(?))", (stage, json.dumps(list(memory_ids))))}
+
+
 def retrying_stages(conn: sqlite3.Connection, now: float, limit: int = 50) -> list[dict]:
     """Stages pending again after a failed attempt, soonest retry first (the panel's queue
     page): {memory_id, stage, attempts, last_error, retry_in_s} (0 once the backoff is over)."""

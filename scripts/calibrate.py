@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""Fit recall's score calibration (shared/search/calibration.py) on the dev benchmarks' folds
+and report how well it holds on the folds it was not fitted on.
+
+Needs stores ingested by scripts/bench_recall.py --work DIR/DATASET (one per dataset). Every
+question is recalled twice, in-process through the real Recaller: in its own conversation's
+persona (its annotated evidence memories are positives, the other candidates negatives) and
+in another conversation's persona (every candidate a negative). Each candidate keeps every
+channel's evidence.
+
+    .venv/bin/python scripts/calibrate.py --work bench_out           # report only
+    .venv/bin/python scripts/calibrate.py --work bench_out --write   # and write the resource
+
+Folds: LoCoMo's conversations, MADial's halves (scripts/folds.py); all three datasets pooled,
+each fold predicted by models fitted on every other fold. Reported on held-out predictions:
+a reliability table and the expected calibration error, the AUROC of the top score for own
+against foreign questions, R@5 ordered by probability against today's fused order, and at the
+min_score chosen on the other folds: R@5 and the share of foreign questions answered with
+nothing. --write fits on everything and writes shared/resources/score_calibration.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+import folds  # noqa: E402  (scripts/folds.py)
+
+BENCH = ROOT.parent / "shared" / "bench"
+DATASETS = ["locomo_dev", "madial_zh_dev", "madial_en_dev"]
+CHANNELS = ["bm25", "vector", "graph_keyword", "graph_vector"]
+MIN_SCORES = [round(x, 2) for x in np.arange(0.0, 0.61, 0.05)]
+MAX_R5_LOSS = 0.02
+L2 = 1e-3
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
+
+
+# -- candidates ------------------------------------------------------------------------------
+
+def dump(work: Path, dataset: str) -> list[dict]:
+    """One row per (question, persona asked in): its candidates' evidence and labels."""
+    from aokun_server.app import build_front
+    from shared.config import load_config
+    from shared.search.recall import RecallRequest
+    from shared.store.documents import DocumentFilter
+
+    store_dir = work / dataset
+    ids = {int(k): v for k, v in json.loads((store_dir / "ids.json").read_text()).items()}
+    front = build_front(load_config(store_dir / "config.yaml"))
+    queries = read_jsonl(BENCH / "data" / f"{dataset}.queries.jsonl")
+    groups = sorted({q["group"] for q in queries})
+    rows = []
+    for n, query in enumerate(queries):
+        foreign = groups[(groups.index(query["group"]) + 1) % len(groups)]
+        for persona, own in ((query["group"], True), (foreign, False)):
+            fusion = front.recaller.current.candidates(
+                RecallRequest(query["question"], 10, DocumentFilter(persona_id=persona)))
+            candidates = []
+            if fusion is not None:
+                fused = dict(fusion.fused())
+                for doc_id in fusion.documents:
+                    bench_id = ids.get(doc_id, "")
+                    candidates.append({"id": bench_id, "fused": fused.get(doc_id, 0.0),
+                                       "evidence": fusion.evidence.get(doc_id, {}),
+                                       "label": int(own and bench_id in query["evidence"])})
+            rows.append({"dataset": dataset, "query": query["id"], "own": own,
+                         "spreads": fusion.spreads() if fusion is not None else {},
+                         "fold": f"{dataset}:{folds.fold_of(dataset, query)}",
+                         "evidence": query["evidence"], "candidates": candidates})
+        if n % 100 == 0:
+            print(f"\r  {dataset}: {n}/{len(queries)} questions", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    return rows
+
+
+def candidates_of(work: Path, dataset: str) -> list[dict]:
+    """dump()'s rows, kept beside the store and reused (delete the file after a re-ingest)."""
+    cache = work / dataset / "calibration-candidates.jsonl"
+    if cache.exists():
+        return read_jsonl(cache)
+    rows = dump(work, dataset)
+    cache.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return rows
+
+
+# -- the model -------------------------------------------------------------------------------
+
+FEATURE_SETS = {
+    "absolute": lambda channels: list(channels),
+    "absolute+z": lambda channels: [n for c in channels for n in (c, f"{c}_z")],
+    "absolute+z+fusion": lambda channels: [n for c in channels for n in (c, f"{c}_z")] + ["fusion"],
+}
+
+
+def fit(rows: list[dict], channels: tuple[str, ...], names: list[str]) -> dict:
+    """Logistic regression (Newton's method, a little L2) on the inputs `names` of the
+    candidates that have evidence from every one of `channels`."""
+    from shared.search.calibration import inputs
+
+    x, y = [], []
+    for row in rows:
+        for c in row["candidates"]:
+            if all(ch in c["evidence"] for ch in channels):
+                values = inputs({ch: c["evidence"][ch] for ch in channels}, row["spreads"], c["fused"])
+                x.append([1.0, *(values[n] for n in names)])
+                y.append(c["label"])
+    x, y = np.asarray(x), np.asarray(y, dtype=float)
+    w = np.zeros(x.shape[1])
+    penalty = L2 * len(y) * np.diag(np.r_[0, np.ones(len(w) - 1)])
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-np.clip(x @ w, -40, 40)))
+        gradient = x.T @ (p - y) + penalty @ w
+        hessian = (x * (p * (1 - p))[:, None]).T @ x + penalty
+        step = np.linalg.solve(hessian + 1e-9 * np.eye(len(w)), gradient)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return {"channels": list(channels), "intercept": float(w[0]),
+            "weights": {n: float(v) for n, v in zip(names, w[1:])}}
+
+
+def fit_all(rows: list[dict], feature_set: str) -> dict:
+    """A model for every set of channels holding BM25 (every memory has its BM25 row)."""
+    others = [c for c in CHANNELS if c != "bm25"]
+    sets = [("bm25", *extra) for size in range(len(others) + 1)
+            for extra in itertools.combinations(others, size)]
+    return {"fitted_on": DATASETS, "inputs": feature_set,
+            "models": [fit(rows, channels, FEATURE_SETS[feature_set](channels)) for channels in sets]}
+
+
+def scored(rows: list[dict], raw: dict) -> list[dict]:
+    """Each row's candidates with their probability, best first (ties: today's fused order)."""
+    from shared.search.calibration import Calibration
+
+    calibration = Calibration.from_dict(raw)
+    out = []
+    for row in rows:
+        ranked = sorted(({"id": c["id"], "label": c["label"], "fused": c["fused"],
+                          "p": calibration.probability(c["evidence"], row["spreads"], c["fused"])}
+                         for c in row["candidates"]),
+                        key=lambda c: (-c["p"], -c["fused"]))
+        out.append({**row, "ranked": ranked})
+    return out
+
+
+# -- figures ---------------------------------------------------------------------------------
+
+def recall_at_5(ranked_ids: list[str], evidence: list[str]) -> float:
+    return len(set(ranked_ids[:5]) & set(evidence)) / len(evidence) if evidence else 0.0
+
+
+def r5(rows: list[dict], min_score: float = 0.0, key: str = "p") -> float:
+    """Mean R@5 over own questions, ordered by `key` ("p" or "fused"), results below
+    min_score left out."""
+    own = [r for r in rows if r["own"] and r["evidence"]]
+    values = []
+    for row in own:
+        order = sorted(row["ranked"], key=lambda c: -c[key]) if key != "p" else row["ranked"]
+        values.append(recall_at_5([c["id"] for c in order if c["p"] >= min_score], row["evidence"]))
+    return float(np.mean(values)) if values else 0.0
+
+
+def top(row: dict) -> float:
+    return row["ranked"][0]["p"] if row["ranked"] else 0.0
+
+
+def auroc(positives: list[float], negatives: list[float]) -> float:
+    """P(a random positive outscores a random negative), ties counting half."""
+    pos, neg = np.asarray(positives), np.asarray(negatives)
+    if not len(pos) or not len(neg):
+        return float("nan")
+    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return float(greater / (len(pos) * len(neg)))
+
+
+def reliability(rows: list[dict], bins: int = 10) -> tuple[list[tuple], float]:
+    """(bin low, bin high, results, mean score, share relevant) per bin over the top-10 results
+    of every question, and the expected calibration error."""
+    pairs = [(c["p"], c["label"]) for row in rows for c in row["ranked"][:10]]
+    table, ece = [], 0.0
+    for b in range(bins):
+        low, high = b / bins, (b + 1) / bins
+        inside = [(p, y) for p, y in pairs if low <= p < high or (b == bins - 1 and p == 1.0)]
+        if not inside:
+            continue
+        mean_p = float(np.mean([p for p, _ in inside]))
+        share = float(np.mean([y for _, y in inside]))
+        table.append((low, high, len(inside), mean_p, share))
+        ece += len(inside) / len(pairs) * abs(mean_p - share)
+    return table, ece
+
+
+def choose_min_score(rows: list[dict]) -> float:
+    """The highest min_score costing at most MAX_R5_LOSS of R@5 on these rows."""
+    base = r5(rows)
+    return max(m for m in MIN_SCORES if base - r5(rows, m) <= MAX_R5_LOSS)
+
+
+def held_out(rows: list[dict], feature_set: str) -> tuple[list[dict], dict[str, float]]:
+    """Every fold scored by models fitted on all the others; {fold: min_score chosen there}."""
+    predicted, chosen = [], {}
+    for fold in sorted({r["fold"] for r in rows}):
+        train = [r for r in rows if r["fold"] != fold]
+        model = fit_all(train, feature_set)
+        chosen[fold] = choose_min_score(scored(train, model))
+        predicted += scored([r for r in rows if r["fold"] == fold], model)
+    return predicted, chosen
+
+
+def report(predicted: list[dict], chosen: dict[str, float]) -> None:
+    table, ece = reliability(predicted)
+    print("reliability (held-out folds, top-10 results of own and foreign questions):")
+    print("  score bin    results  mean score  share relevant")
+    for low, high, n, mean_p, share in table:
+        print(f"  {low:.1f}-{high:.1f}   {n:>8}  {mean_p:>10.3f}  {share:>14.3f}")
+    print(f"  expected calibration error {ece:.3f}")
+    for dataset in DATASETS:
+        rows = [r for r in predicted if r["dataset"] == dataset]
+        if not rows:
+            continue
+        own = [top(r) for r in rows if r["own"]]
+        foreign = [top(r) for r in rows if not r["own"]]
+        by_fold = {}
+        for row in rows:
+            by_fold.setdefault(row["fold"], []).append(row)
+        at_min = np.mean([r5(fold_rows, chosen[f]) for f, fold_rows in by_fold.items()])
+        empty = np.mean([np.mean([all(c["p"] < chosen[f] for c in r["ranked"])
+                                  for r in fold_rows if not r["own"]]) for f, fold_rows in by_fold.items()])
+        print(f"{dataset}: R@5 by probability {np.mean([r5(v) for v in by_fold.values()]):.3f}"
+              f" (today's fused order {np.mean([r5(v, key='fused') for v in by_fold.values()]):.3f});"
+              f" AUROC top score own vs foreign {auroc(own, foreign):.3f};"
+              f" at min_score chosen on the other folds ({', '.join(f'{chosen[f]:.2f}' for f in by_fold)}):"
+              f" R@5 {at_min:.3f}, foreign questions answered with nothing {empty:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", type=Path, required=True, help="folder of bench_recall --work stores")
+    parser.add_argument("--datasets", nargs="+", default=DATASETS)
+    parser.add_argument("--inputs", nargs="+", choices=list(FEATURE_SETS), default=["absolute+z+fusion"],
+                        help="the model inputs to compare (--write fits the last)")
+    parser.add_argument("--write", action="store_true", help="fit on everything and write the resource")
+    args = parser.parse_args()
+    rows = [row for dataset in args.datasets for row in candidates_of(args.work, dataset)]
+    for feature_set in args.inputs:
+        print(f"== inputs: {feature_set}")
+        predicted, chosen = held_out(rows, feature_set)
+        report(predicted, chosen)
+    if args.write:
+        model = fit_all(rows, args.inputs[-1])
+        model["min_score"] = choose_min_score(scored(rows, model))
+        out = ROOT / "shared" / "resources" / "score_calibration.json"
+        out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {out} (min_score on everything: {model['min_score']})")
+
+
+if __name__ == "__main__":
+    main()

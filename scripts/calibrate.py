@@ -37,9 +37,10 @@ import folds  # noqa: E402  (scripts/folds.py)
 BENCH = ROOT.parent / "shared" / "bench"
 DATASETS = ["locomo_dev", "madial_zh_dev", "madial_en_dev"]
 CHANNELS = ["bm25", "vector", "graph_keyword", "graph_vector"]
-MIN_SCORES = [round(x, 2) for x in np.arange(0.0, 0.61, 0.05)]
+MIN_SCORES = [round(x, 3) for x in np.arange(0.0, 0.5, 0.005)]
 MAX_R5_LOSS = 0.02
 L2 = 1e-3
+FITTED_PLACES = 30  # candidates past the 30th of a query are never shown (k <= 15)
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -52,6 +53,7 @@ def dump(work: Path, dataset: str) -> list[dict]:
     """One row per (question, persona asked in): its candidates' evidence and labels."""
     from aokun_server.app import build_front
     from shared.config import load_config
+    from shared.search.fuse import normalise
     from shared.search.recall import RecallRequest
     from shared.store.documents import DocumentFilter
 
@@ -68,14 +70,13 @@ def dump(work: Path, dataset: str) -> list[dict]:
                 RecallRequest(query["question"], 10, DocumentFilter(persona_id=persona)))
             candidates = []
             if fusion is not None:
-                fused = dict(fusion.fused())
+                fused = dict(normalise(fusion.fused()))
                 for doc_id in fusion.documents:
                     bench_id = ids.get(doc_id, "")
                     candidates.append({"id": bench_id, "fused": fused.get(doc_id, 0.0),
                                        "evidence": fusion.evidence.get(doc_id, {}),
                                        "label": int(own and bench_id in query["evidence"])})
             rows.append({"dataset": dataset, "query": query["id"], "own": own,
-                         "spreads": fusion.spreads() if fusion is not None else {},
                          "fold": f"{dataset}:{folds.fold_of(dataset, query)}",
                          "evidence": query["evidence"], "candidates": candidates})
         if n % 100 == 0:
@@ -96,61 +97,71 @@ def candidates_of(work: Path, dataset: str) -> list[dict]:
 
 # -- the model -------------------------------------------------------------------------------
 
-FEATURE_SETS = {
-    "absolute": lambda channels: list(channels),
-    "absolute+z": lambda channels: [n for c in channels for n in (c, f"{c}_z")],
-    "absolute+z+fusion": lambda channels: [n for c in channels for n in (c, f"{c}_z")] + ["fusion"],
-}
+def table(rows: list[dict]) -> dict:
+    """Every candidate of every row as model inputs: {"x": {input: column}, "label", "row"},
+    candidates in fused order (the order recall returns them in)."""
+    from shared.search.calibration import inputs, strongest
+
+    columns: dict[str, list[float]] = {}
+    labels, owners = [], []
+    for n, row in enumerate(rows):
+        ranked = sorted(row["candidates"], key=lambda c: -c["fused"])
+        top = max((c["fused"] for c in ranked), default=1.0) or 1.0
+        best = strongest({i: c["evidence"] for i, c in enumerate(ranked)})
+        for place, c in enumerate(ranked):
+            values = inputs(c["fused"] / top, place, best)
+            for name in ["fused", "place", *CHANNELS]:
+                columns.setdefault(name, []).append(values.get(name, float("nan")))
+            labels.append(c["label"])
+            owners.append(n)
+        row["ranked"] = ranked
+    return {"x": {k: np.asarray(v) for k, v in columns.items()}, "label": np.asarray(labels, float),
+            "row": np.asarray(owners)}
 
 
-def fit(rows: list[dict], channels: tuple[str, ...], names: list[str]) -> dict:
-    """Logistic regression (Newton's method, a little L2) on the inputs `names` of the
-    candidates that have evidence from every one of `channels`."""
-    from shared.search.calibration import inputs
-
-    x, y = [], []
-    for row in rows:
-        for c in row["candidates"]:
-            if all(ch in c["evidence"] for ch in channels):
-                values = inputs({ch: c["evidence"][ch] for ch in channels}, row["spreads"], c["fused"])
-                x.append([1.0, *(values[n] for n in names)])
-                y.append(c["label"])
-    x, y = np.asarray(x), np.asarray(y, dtype=float)
+def logistic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Weights (intercept first) by Newton's method with a little L2."""
+    x = np.c_[np.ones(len(x)), x]
     w = np.zeros(x.shape[1])
     penalty = L2 * len(y) * np.diag(np.r_[0, np.ones(len(w) - 1)])
-    for _ in range(50):
+    for _ in range(60):
         p = 1 / (1 + np.exp(-np.clip(x @ w, -40, 40)))
-        gradient = x.T @ (p - y) + penalty @ w
-        hessian = (x * (p * (1 - p))[:, None]).T @ x + penalty
-        step = np.linalg.solve(hessian + 1e-9 * np.eye(len(w)), gradient)
+        step = np.linalg.solve((x * (p * (1 - p))[:, None]).T @ x + penalty + 1e-9 * np.eye(len(w)),
+                               x.T @ (p - y) + penalty @ w)
         w -= step
         if np.abs(step).max() < 1e-8:
             break
-    return {"channels": list(channels), "intercept": float(w[0]),
-            "weights": {n: float(v) for n, v in zip(names, w[1:])}}
+    return w
 
 
-def fit_all(rows: list[dict], feature_set: str) -> dict:
-    """A model for every set of channels holding BM25 (every memory has its BM25 row)."""
+def fit_all(data: dict, mask: np.ndarray) -> dict:
+    """A model for every set of channels that may answer a query (BM25 always does), each
+    fitted on the masked candidates of queries every one of its channels answered."""
     others = [c for c in CHANNELS if c != "bm25"]
-    sets = [("bm25", *extra) for size in range(len(others) + 1)
-            for extra in itertools.combinations(others, size)]
-    return {"fitted_on": DATASETS, "inputs": feature_set,
-            "models": [fit(rows, channels, FEATURE_SETS[feature_set](channels)) for channels in sets]}
+    models = []
+    for size in range(len(others) + 1):
+        for extra in itertools.combinations(others, size):
+            channels = ["bm25", *extra]
+            names = ["fused", "place", *channels]
+            x = np.column_stack([data["x"][n] for n in names])
+            keep = mask & ~np.isnan(x).any(axis=1) & (data["x"]["place"] < np.log1p(FITTED_PLACES))
+            w = logistic(x[keep], data["label"][keep])
+            models.append({"channels": channels, "intercept": float(w[0]),
+                           "weights": {n: float(v) for n, v in zip(names, w[1:])}})
+    return {"fitted_on": DATASETS, "models": models}
 
 
-def scored(rows: list[dict], raw: dict) -> list[dict]:
-    """Each row's candidates with their probability, best first (ties: today's fused order)."""
+def scored(rows: list[dict], data: dict, mask: np.ndarray, raw: dict) -> list[dict]:
+    """The masked rows, each candidate with its probability, in fused order."""
     from shared.search.calibration import Calibration
 
     calibration = Calibration.from_dict(raw)
     out = []
-    for row in rows:
-        ranked = sorted(({"id": c["id"], "label": c["label"], "fused": c["fused"],
-                          "p": calibration.probability(c["evidence"], row["spreads"], c["fused"])}
-                         for c in row["candidates"]),
-                        key=lambda c: (-c["p"], -c["fused"]))
-        out.append({**row, "ranked": ranked})
+    for n in sorted(set(data["row"][mask].tolist())):
+        row = rows[n]
+        p = calibration.probabilities([(i, c["fused"]) for i, c in enumerate(row["ranked"])],
+                                      {i: c["evidence"] for i, c in enumerate(row["ranked"])})
+        out.append({**row, "ranked": [{**c, "p": p[i]} for i, c in enumerate(row["ranked"])]})
     return out
 
 
@@ -160,14 +171,10 @@ def recall_at_5(ranked_ids: list[str], evidence: list[str]) -> float:
     return len(set(ranked_ids[:5]) & set(evidence)) / len(evidence) if evidence else 0.0
 
 
-def r5(rows: list[dict], min_score: float = 0.0, key: str = "p") -> float:
-    """Mean R@5 over own questions, ordered by `key` ("p" or "fused"), results below
-    min_score left out."""
-    own = [r for r in rows if r["own"] and r["evidence"]]
-    values = []
-    for row in own:
-        order = sorted(row["ranked"], key=lambda c: -c[key]) if key != "p" else row["ranked"]
-        values.append(recall_at_5([c["id"] for c in order if c["p"] >= min_score], row["evidence"]))
+def r5(rows: list[dict], min_score: float = 0.0) -> float:
+    """Mean R@5 over own questions, results below min_score left out."""
+    values = [recall_at_5([c["id"] for c in row["ranked"] if c["p"] >= min_score], row["evidence"])
+              for row in rows if row["own"] and row["evidence"]]
     return float(np.mean(values)) if values else 0.0
 
 
@@ -202,19 +209,21 @@ def reliability(rows: list[dict], bins: int = 10) -> tuple[list[tuple], float]:
 
 
 def choose_min_score(rows: list[dict]) -> float:
-    """The highest min_score costing at most MAX_R5_LOSS of R@5 on these rows."""
-    base = r5(rows)
-    return max(m for m in MIN_SCORES if base - r5(rows, m) <= MAX_R5_LOSS)
+    """The highest min_score costing at most MAX_R5_LOSS of R@5 on each dataset in these rows."""
+    sets = [[r for r in rows if r["dataset"] == d] for d in DATASETS]
+    sets = [(s, r5(s)) for s in sets if s]
+    return max(m for m in MIN_SCORES if all(base - r5(s, m) <= MAX_R5_LOSS for s, base in sets))
 
 
-def held_out(rows: list[dict], feature_set: str) -> tuple[list[dict], dict[str, float]]:
+def held_out(rows: list[dict], data: dict) -> tuple[list[dict], dict[str, float]]:
     """Every fold scored by models fitted on all the others; {fold: min_score chosen there}."""
     predicted, chosen = [], {}
+    fold_of_row = np.asarray([r["fold"] for r in rows])[data["row"]]
     for fold in sorted({r["fold"] for r in rows}):
-        train = [r for r in rows if r["fold"] != fold]
-        model = fit_all(train, feature_set)
-        chosen[fold] = choose_min_score(scored(train, model))
-        predicted += scored([r for r in rows if r["fold"] == fold], model)
+        train = fold_of_row != fold
+        model = fit_all(data, train)
+        chosen[fold] = choose_min_score(scored(rows, data, train, model))
+        predicted += scored(rows, data, ~train, model)
     return predicted, chosen
 
 
@@ -237,8 +246,7 @@ def report(predicted: list[dict], chosen: dict[str, float]) -> None:
         at_min = np.mean([r5(fold_rows, chosen[f]) for f, fold_rows in by_fold.items()])
         empty = np.mean([np.mean([all(c["p"] < chosen[f] for c in r["ranked"])
                                   for r in fold_rows if not r["own"]]) for f, fold_rows in by_fold.items()])
-        print(f"{dataset}: R@5 by probability {np.mean([r5(v) for v in by_fold.values()]):.3f}"
-              f" (today's fused order {np.mean([r5(v, key='fused') for v in by_fold.values()]):.3f});"
+        print(f"{dataset}: R@5 {np.mean([r5(v) for v in by_fold.values()]):.3f} at min_score 0;"
               f" AUROC top score own vs foreign {auroc(own, foreign):.3f};"
               f" at min_score chosen on the other folds ({', '.join(f'{chosen[f]:.2f}' for f in by_fold)}):"
               f" R@5 {at_min:.3f}, foreign questions answered with nothing {empty:.2f}")
@@ -248,18 +256,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, required=True, help="folder of bench_recall --work stores")
     parser.add_argument("--datasets", nargs="+", default=DATASETS)
-    parser.add_argument("--inputs", nargs="+", choices=list(FEATURE_SETS), default=["absolute+z+fusion"],
-                        help="the model inputs to compare (--write fits the last)")
     parser.add_argument("--write", action="store_true", help="fit on everything and write the resource")
     args = parser.parse_args()
     rows = [row for dataset in args.datasets for row in candidates_of(args.work, dataset)]
-    for feature_set in args.inputs:
-        print(f"== inputs: {feature_set}")
-        predicted, chosen = held_out(rows, feature_set)
-        report(predicted, chosen)
+    data = table(rows)
+    predicted, chosen = held_out(rows, data)
+    report(predicted, chosen)
     if args.write:
-        model = fit_all(rows, args.inputs[-1])
-        model["min_score"] = choose_min_score(scored(rows, model))
+        everything = np.ones(len(data["label"]), bool)
+        model = fit_all(data, everything)
+        model["fitted_on"] = args.datasets
+        model["min_score"] = choose_min_score(scored(rows, data, everything, model))
         out = ROOT / "shared" / "resources" / "score_calibration.json"
         out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {out} (min_score on everything: {model['min_score']})")

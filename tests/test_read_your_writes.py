@@ -93,7 +93,7 @@ def grown(tmp_path_factory):
 
 
 def first_ids(session, query: str, k: int) -> list[int]:
-    result = session.ok("recall", {"query": query, "k": k, "persona_id": "me", "min_score": 0})
+    result = session.ok("recall", {"query": query, "k": k, "persona_id": "me"})
     return [r["id"] for r in result["results"]]
 
 

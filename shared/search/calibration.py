@@ -1,19 +1,23 @@
-"""Scores with a meaning: how likely a memory is relevant to a query, from each channel's own
-evidence about it.
+"""Scores with a meaning: how likely a memory is relevant to a query.
 
-A channel's score is on its own absolute scale (BM25's squashed raw score, a cosine), not a
-rank among today's candidates, so the same evidence gives the same probability whatever else
-the store holds. A logistic model turns the evidence into a probability:
+Two things decide it. How strong the query's best evidence is, on each channel's own absolute
+scale: BM25's raw score (how much of the query's weight the best memory matches), the best
+cosine (against what this embedder gives unrelated text), the best graph evidence. A question
+about something the persona never said finds only weak evidence in every channel, however the
+candidates rank among themselves. And where the memory stands among the candidates: the
+routes' fused score (relative to the best) and its place in that order. Both go into a logistic
+model:
 
-    p = 1 / (1 + exp(-(intercept + sum over channels of weight * feature(score))))
+    p = 1 / (1 + exp(-(intercept + w_f * fused + w_r * log(1 + place)
+                       + sum over channels of w_c * strongest_c)))
 
-with one model per set of channels that have indexed the memory: a memory saved a moment ago
-has its BM25 row but no vector or graph entries yet, and is scored by the model fitted without
-those channels, so their silence is no evidence against it (read-your-writes). Every model is
-fitted by scripts/calibrate.py on the dev benchmarks' folds: a question's annotated evidence
-memories are positives, every other candidate of it negatives, and so is every candidate of a
-question asked in another conversation's persona. The fitted numbers live in
-shared/resources/score_calibration.json.
+The first part is the same for every candidate of a query, so ranking by p is ranking by the
+fusion (whose held-out quality it keeps), while p itself is comparable across queries, personas
+and store sizes. There is one model per set of channels that answered the query (an embedder
+that is down leaves the vector channels out). Every model is fitted by scripts/calibrate.py on
+the dev benchmarks' folds: a question's annotated evidence memories are positives, every other
+candidate of it negatives, and so is every candidate of a question asked in another
+conversation's persona. The fitted numbers live in shared/resources/score_calibration.json.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 RESOURCE = "score_calibration.json"
 
@@ -33,9 +37,9 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-# A channel's score in [0, 1] turned into the model's input: BM25's squash undone (raw =
-# 8 * logit) and log-scaled, since relevance grows with a rare term's weight but saturates;
-# cosines back on [-1, 1]; graph keyword weights as they are.
+# A channel's score in [0, 1] on its absolute scale: BM25's squash undone (raw = 8 * logit)
+# and log-scaled, since relevance grows with a rare term's weight but saturates; cosines back
+# on [-1, 1]; graph keyword weights as they are.
 ABSOLUTE: dict[str, Callable[[float], float]] = {
     "bm25": lambda s: math.log1p(max(0.0, 8.0 * _logit(s))),
     "vector": lambda s: 2.0 * s - 1.0,
@@ -43,30 +47,21 @@ ABSOLUTE: dict[str, Callable[[float], float]] = {
     "graph_vector": lambda s: 2.0 * s - 1.0,
 }
 
-Spread = tuple[float, float]  # (mean, standard deviation) of a channel's ranking's scores
+def inputs(fused: float, place: int, strongest: Mapping[str, float]) -> dict[str, float]:
+    """The model's inputs for one candidate: its fused score (0-1, the best is 1), its place in
+    the fused order (0 first), and per channel the query's strongest absolute evidence."""
+    return {"fused": fused, "place": math.log1p(place), **strongest}
 
 
-def spread_of(scores: list[float]) -> Spread:
-    if not scores:
-        return 0.0, 0.0
-    mean = sum(scores) / len(scores)
-    return mean, (sum((s - mean) ** 2 for s in scores) / len(scores)) ** 0.5
-
-
-def inputs(evidence: Mapping[str, float], spreads: Mapping[str, Spread], fused: float) -> dict[str, float]:
-    """The model's inputs for one memory: per channel with evidence, its absolute score
-    (`bm25`) and how far it stands above the channel's candidates for this query, in their
-    standard deviations (`bm25_z`, 0 when they do not spread: a cosine of 0.84 means little
-    when every memory scores 0.83); and `fusion`, its routes' fused score (relative to the
-    best candidate's)."""
-    out = {"fusion": fused}
-    for channel, score in evidence.items():
-        if channel not in ABSOLUTE:
-            continue
-        out[channel] = ABSOLUTE[channel](score)
-        mean, deviation = spreads.get(channel, (0.0, 0.0))
-        out[f"{channel}_z"] = (score - mean) / deviation if deviation > 1e-9 else 0.0
-    return out
+def strongest(evidence: Mapping[int, Mapping[str, float]]) -> dict[str, float]:
+    """Per channel, its strongest evidence (on ABSOLUTE's scale) over every candidate."""
+    best: dict[str, float] = {}
+    for channels in evidence.values():
+        for channel, score in channels.items():
+            if channel in ABSOLUTE:
+                value = ABSOLUTE[channel](score)
+                best[channel] = max(value, best.get(channel, value))
+    return best
 
 
 @dataclass(frozen=True)
@@ -80,19 +75,20 @@ class Model:
 
 @dataclass(frozen=True)
 class Calibration:
-    """{the channels a memory has evidence from: its model}."""
+    """{the channels that answered a query: its model}."""
 
     models: Mapping[frozenset, Model]
 
-    def probability(self, evidence: Mapping[str, float], spreads: Mapping[str, Spread],
-                    fused: float) -> float:
-        """P(relevant) from the evidence of the channels that have indexed the memory (a
-        channel the calibration does not know, or one that failed, is left out)."""
-        model = self._model_for(frozenset(c for c in evidence if c in ABSOLUTE))
+    def probabilities(self, ranked: Sequence[tuple[int, float]],
+                      evidence: Mapping[int, Mapping[str, float]]) -> dict[int, float]:
+        """{id: P(relevant)} for a fused ranking (best first, scores relative to the best)
+        given each candidate's evidence."""
+        best = strongest(evidence)
+        model = self._model_for(frozenset(best))
         if model is None:
-            return 0.0
-        z = model.logit(inputs(evidence, spreads, fused))
-        return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+            return {doc_id: 0.0 for doc_id, _ in ranked}
+        return {doc_id: _sigmoid(model.logit(inputs(fused, place, best)))
+                for place, (doc_id, fused) in enumerate(ranked)}
 
     def _model_for(self, channels: frozenset) -> Model | None:
         """The model of exactly these channels, else of the largest set within them."""
@@ -106,6 +102,10 @@ class Calibration:
     def from_dict(raw: Mapping) -> Calibration:
         return Calibration({frozenset(m["channels"]): Model(m["intercept"], dict(m["weights"]))
                             for m in raw["models"]})
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
 
 
 @lru_cache(maxsize=1)

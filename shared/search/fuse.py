@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import AbstractSet, Mapping, Sequence
 
 Ranking = Sequence[tuple[int, float]]
 
@@ -45,13 +45,29 @@ def spread(ranking: Ranking) -> list[tuple[int, float]]:
     return [(doc_id, (score - low) / (high - low)) for doc_id, score in ranking]
 
 
-def weighted_minmax(rankings: Sequence[Ranking], weights: Sequence[float]) -> list[tuple[int, float]]:
+Pending = Sequence[AbstractSet[int]]  # per ranking: ids its channel has not indexed yet
+
+
+def weighted_minmax(rankings: Sequence[Ranking], weights: Sequence[float],
+                    pending: Pending = ()) -> list[tuple[int, float]]:
     """Score fusion: each ranking min-max scaled to [0, 1], then the weighted sum (an id a
-    ranking lacks gets 0 from it). Unlike RRF it keeps how far ahead a strong match is."""
+    ranking lacks gets 0 from it). Unlike RRF it keeps how far ahead a strong match is.
+    An id a channel has not indexed yet (`pending`) gets that ranking's best, 1.0."""
+    return _weighted([spread(r) for r in rankings], weights, pending)
+
+
+def _weighted(scaled: Sequence[Ranking], weights: Sequence[float], pending: Pending) -> list[tuple[int, float]]:
+    """The weighted sum of scaled rankings; an id pending in a ranking's channel takes that
+    ranking's best scaled score (its channel's silence is no evidence against it)."""
     scores: dict[int, float] = {}
-    for ranking, weight in zip(rankings, weights):
-        for doc_id, score in spread(ranking):
+    for ranking, weight in zip(scaled, weights):
+        for doc_id, score in ranking:
             scores[doc_id] = scores.get(doc_id, 0.0) + weight * score
+    for ranking, weight, waiting in zip(scaled, weights, pending):
+        best = max((score for _, score in ranking), default=0.0)
+        for doc_id in waiting:
+            if doc_id in scores:
+                scores[doc_id] += weight * best
     return ordered(scores)
 
 
@@ -72,22 +88,23 @@ def standardised(ranking: Ranking) -> list[tuple[int, float]]:
     return [(doc_id, (score - low) / deviation) for doc_id, score in ranking]
 
 
-def weighted_zscore(rankings: Sequence[Ranking], weights: Sequence[float]) -> list[tuple[int, float]]:
+def weighted_zscore(rankings: Sequence[Ranking], weights: Sequence[float],
+                    pending: Pending = ()) -> list[tuple[int, float]]:
     """Score fusion on each channel's own scale: every ranking standardised, then the
-    weighted sum (an id a ranking lacks gets 0 from it, as its weakest candidate does)."""
-    scores: dict[int, float] = {}
-    for ranking, weight in zip(rankings, weights):
-        for doc_id, score in standardised(ranking):
-            scores[doc_id] = scores.get(doc_id, 0.0) + weight * score
-    return ordered(scores)
+    weighted sum (an id a ranking lacks gets 0 from it, as its weakest candidate does; an id
+    its channel has not indexed yet, `pending`, gets the ranking's best)."""
+    return _weighted([standardised(r) for r in rankings], weights, pending)
 
 
 def fuse_routes(document: Ranking, graph: Ranking, document_weight: float, graph_weight: float,
-                both_bonus: float) -> list[tuple[int, float]]:
+                both_bonus: float, graph_pending: AbstractSet[int] = frozenset()) -> list[tuple[int, float]]:
     """Dual-route fusion: each route normalised to its best, weighted, plus a bonus for
     memories both routes found, capped at 1.0. Weights are used as given (callers
-    normalise them)."""
+    normalise them). A memory the graph has not taken in yet (`graph_pending`) counts as
+    found by the graph route as well as by the document route."""
     doc, gra = dict(normalise(document)), dict(normalise(graph))
+    if graph:
+        gra.update({i: doc[i] for i in graph_pending if i in doc and i not in gra})
     combined = {}
     for doc_id in list(doc) + [i for i in gra if i not in doc]:
         score = document_weight * doc.get(doc_id, 0.0) + graph_weight * gra.get(doc_id, 0.0)

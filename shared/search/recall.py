@@ -230,14 +230,12 @@ class _Fusion:
         self.parts: dict[int, dict] = {i: {} for i in documents}
 
     def hits(self, terms_of: Callable) -> list[Hit]:
-        """The candidates scoring at least min_score by their probability of being relevant,
-        best first, duplicates folded, at most k."""
+        """The candidates scoring at least min_score, best first, duplicates folded, at most k.
+        Scores are probabilities of relevance (shared/search/calibration.py), in fused order."""
         weights = route_weights(self.request.query, self.c)
-        fused = self.fused(weights)
-        score = self.probabilities(dict(fused))
-        position = {i: n for n, (i, _) in enumerate(fused)}
-        ranked = sorted(((i, p) for i, p in score.items() if p >= self.request.min_score),
-                        key=lambda item: (-item[1], position.get(item[0], len(position))))
+        fused = normalise(self.fused(weights))
+        score = calibration.default().probabilities(fused, self.evidence)
+        ranked = [(i, score[i]) for i, _ in fused if score[i] >= self.request.min_score]
         ranked, duplicates = fold_duplicates(ranked, self.documents)
         order = self._diversify(ranked, terms_of)
         return [Hit(self.documents[i], score[i],
@@ -245,25 +243,21 @@ class _Fusion:
                     duplicates.get(i, ()))
                 for i in order]
 
-    def probabilities(self, fused: dict[int, float]) -> dict[int, float]:
-        """{memory id: P(relevant)} from each channel's evidence and the routes' fused score
-        (shared/search/calibration.py)."""
-        model, spreads = calibration.default(), self.spreads()
-        return {i: model.probability(self.evidence.get(i, {}), spreads, fused.get(i, 0.0))
-                for i in self.documents}
-
-    def spreads(self) -> dict[str, calibration.Spread]:
-        """Each channel's (mean, standard deviation) over the candidates it ranked."""
-        return {name: calibration.spread_of([s for _, s in ranking])
-                for name, ranking in self.found.rankings.items()}
-
     def fused(self, weights=None) -> list[tuple[int, float]]:
-        """The routes' fusion of rankings (scores relative to today's best candidate), which
-        breaks ties between equal probabilities and shows in explain."""
+        """The routes' fusion of rankings, best first. A memory the graph has not taken in
+        yet counts as found by the graph route too (no evidence is not evidence against)."""
         weights = weights or route_weights(self.request.query, self.c)
+        graph_channels = {ch.name for ch, _ in self.found.route(GRAPH_ROUTE)}
+        graph_pending = {i for i in self.documents if graph_channels
+                         and not graph_channels & set(self.evidence.get(i, {}))}
         return [(i, s) for i, s in fuse_routes(self._document_route(), self._graph_route(),
-                                               weights.document, weights.graph, self.c.both_routes_bonus)
+                                               weights.document, weights.graph,
+                                               self.c.both_routes_bonus, graph_pending)
                 if i in self.documents]
+
+    def _pending(self, channel: Channel) -> set[int]:
+        """Candidates this channel has not indexed yet."""
+        return {i for i in self.documents if channel.name not in self.evidence.get(i, {})}
 
     def _meta(self, doc_id: int) -> tuple[float, float]:
         doc = self.documents[doc_id]
@@ -276,7 +270,8 @@ class _Fusion:
         if method == "rrf":
             return rrf([ranking for _, ranking in found], self.c.rrf_k)
         combine = weighted_zscore if method == "zscore" else weighted_minmax
-        return combine([ranking for _, ranking in found], [ch.weight for ch, _ in found])
+        return combine([ranking for _, ranking in found], [ch.weight for ch, _ in found],
+                       [self._pending(ch) for ch, _ in found])
 
     def _document_route(self) -> list[tuple[int, float]]:
         fused_list = self._fused(DOCUMENT_ROUTE, self.c.doc_fusion)

@@ -151,3 +151,34 @@ def test_weighted_zscore_keeps_how_far_a_match_stands_out():
                                    3: 0.4 * 2.44949}, rel=1e-5)
     assert [i for i, _ in weighted_zscore([[(1, 10.0), (2, 2.0), (3, 0.0)],
                                                 [(3, 0.9), (2, 0.8), (1, 0.7)]], [0.6, 0.4])] == [1, 3, 2]
+
+
+def test_a_memory_its_channel_has_not_indexed_gets_that_rankings_best():
+    from shared.search.fuse import weighted_minmax, weighted_zscore
+
+    bm25 = [(9, 0.9)]                      # a new memory: its BM25 row only
+    vector = [(1, 0.9), (2, 0.8), (3, 0.7)]  # min-max: 1.0, 0.5, 0.0
+    # Without knowing 9 has no vector yet, the vector channel's silence counts against it.
+    assert weighted_minmax([bm25, vector], [0.6, 0.4])[0] == (9, pytest.approx(0.6))
+    fused = dict(weighted_minmax([bm25, vector], [0.6, 0.4], [set(), {9}]))
+    assert fused[9] == pytest.approx(0.6 * 1.0 + 0.4 * 1.0)
+    assert fused[1] == pytest.approx(0.4 * 1.0)
+    # zscore: vector standardised (0.9-0.7)/stdev; 9 takes that best, plus BM25's 1.0
+    deviation = (((0.1) ** 2 + 0 + (0.1) ** 2) / 3) ** 0.5
+    z = dict(weighted_zscore([bm25, vector], [0.6, 0.4], [set(), {9}]))
+    assert z[9] == pytest.approx(0.6 + 0.4 * 0.2 / deviation)
+    assert z[1] == pytest.approx(0.4 * 0.2 / deviation)
+    # An id no ranking of the route holds is not added by being pending.
+    assert 5 not in dict(weighted_zscore([bm25, vector], [0.6, 0.4], [set(), {5}]))
+
+
+def test_a_memory_the_graph_has_not_taken_in_counts_as_found_by_both_routes():
+    from shared.search.fuse import fuse_routes
+
+    document = [(1, 2.0), (2, 1.0)]
+    graph = [(1, 1.0)]
+    plain = dict(fuse_routes(document, graph, 0.6, 0.4, 0.1))
+    assert plain[2] == pytest.approx(0.6 * 0.5)
+    pending = dict(fuse_routes(document, graph, 0.6, 0.4, 0.1, graph_pending={2}))
+    assert pending[2] == pytest.approx(0.6 * 0.5 + 0.4 * 0.5 + 0.1)
+    assert pending[1] == plain[1] == pytest.approx(1.0)

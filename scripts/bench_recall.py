@@ -2,7 +2,7 @@
 """Recall quality on a benchmark from ../shared/bench, through the real MCP client.
 
 Ingests every memory row with memorize (content; metadata participants, original_time from
-`time`, session_id from `session`, key_facts = [content], persona_id = the row's group), waits until the workers have
+`time`, session_id from `session` for conversation turns, key_facts = [content], persona_id = the row's group), waits until the workers have
 processed everything, recalls every question with persona_id = its group and k = 10, writes a
 rankings file and scores it with ../shared/bench/score.py.
 
@@ -68,8 +68,9 @@ def memorize_metadata(row: dict) -> dict:
         metadata["participants"] = [p for p in row["participants"] if p.strip()]
     if row.get("time"):
         metadata["original_time"] = row["time"]
-    if row.get("session"):
-        # A host memorizing a conversation names it: its turns are each other's context.
+    if row.get("session") and row.get("speaker"):
+        # A host memorizing a conversation turn by turn names it: its turns are each other's
+        # context. MADial's memories are separate events of a user's day, not turns.
         metadata["session_id"] = row["session"]
     return metadata
 

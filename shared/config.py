@@ -118,8 +118,8 @@ class RetrievalConfig:
     candidate_depth: int = _opt(30, minimum=1, maximum=1000)
     # results whose score (the estimated probability that a memory is relevant) is below
     # this are left out, so a recall may answer nothing; recall's min_score overrides it.
-    # 0.025: the highest that cost each dev benchmark at most 0.02 R@5 (scripts/calibrate.py)
-    min_score: float = _opt(0.025, minimum=0.0, maximum=1.0)
+    # 0.02: the highest that cost each dev benchmark at most 0.02 R@5 (scripts/calibrate.py)
+    min_score: float = _opt(0.02, minimum=0.0, maximum=1.0)
     # document route: channels fused (zscore: each channel standardised by its own score
     # spread, then weighted; score: weighted min-max; rrf: reciprocal rank fusion),
     # then final = fused * a + importance * b + recency * g

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from shared.lifecycle import ACTIONS
 from shared.store.atoms import ATOM_TYPES
@@ -61,13 +61,8 @@ def _list_item(value: str) -> str:
     return value
 
 
-# -- argument types, for tool signatures and metadata --------------------------------------
+# -- types for metadata (the tools' own parameters: aokun_server/params.py) --------------------------------------
 
-MemoryId = Annotated[int, Field(strict=True, ge=1, le=MAX_INT64, description="a memory's id")]
-Offset = Annotated[int, Field(strict=True, ge=0, le=MAX_INT64)]
-ListLimit = Annotated[int, Field(strict=True, ge=1, le=MAX_LIST_LIMIT)]
-K = Annotated[int, Field(strict=True, ge=1, le=MAX_INT64, description="how many results")]
-Flag = StrictBool
 Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS), AfterValidator(_list_item)]
 KeyFact = Annotated[str, Field(max_length=MAX_KEY_FACT_CHARS), AfterValidator(_list_item)]
 ScopeId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_storable)]
@@ -86,7 +81,6 @@ Conversation = Annotated[object, WithJsonSchema({
                            "time": {"type": "string", "description": "ISO-8601"}}}},
         {"type": "string"},
     ]})]
-Provider = Literal["rules", "llm"]
 
 
 class MemoryMetadata(BaseModel):
@@ -94,16 +88,22 @@ class MemoryMetadata(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    topics: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
-    participants: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
-    key_facts: list[KeyFact] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
-    sentiment: Sentiment = "neutral"
-    importance: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False)
-    pinned: bool = False
-    session_id: ScopeId | None = None
-    persona_id: ScopeId | None = None
-    original_time: str | None = Field(None, description="ISO-8601, e.g. 2024-05-08T13:56:00")
-    persona_summary: Summary | None = None
+    topics: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS,
+                                description="what the memory is about, a few words each")
+    participants: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS,
+                                      description="the people in it")
+    key_facts: list[KeyFact] = Field(default_factory=list, max_length=MAX_LIST_ITEMS,
+                                     description="stand-alone sentences, each one fact")
+    sentiment: Sentiment = Field("neutral", description="positive, neutral or negative")
+    importance: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False,
+                              description="0 to 1; important memories decay more slowly")
+    pinned: bool = Field(False, description="true: never decays or gets archived")
+    session_id: ScopeId | None = Field(None, description="the conversation it came from")
+    persona_id: ScopeId | None = Field(None, description="whose memory: one user or assistant persona")
+    original_time: str | None = Field(None, description="when it happened: ISO-8601 date or "
+                                      "date-time (naive = UTC), e.g. 2024-05-08T13:56:00")
+    persona_summary: Summary | None = Field(None, description="a short profile of the persona "
+                                            "as of this memory")
 
     @field_validator("original_time")
     @classmethod
@@ -217,6 +217,8 @@ class RecallHit(BaseModel):
     persona_id: str | None
     explain: dict | None = Field(None, description="with explain=true: channels (rank and "
                                  "score in each) and the parts of the score")
+    duplicates: list[int] = Field(default_factory=list, description="ids of other memories "
+                                  "with the same text, folded into this one")
 
 
 class RecallResult(BaseModel):

@@ -1,4 +1,5 @@
-"""The MCP server class: which tools are listed, how a failed call reads, and the stdio transport.
+"""The MCP server class: which tools are listed and callable, how a failed call reads, and the
+stdio transport.
 
 Every tool call passes through `AokunMCPServer.call_tool`, so one place decides what a failure
 looks like to the model: one line, no pydantic boilerplate, no documentation URLs, and never
@@ -26,6 +27,8 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError, Unexpected
 from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from pydantic import BaseModel, ValidationError
 
+from aokun_server.arguments import check_call
+
 log = logging.getLogger("aokun.front")
 
 MAX_MESSAGE_CHARS = 1000
@@ -50,8 +53,9 @@ _BOUNDS = {"greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "mor
 
 
 class AokunMCPServer(MCPServer):
-    """MCPServer that lists only the configured tools (the others stay callable), reports
-    every failed call in one line, and answers unparseable stdio lines."""
+    """MCPServer that lists only the configured tools (and calls only those), checks every
+    call's arguments one way (aokun_server/arguments.py), reports every failed call in one
+    line, and answers unparseable stdio lines."""
 
     def __init__(self, *args, exposed_tools: tuple[str, ...], **kwargs):
         self._bus = InMemorySubscriptionBus()
@@ -77,6 +81,9 @@ class AokunMCPServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
         try:
+            tool = self._tool_manager.get_tool(name)
+            if tool is not None:  # an unknown name: the SDK's "Unknown tool: X"
+                arguments = check_call(tool, arguments, self._exposed)
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
             # Still an UnexpectedToolError, so the SDK logs the traceback; the cause is kept.

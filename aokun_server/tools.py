@@ -5,43 +5,46 @@ SQLite connection, so a slow write never blocks the event loop. Every write goes
 memory service (shared/memories.py), like every other entry point.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: k's type is built per server (k_param, from the
+# configured recall_max_k) and the SDK reads each tool's annotations as objects.
 
-import functools
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, Annotated, Callable
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import ValidationError
+from mcp.types import CallToolResult, TextContent
 
 from aokun_server.ingest import dated, memory_fields
 from aokun_server.models import (
-    MAX_CONVERSATION_CHARS, MAX_CONVERSATION_TURNS, MAX_LIST_LIMIT, AtomOut, AtomsResult, AtomType,
-    Conversation, DeleteResult, DocumentCounts, EditResult, Flag, K, ListLimit, ListResult,
-    MaintenanceAction, MaintenanceResult, MemorizeResult, MemoryId, MemoryMetadata, MemoryOut, Offset,
-    PinResult, Provider, RecallHit, RecallResult, ScopeId, StatsResult, SummarizeResult, parse_iso,
-    reject_lone_surrogates,
+    AtomOut, AtomsResult, Conversation, DeleteResult, DocumentCounts, EditResult,
+    ListResult, MaintenanceResult, MemorizeResult, MemoryMetadata, MemoryOut, PinResult, RecallHit,
+    RecallResult, StatsResult, SummarizeResult, reject_lone_surrogates,
+)
+from aokun_server.params import (
+    Action, AtomQuery, AtomTypes, Content, Explain, IncludeArchived, ListLimit, MaxChars,
+    Metadata, MetadataChanges, MemoryId, MinScore, NewContent, Offset, PersonaFilter, PersonaOf,
+    Pinned, Provider, Query, SessionFilter, SessionOf, Since, Store, Until, k_param,
 )
 from aokun_server.pipeline import Reinforcer, pipeline_figures, summarizer_figures
+from aokun_server.tooling import (checked_content, checked_id, conversation_turns, time_bound,
+                                  tool, translate_errors)
 from shared.lifecycle import Lifecycle
 from shared.live_config import LiveConfig
-from shared.search.atoms import AtomSearch
+from shared.search import answer
+from shared.search.atoms import AtomHit, AtomSearch
 from shared.search.recall import Hit, LiveRecaller, RecallRequest
 from shared.search.vectors import VectorIndex
-from shared.errors import AokunError
 from shared.memories import MemoryService
 from shared.store import consistency
-from shared.store.documents import DocumentFilter, epoch
-from shared.summarize.conversation import Turn, parse_conversation
+from shared.store.documents import DocumentFilter
 
 if TYPE_CHECKING:
     from shared.summarize.summarizer import Summarizer
 
-F = TypeVar("F", bound=Callable)
+__all__ = ["ToolDeps", "register_tools", "checked_content"]
 
 MAX_QUERY_CHARS = 100_000
 
@@ -58,63 +61,24 @@ class ToolDeps:
     lifecycle: Lifecycle
     reconcile_queue: Callable[[], dict]
     live: LiveConfig
-    summarizer: Summarizer
-
-
-def translate_errors(fn: F) -> F:
-    """Turn our own errors into ToolError so the caller reads the message, not a crash."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except AokunError as exc:
-            raise ToolError(str(exc)) from exc
-        except ValidationError:
-            raise  # a result that does not fit its model is our bug, not the caller's input
-        except ValueError as exc:
-            raise ToolError(str(exc)) from exc
-
-    return wrapper  # type: ignore[return-value]
-
-
-def checked_content(content: str, limit: int) -> str:
-    reject_lone_surrogates("content", content)
-    if not content.strip():
-        raise ToolError("content is empty: give the text to remember")
-    if len(content) > limit:
-        raise ToolError(f"content is {len(content)} characters; the limit is {limit} "
-                        "(server.max_content_chars)")
-    return content
-
-
-def checked_id(value: str | None, name: str) -> str | None:
-    if value is None:
-        return None
-    reject_lone_surrogates(name, value)
-    if not value.strip():
-        raise ToolError(f"{name} is empty; leave it out to search every {name.split('_')[0]}")
-    return value
-
-
-def tool(server: MCPServer, title: str, *, read_only: bool = False, destructive: bool = False,
-         idempotent: bool = False, open_world: bool = False):
-    """server.tool() with a human title and the behaviour hints hosts use to decide which calls
-    to confirm with the user. Every hint is given, so no host falls back to the protocol's
-    defaults (which assume a destructive, open-world tool)."""
-    return server.tool(title=title, annotations=ToolAnnotations(
-        title=title, read_only_hint=read_only, destructive_hint=destructive,
-        idempotent_hint=idempotent or read_only, open_world_hint=open_world))
+    summarizer: "Summarizer"
 
 
 def register_tools(server: MCPServer, deps: ToolDeps) -> None:
     """Add every Aokun tool to server. The docstrings are the descriptions a model reads to
-    decide when to call each tool; keep them true to the code."""
-    memories, store, live = deps.memories, deps.memories.documents, deps.live
+    decide when to call each tool, and each parameter's type (aokun_server/params.py) carries
+    its own; keep them true to the code."""
+    _writing_tools(server, deps)
+    _searching_tools(server, deps)
+    _operating_tools(server, deps)
+
+
+def _writing_tools(server: MCPServer, deps: ToolDeps) -> None:
+    memories, live = deps.memories, deps.live
 
     @tool(server, "Remember")  # every call adds a memory: not idempotent
     @translate_errors
-    def memorize(content: str, metadata: MemoryMetadata = MemoryMetadata()) -> MemorizeResult:
+    def memorize(content: Content, metadata: Metadata = MemoryMetadata()) -> MemorizeResult:
         """Save something worth knowing in later conversations: a fact about the user, a
         preference, an event, a plan, a decision. Call it when the user tells you something they
         would expect you to remember next time, or asks you to remember it; one memory per fact
@@ -134,16 +98,15 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
     # configured model, an outside service, and spends tokens on every call: not idempotent.
     @tool(server, "Summarize a conversation into a memory", open_world=True)
     @translate_errors
-    def summarize_memory(conversation: Conversation, persona_id: ScopeId | None = None,
-                         session_id: ScopeId | None = None, store: Flag = False,
-                         provider: Provider | None = None) -> SummarizeResult:
+    def summarize_memory(conversation: Conversation, persona_id: PersonaOf = None,
+                         session_id: SessionOf = None, store: Store = False,
+                         provider: Provider = None) -> SummarizeResult:
         """Turn a conversation into a structured memory: a summary, topics, participants, key
         facts (stand-alone sentences with the speaker as subject and dates resolved),
         sentiment and importance. Call it when a conversation ends, or before older turns
         leave your context, instead of writing the memory yourself; store=true also memorizes
         it (the same conversation stored twice stays one memory) and returns the receipt.
-        conversation: a list of turns {speaker, text, time?} or one "Name: text" transcript.
-        provider: rules (offline) or llm (the configured model); default from the config."""
+        conversation: a list of turns {speaker, text, time?} or one "Name: text" transcript."""
         turns = dated(conversation_turns(conversation), datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0))
         memory = deps.summarizer.summarize(turns, provider)
         if not store:
@@ -154,103 +117,11 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
                                status="accepted" if created else "already stored", stored=created,
                                persona_id=doc.fields.persona_id, session_id=doc.fields.session_id)
 
-    # Read-only as hosts mean it: no memory changes; recall only records the access
-    # (access_count, last access), which slows the recalled memories' decay.
-    @tool(server, "Recall memories", read_only=True)
-    @translate_errors
-    def recall(query: str, k: K | None = None, session_id: str | None = None,
-               persona_id: str | None = None, include_archived: Flag = False,
-               since: str | None = None, until: str | None = None,
-               explain: Flag = False) -> RecallResult:
-        """Look up what you were told in earlier conversations. Call it before answering
-        whenever the user refers to their past, people, preferences or plans, or when context
-        from earlier sessions would help; returns the memories most relevant to query, best
-        first (k results, at most 15), each with its text and time.
-
-        Filter by session_id or persona_id to stay within one conversation or one user;
-        since / until (ISO-8601) bound when the memory happened (original_time).
-        explain=true adds, per result, the channels that found it and the score parts."""
-        reject_lone_surrogates("query", query)
-        if not query.strip():
-            raise ToolError("query is empty: say what to look for")
-        if k is not None and k < 1:
-            raise ToolError(f"k must be at least 1, got {k}")
-        start, end = time_bound(since, "since"), time_bound(until, "until")
-        if start is not None and end is not None and start > end:
-            raise ToolError(f"since ({since}) is after until ({until})")
-        scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
-                               persona_id=checked_id(persona_id, "persona_id"),
-                               include_archived=include_archived, since=start, until=end)
-        memory = live.current.memory
-        k = min(k or memory.recall_top_k, memory.recall_max_k)
-        hits = deps.recaller.recall(RecallRequest(query[:MAX_QUERY_CHARS], k, scope, explain))
-        deps.reinforcer.touch([h.document.id for h in hits])
-        return RecallResult(results=[_hit(h) for h in hits])
-
-    @tool(server, "Search facts and plans", read_only=True)
-    @translate_errors
-    def search_atoms(query: str | None = None, k: K = 5, types: list[AtomType] | None = None,
-                     persona_id: str | None = None, session_id: str | None = None) -> AtomsResult:
-        """Find typed facts distilled from memories: planned (plans with deadlines), preference,
-        factual, relational, episodic, unknown. Call it for questions like "what are my
-        upcoming plans" (types=["planned"], no query: plans still ahead, soonest deadline
-        first) or "what do I like" (types=["preference"]). With a query, atoms matching it come
-        first, scored by relevance times how valid they still are; with types, the other
-        still-valid atoms of those types fill the remaining places (score 0, newest first after
-        dated plans). Active atoms only; give a query, types or both."""
-        text = ""
-        if query is not None:
-            reject_lone_surrogates("query", query)
-            text = query.strip()[:MAX_QUERY_CHARS]
-        if not text and not types:
-            raise ToolError('give a query, or types to list (e.g. types=["planned"] for upcoming plans)')
-        max_k = live.current.memory.recall_max_k
-        if not 1 <= k <= max_k:
-            raise ToolError(f"k must be between 1 and {max_k}, got {k}")
-        hits = deps.atom_search.search(text or None, k, types,
-                                       checked_id(persona_id, "persona_id"),
-                                       checked_id(session_id, "session_id"))
-        return AtomsResult(atoms=[AtomOut.of(h.row, h.score, h.time_factor) for h in hits])
-
-    # Archives memories and expires / forgets / purges atoms; each backup is a new file.
-    @tool(server, "Run memory upkeep", destructive=True)
-    @translate_errors
-    def memory_maintenance(action: MaintenanceAction) -> MaintenanceResult:
-        """Run upkeep now instead of waiting for the worker's schedule; call it only when the
-        user or an operator asks. decay (importance decay due since the last run), archive
-        (old and unimportant memories leave recall), atoms (expire / forget / purge atoms past
-        their time), backup, reconcile (re-queue unfinished work), or all. Reports what each
-        step changed."""
-        import time
-
-        from shared.lifecycle import run_action
-
-        changed = run_action(action, deps.lifecycle, deps.reconcile_queue, time.time())
-        return MaintenanceResult(action=action, changed=changed)
-
-    @tool(server, "List memories", read_only=True)
-    @translate_errors
-    def list_memories(limit: ListLimit = 20, offset: Offset = 0, session_id: str | None = None,
-                      persona_id: str | None = None) -> ListResult:
-        """Browse stored memories, newest first, with the total count for paging (archived ones
-        included). Call it to review what is stored, e.g. to find a memory's id before editing
-        or deleting it; to find memories about something, use recall."""
-        if not 1 <= limit <= MAX_LIST_LIMIT:
-            raise ToolError(f"limit must be between 1 and {MAX_LIST_LIMIT}, got {limit}")
-        if offset < 0:
-            raise ToolError(f"offset must be 0 or more, got {offset}")
-        scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
-                               persona_id=checked_id(persona_id, "persona_id"),
-                               include_archived=True)
-        docs, total = store.list(limit, offset, scope)
-        return ListResult(memories=[MemoryOut.of(d) for d in docs], total=total,
-                          limit=limit, offset=offset)
-
     # Overwrites what was stored (the old text is not kept); the same edit twice leaves the same memory.
     @tool(server, "Edit a memory", destructive=True, idempotent=True)
     @translate_errors
-    def edit_memory(id: MemoryId, content: str | None = None,
-                    metadata: MemoryMetadata | None = None) -> EditResult:
+    def edit_memory(id: MemoryId, content: NewContent = None,
+                    metadata: MetadataChanges = None) -> EditResult:
         """Correct or update a stored memory: replace its content and/or some metadata keys
         (the others stay as they were; the old content is not kept). Call it when the user
         corrects something remembered or a fact changed, instead of storing a contradiction."""
@@ -273,11 +144,115 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
 
     @tool(server, "Pin or unpin a memory", idempotent=True)
     @translate_errors
-    def pin_memory(id: MemoryId, pinned: Flag = True) -> PinResult:
+    def pin_memory(id: MemoryId, pinned: Pinned = True) -> PinResult:
         """Pin a memory so it never decays or gets archived, or unpin it with pinned=false. Call
         it when the user says something must always be remembered."""
         doc = memories.set_pinned(id, pinned)
         return PinResult(id=doc.id, pinned=doc.fields.pinned)
+
+
+def _searching_tools(server: MCPServer, deps: ToolDeps) -> None:
+    store, live = deps.memories.documents, deps.live
+    max_k = live.current.memory.recall_max_k
+    K = k_param(max_k, lambda: live.current.memory.recall_max_k)
+
+    # Read-only as hosts mean it: no memory changes; recall only records the access
+    # (access_count, last access), which slows the recalled memories' decay.
+    @tool(server, "Recall memories", read_only=True)
+    @translate_errors
+    def recall(query: Query, k: K = None, session_id: SessionFilter = None,
+               persona_id: PersonaFilter = None, include_archived: IncludeArchived = False,
+               since: Since = None, until: Until = None, explain: Explain = False,
+               min_score: MinScore = None, max_chars: MaxChars = None
+               ) -> Annotated[CallToolResult, RecallResult]:
+        """Look up what you were told in earlier conversations. Call it before answering
+        whenever the user refers to their past, people, preferences or plans, or when context
+        from earlier sessions would help. Returns the memories relevant enough to query (score
+        at least min_score), best first, at most k; nothing when none is. The text answer is
+        one line a memory: [id · score] its text, which starts with when it happened; the
+        structured answer has every field. The same text stored twice comes back once, the
+        other ids in duplicates.
+
+        Filter by session_id or persona_id to stay within one conversation or one user;
+        since / until bound when the memory happened (original_time). max_chars keeps the text
+        answer within a budget. explain=true adds, per result, the channels that found it and
+        the score parts."""
+        reject_lone_surrogates("query", query)
+        if not query.strip():
+            raise ToolError("query is empty: say what to look for")
+        start, end = time_bound(since, "since"), time_bound(until, "until")
+        if start is not None and end is not None and start > end:
+            raise ToolError(f"since ({since}) is after until ({until})")
+        scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
+                               persona_id=checked_id(persona_id, "persona_id"),
+                               include_archived=include_archived, since=start, until=end)
+        floor = live.current.retrieval.min_score if min_score is None else min_score
+        hits = deps.recaller.recall(RecallRequest(
+            query[:MAX_QUERY_CHARS], k or live.current.memory.recall_top_k, scope, explain,
+            min_score=floor, max_chars=max_chars))
+        deps.reinforcer.touch([h.document.id for h in hits])
+        return recall_answer(hits, floor, max_chars)
+
+    @tool(server, "Search facts and plans", read_only=True)
+    @translate_errors
+    def search_atoms(query: AtomQuery = None, k: K = None, types: AtomTypes = None,
+                     persona_id: PersonaFilter = None, session_id: SessionFilter = None,
+                     min_score: MinScore = None) -> Annotated[CallToolResult, AtomsResult]:
+        """Find typed facts distilled from memories: planned (plans with deadlines), preference,
+        factual, relational, episodic, unknown. Call it for questions like "what are my
+        upcoming plans" (types=["planned"], no query: plans still ahead, soonest deadline
+        first) or "what do I like" (types=["preference"]). With a query, atoms matching it
+        come first, scored by relevance times how valid they still are, those below min_score
+        left out; with types, the other still-valid atoms of those types fill the remaining
+        places (score 0: listed for types, not found by the query, so min_score does not
+        apply; newest first after dated plans). k: default 5. Active atoms only; give a
+        query, types or both."""
+        text = ""
+        if query is not None:
+            reject_lone_surrogates("query", query)
+            text = query.strip()[:MAX_QUERY_CHARS]
+        if not text and not types:
+            raise ToolError('give a query, or types to list (e.g. types=["planned"] for upcoming plans)')
+        floor = live.current.retrieval.min_score if min_score is None else min_score
+        hits = deps.atom_search.search(text or None, k or 5, types,
+                                       checked_id(persona_id, "persona_id"),
+                                       checked_id(session_id, "session_id"))
+        return atoms_answer([h for h in hits if h.score == 0 or h.score >= floor], floor,
+                            bool(text), types)
+
+    @tool(server, "List memories", read_only=True)
+    @translate_errors
+    def list_memories(limit: ListLimit = 20, offset: Offset = 0, session_id: SessionFilter = None,
+                      persona_id: PersonaFilter = None) -> ListResult:
+        """Browse stored memories, newest first, with the total count for paging (archived ones
+        included). Call it to review what is stored, e.g. to find a memory's id before editing
+        or deleting it; to find memories about something, use recall."""
+        scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
+                               persona_id=checked_id(persona_id, "persona_id"),
+                               include_archived=True)
+        docs, total = store.list(limit, offset, scope)
+        return ListResult(memories=[MemoryOut.of(d) for d in docs], total=total,
+                          limit=limit, offset=offset)
+
+
+def _operating_tools(server: MCPServer, deps: ToolDeps) -> None:
+    store, live = deps.memories.documents, deps.live
+
+    # Archives memories and expires / forgets / purges atoms; each backup is a new file.
+    @tool(server, "Run memory upkeep", destructive=True)
+    @translate_errors
+    def memory_maintenance(action: Action) -> MaintenanceResult:
+        """Run upkeep now instead of waiting for the worker's schedule; call it only when the
+        user or an operator asks. decay (importance decay due since the last run), archive
+        (old and unimportant memories leave recall), atoms (expire / forget / purge atoms past
+        their time), backup, reconcile (re-queue unfinished work), or all. Reports what each
+        step changed."""
+        import time
+
+        from shared.lifecycle import run_action
+
+        changed = run_action(action, deps.lifecycle, deps.reconcile_queue, time.time())
+        return MaintenanceResult(action=action, changed=changed)
 
     @tool(server, "Memory statistics", read_only=True)
     @translate_errors
@@ -301,31 +276,27 @@ def _hit(hit: Hit) -> RecallHit:
         importance=f.importance, pinned=f.pinned,
         original_time=f.original_time.isoformat() if f.original_time else None,
         topics=list(f.topics), participants=list(f.participants),
-        session_id=f.session_id, persona_id=f.persona_id, explain=hit.explain)
+        session_id=f.session_id, persona_id=f.persona_id, explain=hit.explain,
+        duplicates=list(hit.duplicates))
 
 
-def conversation_turns(conversation) -> list[Turn]:
-    """summarize_memory's conversation as turns, within the size limits."""
-    if isinstance(conversation, str) and len(conversation) > MAX_CONVERSATION_CHARS:
-        raise ToolError(f"conversation is {len(conversation)} characters; the limit is "
-                        f"{MAX_CONVERSATION_CHARS}: summarize it in parts")
-    if isinstance(conversation, list) and len(conversation) > MAX_CONVERSATION_TURNS:
-        raise ToolError(f"conversation has {len(conversation)} turns; the limit is "
-                        f"{MAX_CONVERSATION_TURNS}: summarize it in parts")
-    turns = parse_conversation(conversation)
-    if sum(len(t.speaker) + len(t.text) for t in turns) > MAX_CONVERSATION_CHARS:
-        raise ToolError(f"conversation holds more than {MAX_CONVERSATION_CHARS} characters: "
-                        "summarize it in parts")
-    for number, turn in enumerate(turns, 1):
-        reject_lone_surrogates(f"conversation turn {number}", turn.speaker + turn.text)
-    return turns
+def recall_answer(hits: list[Hit], min_score: float, max_chars: int | None) -> CallToolResult:
+    """Every field as structured content; as text, one line a memory (shared/search/answer.py)."""
+    result = RecallResult(results=[_hit(h) for h in hits])
+    return CallToolResult(
+        content=[TextContent(type="text", text=answer.text_of(hits, min_score, max_chars))],
+        structured_content=result.model_dump(mode="json"))
 
 
-def time_bound(value: str | None, name: str) -> float | None:
-    """An optional ISO-8601 bound as epoch seconds (naive times are UTC)."""
-    if value is None:
-        return None
-    reject_lone_surrogates(name, value)
-    return epoch(parse_iso(value, name))
-
-
+def atoms_answer(hits: list[AtomHit], min_score: float, asked: bool,
+                 types: list[str] | None) -> CallToolResult:
+    """The atoms as structured content and as one line of JSON; when there are none, a
+    sentence saying why."""
+    result = AtomsResult(atoms=[AtomOut.of(h.row, h.score, h.time_factor) for h in hits])
+    text = result.model_dump_json(exclude_none=True)
+    if not hits:
+        kinds = f" of type {', '.join(types)}" if types else ""
+        text = (f"No active atom{kinds} is relevant enough to this query (min_score {min_score:g})."
+                if asked else f"No active atom{kinds}.")
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=result.model_dump(mode="json"))

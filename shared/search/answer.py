@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # recall imports this module to fit its answers
     from shared.search.recall import Hit
 
 NOTHING_FOUND = "No memory is relevant enough to this query (min_score {min_score:g})."
+NOTHING_FITS = "No memory relevant enough to this query (min_score {min_score:g}) fits in max_chars {max_chars}."
 _BREAKS = re.compile(r"\s*[\r\n]+\s*")
 
 
@@ -30,11 +31,14 @@ def line(hit: Hit) -> str:
     return " ".join(parts)
 
 
-def text_of(hits: Sequence[Hit], min_score: float) -> str:
-    """The text content of a recall: a line per hit, or a sentence saying nothing fits."""
-    if not hits:
+def text_of(hits: Sequence[Hit], min_score: float, max_chars: int | None = None) -> str:
+    """The text content of a recall: a line per hit, or a sentence saying nothing was found
+    (with a budget: nothing relevant enough whose line fits in it)."""
+    if hits:
+        return "\n".join(line(h) for h in hits)
+    if max_chars is None:
         return NOTHING_FOUND.format(min_score=min_score)
-    return "\n".join(line(h) for h in hits)
+    return NOTHING_FITS.format(min_score=min_score, max_chars=max_chars)
 
 
 def fit(hits: Sequence[Hit], max_chars: int | None) -> list[Hit]:

@@ -1,0 +1,104 @@
+"""The tools' parameters: each a type with its limits and the one-line description a model
+reads in the tool's input schema.
+
+The limits a schema shows are the ones enforced. k's maximum is live config
+(memory.recall_max_k): the schema shows the value at start, and each call checks the value
+the running server has then (k_param). 64-bit bounds on ids and offsets are checked but not
+advertised: `maximum: 9223372036854775807` tells a model nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Callable, Literal
+
+from pydantic import AfterValidator, Field
+
+from aokun_server.models import MAX_INT64, MAX_LIST_LIMIT, MemoryMetadata, ScopeId
+from shared.lifecycle import ACTIONS
+from shared.store.atoms import ATOM_TYPES
+
+MIN_ANSWER_CHARS = 100  # room for the sentence an empty answer is
+MAX_ANSWER_CHARS = 1_000_000
+
+
+def _int64(value: int) -> int:
+    if value > MAX_INT64:
+        raise ValueError(f"must be at most {MAX_INT64} (got {value})")
+    return value
+
+
+def k_param(schema_max: int, live_max: Callable[[], int]):
+    """k for recall and search_atoms: 1 to memory.recall_max_k as the server reads it at the
+    call (a k above it is refused, never capped); schema_max is the value shown."""
+
+    def within(k: int | None) -> int | None:
+        top = live_max()
+        if k is not None and not 1 <= k <= top:
+            raise ValueError(f"must be between 1 and {top} (got {k})")
+        return k
+
+    return Annotated[int | None, Field(
+        strict=True, json_schema_extra={"minimum": 1, "maximum": schema_max},
+        description=f"how many results, 1 to {schema_max} (memory.recall_max_k; the running "
+                    "server's value rules); a larger k is refused"), AfterValidator(within)]
+
+
+def _text(description: str):
+    return Annotated[str, Field(description=description)]
+
+
+def _optional(kind, description: str):
+    return Annotated[kind | None, Field(description=description)]
+
+
+def _flag(description: str):
+    return Annotated[bool, Field(strict=True, description=description)]
+
+
+MemoryId = Annotated[int, Field(strict=True, ge=1, description="a memory's id, as memorize, "
+                                "recall or list_memories gave it"), AfterValidator(_int64)]
+Offset = Annotated[int, Field(strict=True, ge=0, description="how many memories to skip, "
+                              "for paging"), AfterValidator(_int64)]
+ListLimit = Annotated[int, Field(strict=True, ge=1, le=MAX_LIST_LIMIT,
+                                 description="how many memories to return")]
+
+Content = _text("the text to remember, in the user's own words and language")
+NewContent = _optional(str, "the memory's new text (replaces the old one); leave out to keep it")
+Metadata = Annotated[MemoryMetadata, Field(description="optional facts about the memory; "
+                                           "unknown keys are refused")]
+MetadataChanges = _optional(MemoryMetadata, "the metadata keys to change; the others keep "
+                            "their values")
+Query = _text("what to look for, in the user's words")
+AtomQuery = _optional(str, "what to look for; leave out to list the given types")
+PersonaFilter = _optional(str, "whose memories: one user or assistant persona (exact "
+                          "persona_id); leave out for every persona")
+SessionFilter = _optional(str, "one conversation (exact session_id); leave out for every "
+                          "conversation")
+Since = _optional(str, "only memories that happened at or after this: an ISO-8601 date or "
+                  "date-time (naive = UTC), e.g. 2024-05-08 or 2024-05-08T13:56:00")
+Until = _optional(str, "only memories that happened at or before this: an ISO-8601 date or "
+                  "date-time (naive = UTC)")
+IncludeArchived = _flag("also search archived memories (old, unimportant ones left out by "
+                        "default)")
+Explain = _flag("add, per result, the channels that found it and the parts of its score")
+MinScore = Annotated[float | None, Field(
+    strict=True, ge=0.0, le=1.0, allow_inf_nan=False,
+    description="leave out results scoring below this, 0 to 1; default retrieval.min_score")]
+MaxChars = Annotated[int | None, Field(
+    strict=True, ge=MIN_ANSWER_CHARS, le=MAX_ANSWER_CHARS,
+    description="a character budget for the text answer: the best results whose lines fit, "
+                "whole")]
+AtomTypes = _optional(list[Literal[ATOM_TYPES]], "kinds of atom to return (and, without a "
+                      "query, to list): episodic, planned, factual, relational, preference, "
+                      "unknown")
+Pinned = _flag("true to pin (never decays or gets archived), false to unpin")
+Action = Annotated[Literal[ACTIONS], Field(description="which upkeep to run: decay, archive, "
+                                           "atoms, backup, reconcile, or all")]
+PersonaOf = Annotated[ScopeId | None, Field(description="whose conversation: one user or "
+                                            "assistant persona, stored as the memory's persona_id")]
+SessionOf = Annotated[ScopeId | None, Field(description="the conversation's session_id, stored "
+                                            "with the memory")]
+Store = _flag("also memorize the summary and return the receipt (a conversation stored "
+              "before stays one memory)")
+Provider = _optional(Literal["rules", "llm"], "rules (offline) or llm (the configured model); "
+                     "default summarizer.provider")

@@ -7,11 +7,14 @@ from pathlib import Path
 import pytest
 
 from helpers import mcp_session, stdio_params, write_config
+from shared.config import ALL_TOOLS
 
 
 @pytest.fixture
 def config_path(tmp_path) -> Path:
-    return write_config(tmp_path)
+    """Every tool listed, so every tool is callable (a server calls only the tools it lists);
+    tests of the default list write their own config."""
+    return write_config(tmp_path, server={"exposed_tools": list(ALL_TOOLS)})
 
 
 @pytest.fixture

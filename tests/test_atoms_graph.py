@@ -27,7 +27,8 @@ def system(tmp_path):
             tmp_path, embedding={"provider": "openai", "base_url": api.base_url, "model": "fake",
                                  "dimensions": 32},
             queue={"retry_base_s": 0.2}, graph={"aliases": ["Bobby=Bob"]},
-            server={"exposed_tools": ["memorize", "recall", "search_atoms", "edit_memory"]})
+            server={"exposed_tools": ["memorize", "recall", "search_atoms", "edit_memory",
+                                      "delete_memory"]})
         worker = start_worker(config)
         try:
             with mcp_session(stdio_params(config)) as session:

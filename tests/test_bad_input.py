@@ -18,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from aokun_server.app import build_front
 from aokun_server.server import AokunMCPServer
 from helpers import BIN, db_rows, mcp_session, write_config
-from shared.config import load_config
+from shared.config import ALL_TOOLS, load_config
 from shared.store.documents import unmarked
 
 BIG = 2**63  # one past SQLite's largest integer
@@ -71,13 +71,14 @@ BAD_CALLS = [
     ("memorize", {"content": "ok", "metadata": {"persona_summary": "s" * 4001}},
      "metadata.persona_summary: must be at most 4000 characters (got 4001)"),
     ("recall", {"query": ""}, "query is empty"),
-    ("recall", {"query": "x", "k": 0}, "k: must be at least 1 (got 0)"),
+    ("recall", {"query": "x", "k": 0}, "k: must be between 1 and 15 (got 0)"),
     ("recall", {"query": "x", "k": "five"}, 'k: must be an integer (got "five")'),
     ("recall", {"query": "x", "k": 2.0}, "k: must be an integer (got 2.0)"),
-    ("recall", {"query": "x", "k": BIG}, f"k: must be at most {BIG - 1} (got {BIG})"),
+    ("recall", {"query": "x", "k": BIG}, f"k: must be between 1 and 15 (got {BIG})"),
+    ("recall", {"query": "x", "persona": "me"}, 'unknown argument "persona" (recall takes: query,'),
     ("recall", {"query": "x", "explain": "yes"}, 'explain: must be true or false (got "yes")'),
     ("recall", {"query": "x", "persona_id": " "}, "persona_id is empty"),
-    ("search_atoms", {"query": "x", "k": 10**30}, f"k: must be at most {BIG - 1} (got {10**30})"),
+    ("search_atoms", {"query": "x", "k": 10**30}, f"k: must be between 1 and 15 (got {10**30})"),
     ("search_atoms", {"query": "x", "types": ["nope"]}, "types[0]: must be one of 'episodic',"),
     ("list_memories", {"limit": 0}, "limit: must be at least 1 (got 0)"),
     ("list_memories", {"limit": BIG}, f"limit: must be at most 200 (got {BIG})"),
@@ -88,7 +89,7 @@ BAD_CALLS = [
     ("edit_memory", {"id": "one", "content": "new"}, 'id: must be an integer (got "one")'),
     ("edit_memory", {"id": True, "content": "new"}, "id: must be an integer (got true)"),
     ("edit_memory", {"id": 1.0, "content": "new"}, "id: must be an integer (got 1.0)"),
-    ("edit_memory", {"id": "1", "content": "new"}, 'id: must be an integer (got "1")'),
+    ("edit_memory", {"id": "1.5", "content": "new"}, 'id: must be an integer (got "1.5")'),
     ("edit_memory", {"id": BIG, "content": "new"}, f"id: must be at most {BIG - 1} (got {BIG})"),
     ("edit_memory", {"id": 1, "content": ""}, "content is empty"),
     ("edit_memory", {"id": 1, "metadata": {"importance": 2}},
@@ -98,7 +99,7 @@ BAD_CALLS = [
     ("delete_memory", {"id": 999}, "no memory with id 999"),
     ("delete_memory", {"id": True}, "id: must be an integer (got true)"),
     ("delete_memory", {"id": 1.0}, "id: must be an integer (got 1.0)"),
-    ("delete_memory", {"id": "1"}, 'id: must be an integer (got "1")'),
+    ("delete_memory", {"id": "one"}, 'id: must be an integer (got "one")'),
     ("delete_memory", {"id": 0}, "id: must be at least 1 (got 0)"),
     ("delete_memory", {"id": BIG}, f"id: must be at most {BIG - 1} (got {BIG})"),
     ("delete_memory", {"id": -BIG * 4}, f"id: must be at least 1 (got {-BIG * 4})"),
@@ -136,7 +137,7 @@ def test_bad_calls_fail_clearly_and_write_nothing(stdio, config_path):
         assert expected in message, (name, str(arguments)[:80], message)
         assert_one_line(message)
         assert stored(config_path) == before, (name, str(arguments)[:80])
-    assert stdio.ok("recall", {"query": "survive"})["results"][0]["id"] == keep["id"]
+    assert stdio.ok("recall", {"query": "survive", "min_score": 0})["results"][0]["id"] == keep["id"]
 
 
 def test_validation_message_is_exactly_one_line(stdio):
@@ -201,7 +202,8 @@ HOSTILE_QUERIES = [
 @pytest.fixture(scope="module")
 def in_process(tmp_path_factory):
     """The real front built in this process (the official client connects in-process)."""
-    front = build_front(load_config(write_config(tmp_path_factory.mktemp("hostile"))))
+    front = build_front(load_config(write_config(tmp_path_factory.mktemp("hostile"),
+                                                 server={"exposed_tools": list(ALL_TOOLS)})))
     with mcp_session(front.server) as session:
         yield session
 
@@ -222,12 +224,12 @@ def test_hostile_terms_are_searched_as_words(tmp_path):
     with mcp_session(front.server) as s:
         mid = s.ok("memorize", {"content": "peanut allergy"})["id"]
         for query in ("NEAR(peanut", "peanut*", "-peanut", "tokens:peanut", "NOT peanut"):
-            assert [r["id"] for r in s.ok("recall", {"query": query})["results"]] == [mid], query
+            assert [r["id"] for r in s.ok("recall", {"query": query, "min_score": 0})["results"]] == [mid], query
 
 
 def test_lone_surrogates_are_refused(tmp_path):
     # The client cannot encode a lone surrogate as UTF-8 JSON, so speak to the server in-process.
-    front = build_front(load_config(write_config(tmp_path)))
+    front = build_front(load_config(write_config(tmp_path, server={"exposed_tools": list(ALL_TOOLS)})))
     with mcp_session(front.server) as s:
         assert "lone UTF-16 surrogate" in s.error("memorize", {"content": "bad \ud800 text"})
         assert "lone UTF-16 surrogate" in s.error(

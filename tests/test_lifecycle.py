@@ -125,7 +125,7 @@ def test_an_atom_walks_to_purged_with_its_graph_output(life):
 @pytest.mark.slow
 def test_backup_during_writes_restores_into_a_fresh_data_dir(tmp_path):
     (tmp_path / "a").mkdir()
-    config_path = write_config(tmp_path / "a")
+    config_path = write_config(tmp_path / "a", server={"exposed_tools": ["memorize", "memory_maintenance"]})
     front = build_front(load_config(config_path))
     stop = threading.Event()
     written = []
@@ -228,7 +228,7 @@ def _aokun(config, *args):
 
 
 def test_memory_maintenance_tool_and_cli(tmp_path):
-    config_path = write_config(tmp_path, server={"exposed_tools": ["memory_maintenance"]})
+    config_path = write_config(tmp_path, server={"exposed_tools": ["memorize", "memory_maintenance"]})
     front = build_front(load_config(config_path))
     with mcp_session(front.server) as s:
         s.ok("memorize", {"content": "something to keep"})

@@ -14,6 +14,7 @@ import pytest
 from fake_openai import FakeEmbeddingsServer
 from helpers import (all_processed, db_rows, mcp_session, stage_summary, start_worker, stdio_params,
                      stop, wait_for, write_config)
+from shared.config import ALL_TOOLS
 from shared.store.documents import unmarked
 
 
@@ -23,7 +24,8 @@ def openai_config(tmp_path, server: FakeEmbeddingsServer, **sections):
     queue = {"retry_base_s": 0.2, "retry_max_s": 1.0, "reconcile_interval_s": 2.0,
              "embed_batch_size": 8}
     return write_config(tmp_path, embedding={**embedding, **sections.pop("embedding", {})},
-                        queue={**queue, **sections.pop("queue", {})}, **sections)
+                        queue={**queue, **sections.pop("queue", {})},
+                        server={"exposed_tools": list(ALL_TOOLS)}, **sections)
 
 
 @pytest.fixture
@@ -34,7 +36,7 @@ def fake_api():
 
 @pytest.mark.slow
 def test_default_embedder_finds_memories_by_meaning(tmp_path):
-    config = write_config(tmp_path)
+    config = write_config(tmp_path, server={"exposed_tools": list(ALL_TOOLS)})
     worker = start_worker(config)
     try:
         with mcp_session(stdio_params(config)) as s:

@@ -18,7 +18,7 @@ from mcp.client.stdio import stdio_client
 from aokun_worker.periodic import SettleWatch
 from aokun_worker.service import SNAPSHOT_SETTLE_S
 from helpers import BIN, all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
-from shared.config import StorageConfig
+from shared.config import ALL_TOOLS, StorageConfig
 from shared.search import snapshot
 from shared.search.vectors import VectorIndex
 from shared.store import vectors
@@ -41,7 +41,9 @@ TEXTS = [
 QUERIES = ["kitten", "where does my sister live", "喝茶", "support group", "travel plans in spring"]
 # The vector channels only, so every ranking comes from the two FAISS indexes; no
 # reinforcement, so recalling changes nothing that a later recall reads.
-SETTINGS = {"retrieval": {"channels": ["vector", "graph_vector"], "access_reinforcement": False}}
+SETTINGS = {"retrieval": {"channels": ["vector", "graph_vector"], "access_reinforcement": False},
+            "server": {"exposed_tools": list(ALL_TOOLS)}}
+WITH_INFO = {**SETTINGS, "server": {**SETTINGS["server"], "log_level": "INFO"}}
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +142,7 @@ def test_cold_start_from_a_snapshot_recalls_as_from_sqlite(store):
 
     headers = save_snapshots(store)
     assert headers["document"].count == len(TEXTS) and headers["document"].seq == vector_seq(store)
-    with_info = write_config(store.parent, **SETTINGS, server={"log_level": "INFO"})
+    with_info = write_config(store.parent, **WITH_INFO)
     assert recall_all(with_info) == from_sqlite
     counts = vector_counts(store)
     assert loaded_from_snapshot(store) == {kind: (0, counts[kind]) for kind in vectors.KINDS}, front_log(store)
@@ -166,7 +168,7 @@ def test_changes_after_the_snapshot_are_applied(store):
     header = snapshot.read_header(snapshot.path_for(data_dir(store), "document"))
     assert header.seq < vector_seq(store)
 
-    with_info = write_config(store.parent, **SETTINGS, server={"log_level": "INFO"})
+    with_info = write_config(store.parent, **WITH_INFO)
     from_snapshot = recall_all(with_info)
     # Vectors added, replaced and deleted since were applied: the index holds what SQLite holds.
     counts, loaded = vector_counts(store), loaded_from_snapshot(store)
@@ -281,7 +283,7 @@ def test_the_worker_writes_snapshots_once_changes_settle(tmp_path):
         assert stop(worker) == 0
     assert "snapshots: document snapshot written" in (tmp_path / "worker-test.log").read_text()
 
-    with_info = write_config(tmp_path, **SETTINGS, server={"log_level": "INFO"})
+    with_info = write_config(tmp_path, **WITH_INFO)
     with front(with_info) as s:
         assert s.ok("recall", {"query": "kitten", "k": 1})["results"]
     assert loaded_from_snapshot(config)["document"] == (0, 4), front_log(config)

@@ -117,7 +117,11 @@ def test_store_memorizes_once_and_recall_finds_it(stdio, config_path):
 
 
 def test_listed_only_when_exposed_and_bad_input_is_one_line(stdio, tmp_path):
-    assert "summarize_memory" not in stdio.tool_names()
+    default = tmp_path / "default"  # tmp_path holds the fixture's config
+    default.mkdir()
+    with mcp_session(stdio_params(write_config(default))) as s:
+        assert "summarize_memory" not in s.tool_names()
+        assert "is not enabled" in s.error("summarize_memory", {"conversation": "A: hi"})
     assert "must be a list of turns" in stdio.error("summarize_memory", {"conversation": 42})
     assert "conversation is empty" in stdio.error("summarize_memory", {"conversation": []})
     message = stdio.error("summarize_memory", {"conversation": [{"speaker": "Ann"}]})
@@ -141,7 +145,8 @@ def test_llm_tokens_in_memory_stats(tmp_path):
              "sentiment": "positive", "importance": 0.7, "persona_summary": None}
     with FakeChatServer(memory_reply(reply)) as chat:
         config = write_config(tmp_path, summarizer={"provider": "llm", "base_url": chat.base_url,
-                                                    "model": "fake-chat", "api_key": "k"})
+                                                    "model": "fake-chat", "api_key": "k"},
+                              server={"exposed_tools": ["summarize_memory", "memory_stats"]})
         with mcp_session(stdio_params(config)) as s:
             before = s.ok("memory_stats")["summarizer"]
             assert before == {"provider": "llm", "model": "fake-chat", "usage": {}}

@@ -16,20 +16,20 @@ FILLER_EN = ["I like running along the river on weekends", "My cat is called Sno
              "We have a project review with the team next Wednesday"]
 
 
-def test_lists_the_configured_tools(stdio):
-    assert sorted(stdio.tool_names()) == ["edit_memory", "list_memories", "memorize", "recall"]
-
-
-def test_hidden_tools_stay_callable(stdio):
-    stats = stdio.ok("memory_stats")
-    assert stats["documents"]["total"] == 0
+def test_lists_the_default_tools_and_calls_only_those(tmp_path):
+    with mcp_session(stdio_params(write_config(tmp_path))) as s:
+        assert sorted(s.tool_names()) == ["edit_memory", "list_memories", "memorize", "recall"]
+        assert s.error("memory_stats") == \
+            'tool "memory_stats" is not enabled on this server (server.exposed_tools)'
 
 
 def test_exposed_tools_follow_config(tmp_path):
     config = write_config(tmp_path, server={"exposed_tools": ["recall", "memory_stats"]})
     with mcp_session(stdio_params(config)) as s:
         assert sorted(s.tool_names()) == ["memory_stats", "recall"]
-        assert s.ok("memorize", {"content": "still callable"})["status"] == "accepted"
+        assert s.ok("memory_stats")["documents"]["total"] == 0
+        assert s.error("memorize", {"content": "not listed"}) == \
+            'tool "memorize" is not enabled on this server (server.exposed_tools)'
 
 
 def test_memorize_commits_before_replying(stdio, config_path):
@@ -76,7 +76,7 @@ def test_recall_returns_the_memory_text_and_its_persona_summary_apart(stdio):
     stored = stdio.ok("memorize", {"content": "Alice prefers green tea over coffee",
                                    "metadata": {"persona_summary": "Alice: drinks green tea, not coffee"}})
     plain = stdio.ok("memorize", {"content": "Bob drinks green tea every morning"})
-    hits = {h["id"]: h for h in stdio.ok("recall", {"query": "green tea"})["results"]}
+    hits = {h["id"]: h for h in stdio.ok("recall", {"query": "green tea", "min_score": 0})["results"]}
     assert hits[stored["id"]]["text"] == stored["text"]  # the memory itself, not its summary
     assert hits[stored["id"]]["persona_summary"] == "Alice: drinks green tea, not coffee"
     assert hits[plain["id"]]["text"] == plain["text"] and hits[plain["id"]]["persona_summary"] is None
@@ -85,21 +85,22 @@ def test_recall_returns_the_memory_text_and_its_persona_summary_apart(stdio):
 def test_persona_and_session_isolation(stdio):
     a = stdio.ok("memorize", {"content": "my favourite colour is blue", "metadata": {"persona_id": "alice", "session_id": "s1"}})["id"]
     b = stdio.ok("memorize", {"content": "my favourite colour is red", "metadata": {"persona_id": "bob", "session_id": "s2"}})["id"]
-    assert [r["id"] for r in stdio.ok("recall", {"query": "favourite colour", "persona_id": "alice"})["results"]] == [a]
-    assert [r["id"] for r in stdio.ok("recall", {"query": "favourite colour", "persona_id": "bob"})["results"]] == [b]
-    assert [r["id"] for r in stdio.ok("recall", {"query": "favourite colour", "session_id": "s2"})["results"]] == [b]
-    assert stdio.ok("recall", {"query": "favourite colour", "persona_id": "carol"})["results"] == []
-    assert sorted(r["id"] for r in stdio.ok("recall", {"query": "favourite colour"})["results"]) == [a, b]
+    assert [r["id"] for r in stdio.ok("recall", {"query": "favourite colour", "persona_id": "alice", "min_score": 0})["results"]] == [a]
+    assert [r["id"] for r in stdio.ok("recall", {"query": "favourite colour", "persona_id": "bob", "min_score": 0})["results"]] == [b]
+    assert [r["id"] for r in stdio.ok("recall", {"query": "favourite colour", "session_id": "s2", "min_score": 0})["results"]] == [b]
+    assert stdio.ok("recall", {"query": "favourite colour", "persona_id": "carol", "min_score": 0})["results"] == []
+    assert sorted(r["id"] for r in stdio.ok("recall", {"query": "favourite colour", "min_score": 0})["results"]) == [a, b]
     listed = stdio.ok("list_memories", {"persona_id": "alice"})
     assert listed["total"] == 1 and [m["id"] for m in listed["memories"]] == [a]
 
 
-def test_k_defaults_and_is_capped(stdio):
+def test_k_defaults_and_a_k_above_the_maximum_is_refused(stdio):
     for i in range(20):
         stdio.ok("memorize", {"content": f"note {i} about the garden"})
-    assert len(stdio.ok("recall", {"query": "garden"})["results"]) == 5
-    assert len(stdio.ok("recall", {"query": "garden", "k": 100})["results"]) == 15
-    assert len(stdio.ok("recall", {"query": "garden", "k": 2})["results"]) == 2
+    assert len(stdio.ok("recall", {"query": "garden", "min_score": 0})["results"]) == 5
+    assert stdio.error("recall", {"query": "garden", "k": 100}) == "k: must be between 1 and 15 (got 100)"
+    assert len(stdio.ok("recall", {"query": "garden", "k": 15, "min_score": 0})["results"]) == 15
+    assert len(stdio.ok("recall", {"query": "garden", "k": 2, "min_score": 0})["results"]) == 2
 
 
 def test_list_memories_newest_first_with_paging(stdio):
@@ -116,8 +117,8 @@ def test_edit_then_recall_sees_new_text_only(stdio):
     # No original_time: the marker is the creation time, kept through the edit.
     assert re.fullmatch(r"\[\d{4}-\d\d-\d\d \d\d:\d\d\] I live in Shanghai now", edited["memory"]["text"])
     assert edited["memory"]["topics"] == ["home"] and edited["memory"]["importance"] == 0.8
-    assert [r["id"] for r in stdio.ok("recall", {"query": "Shanghai"})["results"]] == [mid]
-    assert stdio.ok("recall", {"query": "Beijing"})["results"] == []
+    assert [r["id"] for r in stdio.ok("recall", {"query": "Shanghai", "min_score": 0})["results"]] == [mid]
+    assert stdio.ok("recall", {"query": "Beijing", "min_score": 0})["results"] == []
 
 
 def test_pin_memory(stdio):
@@ -175,4 +176,4 @@ def _derive_rows(config_path, mid: int) -> None:
 def test_long_query_is_answered(stdio):
     mid = stdio.ok("memorize", {"content": "the spare key is under the blue flowerpot"})["id"]
     query = ("where did I leave the spare key? " * 400)[:10_000]
-    assert stdio.ok("recall", {"query": query})["results"][0]["id"] == mid
+    assert stdio.ok("recall", {"query": query, "min_score": 0})["results"][0]["id"] == mid

@@ -247,14 +247,15 @@ def prompt_context(config, prompt: str, args) -> tuple[str, str]:
         hits, source = None, ""
         if url is not None:
             try:
-                hits = FrontClient(url, config.server.token).recall(prompt, k, args.persona, min_score, room)
+                hits = FrontClient(url, config.server.token).recall(prompt, k, args.persona,
+                                                                    args.min_score, room)
                 source = f"the front at {url}"
             except HookError as exc:
                 if args.verbose:
                     print(f"aokun hook: the front at {url} did not answer ({exc}); reading the store",
                           file=sys.stderr)
         if hits is None:
-            hits, source = recall_here(config, db, prompt, k, args.persona, min_score, room)
+            hits, source = recall_here(config, db, prompt, k, args.persona, args.min_score, room)
     finally:
         db.close()
     from shared.search import answer
@@ -285,7 +286,7 @@ def front_url(config, db) -> str | None:
     return http_url(config.server.host, config.server.port)
 
 
-def recall_here(config, db, prompt: str, k: int, persona: str | None, min_score: float,
+def recall_here(config, db, prompt: str, k: int, persona: str | None, min_score: float | None,
                 room: int) -> tuple[list, str]:
     """Recall in this process from BM25 and the graph's keyword channel, without vectors:
     measured with scripts/bench_hook.py on 300 memories, loading the embedder and both vector
@@ -295,7 +296,7 @@ def recall_here(config, db, prompt: str, k: int, persona: str | None, min_score:
     from dataclasses import replace
 
     from shared.search.channels import ChannelParts, build_channels
-    from shared.search.recall import Recaller, RecallRequest
+    from shared.search.recall import Recaller, RecallRequest, floors
     from shared.store.documents import DocumentFilter, DocumentStore
     from shared.text.segment import Segmenter
 
@@ -309,7 +310,7 @@ def recall_here(config, db, prompt: str, k: int, persona: str | None, min_score:
                         build_channels(ChannelParts(store, retrieval, None, None)), None, retrieval)
     try:
         hits = recaller.recall(RecallRequest(prompt, k, DocumentFilter(persona_id=persona),
-                                             min_score=min_score, max_chars=room))
+                                             max_chars=room, **floors(config.retrieval, min_score)))
     finally:
         recaller.executor.shutdown(wait=False)
     return hits, f"the store ({'+'.join(channels)})"
@@ -343,9 +344,12 @@ class FrontClient:
         self.session: str | None = None
         self._id = 0
 
-    def recall(self, query: str, k: int, persona: str | None, min_score: float,
+    def recall(self, query: str, k: int, persona: str | None, min_score: float | None,
                max_chars: int) -> list[_Hit]:
-        arguments = {"query": query, "k": k, "min_score": min_score, "max_chars": max_chars}
+        """The front's recall; without min_score, the front's configured floors apply."""
+        arguments = {"query": query, "k": k, "max_chars": max_chars}
+        if min_score is not None:
+            arguments["min_score"] = min_score
         if persona is not None:
             arguments["persona_id"] = persona
         self._request("initialize", {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},

@@ -83,7 +83,9 @@ IncludeArchived = _flag("also search archived memories (old, unimportant ones le
 Explain = _flag("add, per result, the channels that found it and the parts of its score")
 MinScore = Annotated[float | None, Field(
     strict=True, ge=0.0, le=1.0, allow_inf_nan=False,
-    description="leave out results scoring below this, 0 to 1; default retrieval.min_score")]
+    description="leave out results scoring below this, 0 to 1 (a score is the probability that a "
+                "memory is relevant); default retrieval.min_score, with nothing at all when the best "
+                "scores below retrieval.min_best_score")]
 MaxChars = Annotated[int | None, Field(
     strict=True, ge=MIN_ANSWER_CHARS, le=MAX_ANSWER_CHARS,
     description="a character budget for the text answer: the best results whose lines fit, "

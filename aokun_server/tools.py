@@ -35,7 +35,7 @@ from shared.lifecycle import Lifecycle
 from shared.live_config import LiveConfig
 from shared.search import answer
 from shared.search.atoms import AtomHit, AtomSearch
-from shared.search.recall import Hit, LiveRecaller, RecallRequest
+from shared.search.recall import Hit, LiveRecaller, RecallRequest, floors
 from shared.search.vectors import VectorIndex
 from shared.memories import MemoryService
 from shared.store import consistency
@@ -167,8 +167,9 @@ def _searching_tools(server: MCPServer, deps: ToolDeps) -> None:
                ) -> Annotated[CallToolResult, RecallResult]:
         """Look up what you were told in earlier conversations. Call it before answering
         whenever the user refers to their past, people, preferences or plans, or when context
-        from earlier sessions would help. Returns the memories relevant enough to query (score
-        at least min_score), best first, at most k; nothing when none is. The text answer is
+        from earlier sessions would help. Returns the memories relevant enough to query (score:
+        the probability that a memory is relevant; at least min_score), best first, at most k;
+        nothing when none is, which means you were not told about it. The text answer is
         one line a memory: [id · score] its text, which starts with when it happened; the
         structured answer has every field. The same text stored twice comes back once, the
         other ids in duplicates.
@@ -186,12 +187,12 @@ def _searching_tools(server: MCPServer, deps: ToolDeps) -> None:
         scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
                                persona_id=checked_id(persona_id, "persona_id"),
                                include_archived=include_archived, since=start, until=end)
-        floor = live.current.retrieval.min_score if min_score is None else min_score
+        floor = floors(live.current.retrieval, min_score)
         hits = deps.recaller.recall(RecallRequest(
             query[:MAX_QUERY_CHARS], k or live.current.memory.recall_top_k, scope, explain,
-            min_score=floor, max_chars=max_chars))
+            max_chars=max_chars, **floor))
         deps.reinforcer.touch([h.document.id for h in hits])
-        return recall_answer(hits, floor, max_chars)
+        return recall_answer(hits, floor["min_score"], max_chars)
 
     @tool(server, "Search facts and plans", read_only=True)
     @translate_errors

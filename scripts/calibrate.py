@@ -15,8 +15,8 @@ Folds: LoCoMo's conversations, MADial's halves (scripts/folds.py); all three dat
 each fold predicted by models fitted on every other fold. Reported on held-out predictions:
 a reliability table and the expected calibration error, the AUROC of the top score for own
 against foreign questions, R@5 ordered by probability against today's fused order, and at the
-min_score chosen on the other folds: R@5 and the share of foreign questions answered with
-nothing. --write fits on everything and writes shared/resources/score_calibration.json.
+min_score and min_best_score chosen on the other folds: R@5 and the share of foreign (and own)
+questions answered with nothing. --write fits on everything and writes shared/resources/score_calibration.json.
 """
 
 from __future__ import annotations
@@ -74,9 +74,9 @@ def dump(work: Path, dataset: str) -> list[dict]:
                 for doc_id in fusion.documents:
                     bench_id = ids.get(doc_id, "")
                     candidates.append({"id": bench_id, "fused": fused.get(doc_id, 0.0),
-                                       "evidence": fusion.evidence.get(doc_id, {}),
                                        "label": int(own and bench_id in query["evidence"])})
             rows.append({"dataset": dataset, "query": query["id"], "own": own,
+                         "strongest": fusion.strongest if fusion is not None else {},
                          "fold": f"{dataset}:{folds.fold_of(dataset, query)}",
                          "evidence": query["evidence"], "candidates": candidates})
         if n % 100 == 0:
@@ -100,14 +100,14 @@ def candidates_of(work: Path, dataset: str) -> list[dict]:
 def table(rows: list[dict]) -> dict:
     """Every candidate of every row as model inputs: {"x": {input: column}, "label", "row"},
     candidates in fused order (the order recall returns them in)."""
-    from shared.search.calibration import inputs, strongest
+    from shared.search.calibration import inputs
 
     columns: dict[str, list[float]] = {}
     labels, owners = [], []
     for n, row in enumerate(rows):
         ranked = sorted(row["candidates"], key=lambda c: -c["fused"])
         top = max((c["fused"] for c in ranked), default=1.0) or 1.0
-        best = strongest({i: c["evidence"] for i, c in enumerate(ranked)})
+        best = row["strongest"]
         for place, c in enumerate(ranked):
             values = inputs(c["fused"] / top, place, best)
             for name in ["fused", "place", *CHANNELS]:
@@ -135,18 +135,16 @@ def logistic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def fit_all(data: dict, mask: np.ndarray) -> dict:
-    """A model for every set of channels that may answer a query (BM25 always does), each
-    fitted on the masked candidates of queries every one of its channels answered."""
-    others = [c for c in CHANNELS if c != "bm25"]
+    """A model for every set of channels that may answer a query (retrieval.channels may
+    switch any off), each fitted on the masked candidates of the queries."""
     models = []
-    for size in range(len(others) + 1):
-        for extra in itertools.combinations(others, size):
-            channels = ["bm25", *extra]
+    for size in range(1, len(CHANNELS) + 1):
+        for channels in itertools.combinations(CHANNELS, size):
             names = ["fused", "place", *channels]
             x = np.column_stack([data["x"][n] for n in names])
             keep = mask & ~np.isnan(x).any(axis=1) & (data["x"]["place"] < np.log1p(FITTED_PLACES))
             w = logistic(x[keep], data["label"][keep])
-            models.append({"channels": channels, "intercept": float(w[0]),
+            models.append({"channels": list(channels), "intercept": float(w[0]),
                            "weights": {n: float(v) for n, v in zip(names, w[1:])}})
     return {"fitted_on": DATASETS, "models": models}
 
@@ -159,8 +157,9 @@ def scored(rows: list[dict], data: dict, mask: np.ndarray, raw: dict) -> list[di
     out = []
     for n in sorted(set(data["row"][mask].tolist())):
         row = rows[n]
-        p = calibration.probabilities([(i, c["fused"]) for i, c in enumerate(row["ranked"])],
-                                      {i: c["evidence"] for i, c in enumerate(row["ranked"])})
+        top = max((c["fused"] for c in row["ranked"]), default=1.0) or 1.0
+        best = row["strongest"]
+        p = calibration.probabilities([(i, c["fused"] / top) for i, c in enumerate(row["ranked"])], best)
         out.append({**row, "ranked": [{**c, "p": p[i]} for i, c in enumerate(row["ranked"])]})
     return out
 
@@ -171,9 +170,17 @@ def recall_at_5(ranked_ids: list[str], evidence: list[str]) -> float:
     return len(set(ranked_ids[:5]) & set(evidence)) / len(evidence) if evidence else 0.0
 
 
-def r5(rows: list[dict], min_score: float = 0.0) -> float:
-    """Mean R@5 over own questions, results below min_score left out."""
-    values = [recall_at_5([c["id"] for c in row["ranked"] if c["p"] >= min_score], row["evidence"])
+def answer(row: dict, floors: tuple[float, float]) -> list[dict]:
+    """What recall returns for a row at (min_score, min_best_score)."""
+    min_score, min_best = floors
+    if not row["ranked"] or row["ranked"][0]["p"] < min_best:
+        return []
+    return [c for c in row["ranked"] if c["p"] >= min_score]
+
+
+def r5(rows: list[dict], floors: tuple[float, float] = (0.0, 0.0)) -> float:
+    """Mean R@5 over own questions at these floors."""
+    values = [recall_at_5([c["id"] for c in answer(row, floors)], row["evidence"])
               for row in rows if row["own"] and row["evidence"]]
     return float(np.mean(values)) if values else 0.0
 
@@ -208,26 +215,33 @@ def reliability(rows: list[dict], bins: int = 10) -> tuple[list[tuple], float]:
     return table, ece
 
 
-def choose_min_score(rows: list[dict]) -> float:
-    """The highest min_score costing at most MAX_R5_LOSS of R@5 on each dataset in these rows."""
+def choose_floors(rows: list[dict]) -> tuple[float, float]:
+    """(min_score, min_best_score) costing at most MAX_R5_LOSS of R@5 on each dataset in these
+    rows together: the answer-level floor first (the highest that fits: it is what answers a
+    foreign question with nothing), then the highest per-result floor that still fits."""
     sets = [[r for r in rows if r["dataset"] == d] for d in DATASETS]
     sets = [(s, r5(s)) for s in sets if s]
-    return max(m for m in MIN_SCORES if all(base - r5(s, m) <= MAX_R5_LOSS for s, base in sets))
+
+    def fits(floors):
+        return all(base - r5(s, floors) <= MAX_R5_LOSS for s, base in sets)
+
+    best = max(m for m in MIN_SCORES if fits((0.0, m)))
+    return max(m for m in MIN_SCORES if m <= best and fits((m, best))), best
 
 
-def held_out(rows: list[dict], data: dict) -> tuple[list[dict], dict[str, float]]:
-    """Every fold scored by models fitted on all the others; {fold: min_score chosen there}."""
+def held_out(rows: list[dict], data: dict) -> tuple[list[dict], dict[str, tuple[float, float]]]:
+    """Every fold scored by models fitted on all the others; {fold: floors chosen there}."""
     predicted, chosen = [], {}
     fold_of_row = np.asarray([r["fold"] for r in rows])[data["row"]]
     for fold in sorted({r["fold"] for r in rows}):
         train = fold_of_row != fold
         model = fit_all(data, train)
-        chosen[fold] = choose_min_score(scored(rows, data, train, model))
+        chosen[fold] = choose_floors(scored(rows, data, train, model))
         predicted += scored(rows, data, ~train, model)
     return predicted, chosen
 
 
-def report(predicted: list[dict], chosen: dict[str, float]) -> None:
+def report(predicted: list[dict], chosen: dict[str, tuple[float, float]]) -> None:
     table, ece = reliability(predicted)
     print("reliability (held-out folds, top-10 results of own and foreign questions):")
     print("  score bin    results  mean score  share relevant")
@@ -244,12 +258,16 @@ def report(predicted: list[dict], chosen: dict[str, float]) -> None:
         for row in rows:
             by_fold.setdefault(row["fold"], []).append(row)
         at_min = np.mean([r5(fold_rows, chosen[f]) for f, fold_rows in by_fold.items()])
-        empty = np.mean([np.mean([all(c["p"] < chosen[f] for c in r["ranked"])
-                                  for r in fold_rows if not r["own"]]) for f, fold_rows in by_fold.items()])
-        print(f"{dataset}: R@5 {np.mean([r5(v) for v in by_fold.values()]):.3f} at min_score 0;"
+        empty = np.mean([np.mean([not answer(r, chosen[f]) for r in fold_rows if not r["own"]])
+                         for f, fold_rows in by_fold.items()])
+        own_empty = np.mean([np.mean([not answer(r, chosen[f]) for r in fold_rows if r["own"]])
+                             for f, fold_rows in by_fold.items()])
+        floors = ", ".join(f"{chosen[f][0]:.3f}/{chosen[f][1]:.3f}" for f in by_fold)
+        print(f"{dataset}: R@5 {np.mean([r5(v) for v in by_fold.values()]):.3f} with no floor;"
               f" AUROC top score own vs foreign {auroc(own, foreign):.3f};"
-              f" at min_score chosen on the other folds ({', '.join(f'{chosen[f]:.2f}' for f in by_fold)}):"
-              f" R@5 {at_min:.3f}, foreign questions answered with nothing {empty:.2f}")
+              f" at min_score/min_best_score chosen on the other folds ({floors}):"
+              f" R@5 {at_min:.3f}, answered with nothing: foreign questions {empty:.2f},"
+              f" own {own_empty:.2f}")
 
 
 def main() -> None:
@@ -266,10 +284,11 @@ def main() -> None:
         everything = np.ones(len(data["label"]), bool)
         model = fit_all(data, everything)
         model["fitted_on"] = args.datasets
-        model["min_score"] = choose_min_score(scored(rows, data, everything, model))
+        model["min_score"], model["min_best_score"] = choose_floors(scored(rows, data, everything, model))
         out = ROOT / "shared" / "resources" / "score_calibration.json"
         out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {out} (min_score on everything: {model['min_score']})")
+        print(f"wrote {out} (on everything: min_score {model['min_score']}, "
+              f"min_best_score {model['min_best_score']})")
 
 
 if __name__ == "__main__":

@@ -120,6 +120,10 @@ class RetrievalConfig:
     # this are left out, so a recall may answer nothing; recall's min_score overrides it.
     # 0.02: the highest that cost each dev benchmark at most 0.02 R@5 (scripts/calibrate.py)
     min_score: float = _opt(0.02, minimum=0.0, maximum=1.0)
+    # a recall whose best result scores below this answers nothing (a question about something
+    # never said): 0.145, the highest that, with min_score, cost each dev benchmark at most
+    # 0.02 R@5 (scripts/calibrate.py). A recall that gives its own min_score uses it for both.
+    min_best_score: float = _opt(0.145, minimum=0.0, maximum=1.0)
     # document route: channels fused (zscore: each channel standardised by its own score
     # spread, then weighted; score: weighted min-max; rrf: reciprocal rank fusion),
     # then final = fused * a + importance * b + recency * g

@@ -23,10 +23,7 @@ def write_config(folder: Path, **sections) -> Path:
     """Write a config.yaml in folder with data_dir 'data' plus the given sections."""
     # No autostarted worker unless a test asks for one: most tests need none, and a detached
     # worker would outlive the test.
-    # No recall floor unless a test sets one: retrieval.min_score is chosen on the benchmarks'
-    # folds, and a test's store of a few memories is not one of them.
-    raw = {"storage": {"data_dir": "data"}, "worker": {"autostart": False},
-           "retrieval": {"min_score": 0.0}}
+    raw = {"storage": {"data_dir": "data"}, "worker": {"autostart": False}}
     for name, values in sections.items():
         raw.setdefault(name, {}).update(values)
     path = folder / "config.yaml"

@@ -1,5 +1,6 @@
 """Score calibration (shared/search/calibration.py): a logistic model of the query's strongest
-evidence and a memory's place in the fusion, checked against numbers worked by hand."""
+evidence per channel and a memory's place in the fusion, checked against numbers worked by
+hand; and each channel's strength on a scale that does not depend on the store's size."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ import math
 
 import pytest
 
-from shared.search.calibration import ABSOLUTE, Calibration, default, strongest
+from helpers import memory_service
+from shared.config import StorageConfig, TextConfig
+from shared.search.bm25 import Bm25Channel
+from shared.search.calibration import Calibration, default
+from shared.search.query import Query
+from shared.store.documents import DocumentFilter, MemoryFields
+from shared.store.schema import open_database
+from shared.text.segment import Segmenter
 
 MODELS = {"models": [
     {"channels": ["bm25"], "intercept": -2.0, "weights": {"fused": 1.0, "place": -1.0, "bm25": 0.5}},
@@ -21,29 +29,46 @@ def sigmoid(z):
 
 
 def test_hand_worked_probabilities_follow_the_fused_order():
-    squashed = 1 / (1 + math.exp(-8 / 8))  # raw BM25 8 -> feature log(1 + 8)
-    evidence = {1: {"bm25": squashed, "vector": 0.9}, 2: {"bm25": 0.5, "vector": 0.95}}
-    p = Calibration.from_dict(MODELS).probabilities([(1, 1.0), (2, 0.4)], evidence)
-    best = 0.5 * math.log(9) + 2.0 * 0.9  # strongest BM25 (memory 1) and cosine 0.9 (memory 2: 2*0.95-1)
+    p = Calibration.from_dict(MODELS).probabilities([(1, 1.0), (2, 0.4)], {"bm25": 1.0, "vector": 0.8})
+    best = 0.5 * 1.0 + 2.0 * 0.8
     assert p[1] == pytest.approx(sigmoid(-3.0 + 1.0 + best))
     assert p[2] == pytest.approx(sigmoid(-3.0 + 0.4 - math.log(2) + best))
     assert p[1] > p[2]
 
 
 def test_weak_evidence_everywhere_scores_low_whatever_the_ranks():
-    weak = {1: {"bm25": 0.5, "vector": 0.5}}
-    strong = {1: {"bm25": 1 / (1 + math.exp(-4)), "vector": 0.95}}
     calibration = Calibration.from_dict(MODELS)
-    assert calibration.probabilities([(1, 1.0)], weak)[1] < calibration.probabilities([(1, 1.0)], strong)[1]
+    weak = calibration.probabilities([(1, 1.0)], {"bm25": 0.0, "vector": 0.2})[1]
+    strong = calibration.probabilities([(1, 1.0)], {"bm25": 1.0, "vector": 0.9})[1]
+    assert weak < strong
 
 
 def test_a_channel_that_did_not_answer_falls_back_to_the_model_without_it():
-    evidence = {1: {"bm25": 0.5, "graph_vector": 0.99}}  # no model knows graph_vector here
-    p = Calibration.from_dict(MODELS).probabilities([(1, 1.0)], evidence)
+    p = Calibration.from_dict(MODELS).probabilities([(1, 1.0)], {"bm25": 0.0, "graph_vector": 0.99})
     assert p[1] == pytest.approx(sigmoid(-2.0 + 1.0))
-    assert strongest(evidence) == {"bm25": 0.0, "graph_vector": pytest.approx(ABSOLUTE["graph_vector"](0.99))}
 
 
-def test_the_shipped_calibration_has_a_model_for_every_set_of_channels_with_bm25():
+def test_the_shipped_calibration_has_a_model_for_every_set_of_channels():
     models = default().models
-    assert len(models) == 8 and all("bm25" in channels for channels in models)
+    assert len(models) == 15  # every non-empty set of the four channels
+
+
+def test_bm25_strength_is_the_share_of_the_query_a_memory_holds_at_any_store_size(tmp_path):
+    db = open_database(StorageConfig(data_dir=tmp_path / "data"))
+    service = memory_service(db)
+    segmenter = Segmenter(TextConfig())
+    channel = Bm25Channel(service.documents, 0.6)
+    scope = DocumentFilter(persona_id="me")
+
+    def strength(question):
+        query = Query(question, segmenter, None)
+        return channel.strength(query, channel.search(query, scope, 30))
+
+    service.memorize("I have a peanut allergy.", MemoryFields(persona_id="me"))
+    assert strength("peanut allergy") == 1.0  # one memory: raw BM25 would be ~0 here
+    assert strength("peanut butter recipes") == pytest.approx(1 / 3)
+    assert strength("quantum physics") == 0.0
+    service.memorize_many([(f"Note {i} about gardening and tomatoes.", MemoryFields(persona_id="me"))
+                           for i in range(200)])
+    assert strength("peanut allergy") == 1.0
+    db.close()

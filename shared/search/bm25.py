@@ -11,6 +11,9 @@ from shared.search.query import Query
 from shared.store.documents import DocumentFilter, DocumentStore
 
 
+STRENGTH_DEPTH = 5  # memories whose terms strength() reads
+
+
 def squash(raw: float) -> float:
     """Map a raw BM25 score (higher is better) into (0, 1)."""
     return 1.0 / (1.0 + math.exp(-raw / 8.0))
@@ -28,8 +31,16 @@ class Bm25Channel:
         return [(doc_id, squash(raw)) for doc_id, raw in self.store.bm25(query.terms, scope, depth,
                                                                       self.context_weight)]
 
-    def evidence(self, query: Query, scope: DocumentFilter, ids: Sequence[int]) -> dict[int, float]:
-        """Every memory has its BM25 row from the commit that stored it: one without a query
-        term scores squash(0)."""
-        raw = self.store.bm25_of(query.terms, ids, scope, self.context_weight)
-        return {i: squash(raw.get(i, 0.0)) for i in ids}
+    def strength(self, query: Query, ranking: Sequence[tuple[int, float]]) -> float:
+        """The largest share of the query's terms that one of the best few memories holds.
+        Not the raw BM25 score: its IDF collapses in a small store (one memory, asked its
+        own words, scores ~0), so it would not mean the same at every size."""
+        terms = set(query.terms)
+        if not terms or not ranking:
+            return 0.0
+        held = self.store.terms_of([i for i, _ in ranking[:STRENGTH_DEPTH]]).values()
+        return max((len(terms & set(tokens)) / len(terms) for tokens in held), default=0.0)
+
+    def indexed(self, ids: Sequence[int]) -> set[int]:
+        """Every memory has its BM25 row from the commit that stored it."""
+        return set(ids)

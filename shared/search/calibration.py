@@ -1,8 +1,9 @@
 """Scores with a meaning: how likely a memory is relevant to a query.
 
-Two things decide it. How strong the query's best evidence is, on each channel's own absolute
-scale: BM25's raw score (how much of the query's weight the best memory matches), the best
-cosine (against what this embedder gives unrelated text), the best graph evidence. A question
+Two things decide it. How strong the query's best evidence is in each channel, on a scale that
+does not depend on the other candidates or the store's size (Channel.strength): the largest
+share of the query's terms one memory holds, the best cosine (against what this embedder gives
+unrelated text), the best graph weight. A question
 about something the persona never said finds only weak evidence in every channel, however the
 candidates rank among themselves. And where the memory stands among the candidates: the
 routes' fused score (relative to the best) and its place in that order. Both go into a logistic
@@ -27,41 +28,15 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 RESOURCE = "score_calibration.json"
 
-
-def _logit(p: float) -> float:
-    p = min(max(p, 1e-9), 1 - 1e-9)
-    return math.log(p / (1 - p))
-
-
-# A channel's score in [0, 1] on its absolute scale: BM25's squash undone (raw = 8 * logit)
-# and log-scaled, since relevance grows with a rare term's weight but saturates; cosines back
-# on [-1, 1]; graph keyword weights as they are.
-ABSOLUTE: dict[str, Callable[[float], float]] = {
-    "bm25": lambda s: math.log1p(max(0.0, 8.0 * _logit(s))),
-    "vector": lambda s: 2.0 * s - 1.0,
-    "graph_keyword": lambda s: s,
-    "graph_vector": lambda s: 2.0 * s - 1.0,
-}
 
 def inputs(fused: float, place: int, strongest: Mapping[str, float]) -> dict[str, float]:
     """The model's inputs for one candidate: its fused score (0-1, the best is 1), its place in
     the fused order (0 first), and per channel the query's strongest absolute evidence."""
     return {"fused": fused, "place": math.log1p(place), **strongest}
-
-
-def strongest(evidence: Mapping[int, Mapping[str, float]]) -> dict[str, float]:
-    """Per channel, its strongest evidence (on ABSOLUTE's scale) over every candidate."""
-    best: dict[str, float] = {}
-    for channels in evidence.values():
-        for channel, score in channels.items():
-            if channel in ABSOLUTE:
-                value = ABSOLUTE[channel](score)
-                best[channel] = max(value, best.get(channel, value))
-    return best
 
 
 @dataclass(frozen=True)
@@ -80,10 +55,9 @@ class Calibration:
     models: Mapping[frozenset, Model]
 
     def probabilities(self, ranked: Sequence[tuple[int, float]],
-                      evidence: Mapping[int, Mapping[str, float]]) -> dict[int, float]:
+                      best: Mapping[str, float]) -> dict[int, float]:
         """{id: P(relevant)} for a fused ranking (best first, scores relative to the best)
-        given each candidate's evidence."""
-        best = strongest(evidence)
+        given the query's strongest evidence in each channel that answered (Channel.strength)."""
         model = self._model_for(frozenset(best))
         if model is None:
             return {doc_id: 0.0 for doc_id, _ in ranked}

@@ -1,9 +1,10 @@
 """The one interface every retrieval channel has, and the route each belongs to.
 
 A channel turns a query into a ranking of memory ids, best first, with scores in [0, 1]:
-`search(query, scope, depth) -> [(id, score), ...]`; `evidence(query, scope, ids)` gives its
-score for memories other channels found, and leaves out those it has not indexed yet (a memory
-just saved has no vector: that is no evidence, not evidence of irrelevance). It says which route it feeds, its weight
+`search(query, scope, depth) -> [(id, score), ...]`; `strength(query, ranking)` says how strong
+its best evidence is in absolute terms (shared/search/calibration.py); `indexed(ids)` says which
+memories it has taken in (a memory just saved has no vector yet: the vector channel's silence about it is no
+evidence, not evidence of irrelevance). It says which route it feeds, its weight
 within that route's score fusion, and whether it needs the query vector (those run in the
 embedding lane). Recall never looks at a channel's name or class to decide anything.
 """
@@ -29,6 +30,9 @@ class Channel(Protocol):
     def search(self, query: Query, scope: DocumentFilter, depth: int) -> list[tuple[int, float]]:
         """Up to `depth` memories in scope, best first, scores in [0, 1]."""
 
-    def evidence(self, query: Query, scope: DocumentFilter, ids: Sequence[int]) -> dict[int, float]:
-        """{id: score} for those of `ids` this channel has indexed, on search's scale (a memory
-        it indexed and does not match gets its no-match score)."""
+    def indexed(self, ids: Sequence[int]) -> set[int]:
+        """Those of `ids` this channel has taken in (so could have found)."""
+
+    def strength(self, query: Query, ranking: Ranking) -> float:
+        """How strong the query's best evidence in this channel is, on a scale that does not
+        depend on the other candidates or on the store's size (score calibration's input)."""

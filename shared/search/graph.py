@@ -22,6 +22,14 @@ from shared.store.documents import DocumentFilter, DocumentStore
 MEMORIES_PER_EXPANSION = 200
 
 
+def graph_taken_in(store: DocumentStore, ids: Sequence[int]) -> set[int]:
+    """Memories the graph has taken in: their graph stage is done (they may have no entries),
+    or they have entries."""
+    conn = store.db.connection()
+    done = stages.done_among(conn, ids, "graph")
+    return done | graph.memories_with_output(conn, [i for i in ids if i not in done])
+
+
 class _Points:
     """Entry points per memory: (kind, id) -> weight."""
 
@@ -79,10 +87,12 @@ class GraphKeywordChannel:
             self._add_node_memories(conn, points, frontier, f"hop{hop}", weight, total)
         return self._in_scope(points, scope, limit)
 
-    def evidence(self, query: Query, scope: DocumentFilter, ids: Sequence[int]) -> dict[int, float]:
-        """0 for memories whose graph stage is done (their nodes and entries are in and did
-        not reach them); memories still waiting for it are left out."""
-        return dict.fromkeys(stages.done_among(self.store.db.connection(), ids, "graph"), 0.0)
+    def strength(self, query: Query, ranking: Sequence[tuple[int, float]]) -> float:
+        """The best memory's weight (entries, named nodes and neighbours, by specificity)."""
+        return max((s for _, s in ranking), default=0.0)
+
+    def indexed(self, ids: Sequence[int]) -> set[int]:
+        return graph_taken_in(self.store, ids)
 
     def _add_node_memories(self, conn, points: _Points, nodes, kind: str, weight: float,
                            total: int) -> None:
@@ -136,17 +146,9 @@ class GraphVectorChannel:
         admitted = self.store.filter_ids(list(best), scope)
         return [(m, s) for m, s in ordered(best) if m in admitted][:limit]
 
-    def evidence(self, query: Query, scope: DocumentFilter, ids: Sequence[int]) -> dict[int, float]:
-        """The best cosine among each memory's entries; a memory without entries (yet, or
-        with none to make) is left out: it can say nothing either way."""
-        conn = self.store.db.connection()
-        entries = graph.entry_ids_of_memories(conn, ids)
-        if not entries or not len(self.index):
-            return {}
-        owners = graph.entries_memories(conn, entries)
-        best: dict[int, float] = {}
-        for entry_id, cosine in self.index.search(query.vector(), len(entries), allowed=entries):
-            if entry_id in owners:
-                memory_id = owners[entry_id][0]
-                best[memory_id] = max(best.get(memory_id, 0.0), cosine_to_unit(cosine))
-        return best
+    def strength(self, query: Query, ranking: Sequence[tuple[int, float]]) -> float:
+        """The best entry's cosine."""
+        return max((2.0 * s - 1.0 for _, s in ranking), default=0.0)
+
+    def indexed(self, ids: Sequence[int]) -> set[int]:
+        return graph_taken_in(self.store, ids)

@@ -47,8 +47,9 @@ log = logging.getLogger("aokun.recall")
 
 @dataclass(frozen=True)
 class RecallRequest:
-    """One recall. min_score: leave out results scoring below it (nothing may be the
-    answer); max_chars: the best results whose answer lines (shared/search/answer.py) fit."""
+    """One recall. min_score: leave out results scoring below it; min_best_score: answer
+    nothing when the best result scores below it; max_chars: the best results whose answer
+    lines (shared/search/answer.py) fit."""
 
     query: str
     k: int
@@ -56,6 +57,15 @@ class RecallRequest:
     explain: bool = False
     min_score: float = 0.0
     max_chars: int | None = None
+    min_best_score: float = 0.0
+
+
+def floors(config: RetrievalConfig, min_score: float | None) -> dict[str, float]:
+    """A request's min_score and min_best_score: a caller's min_score rules both (it asked for
+    exactly that floor); without one, the configured pair."""
+    if min_score is None:
+        return {"min_score": config.min_score, "min_best_score": config.min_best_score}
+    return {"min_score": min_score, "min_best_score": min_score}
 
 
 @dataclass(frozen=True)
@@ -118,8 +128,8 @@ class Recaller:
         return answer.fit(fusion.hits(self.store.terms_of), request.max_chars)
 
     def candidates(self, request: RecallRequest) -> _Fusion | None:
-        """Every candidate the channels found, with each channel's evidence about it (what
-        recall scores, and what scripts/calibrate.py fits the scores on); None if none."""
+        """Every candidate the channels found, with the channels that have not taken it in yet
+        (what recall scores, and what scripts/calibrate.py fits the scores on); None if none."""
         if self.config.query_focus:
             request = replace(request, query=focus(request.query))
         query = Query(request.query, self.segmenter, self.embed)
@@ -130,27 +140,23 @@ class Recaller:
             return None
         conn = self.store.db.connection()
         now = self.clock()
-        evidence = self._evidence(found, query, request.scope, list(documents))
+        strongest = {name: found.channels[name].strength(query, ranking)
+                     for name, ranking in found.rankings.items()}
         return _Fusion(self.config, documents, found, temporal_factors(conn, list(documents), now),
-                       graph.memory_confidence(conn, list(documents)), now, request, evidence)
+                       graph.memory_confidence(conn, list(documents)), now, request,
+                       self._pending(found, list(documents)), strongest)
 
-    def _evidence(self, found: _Found, query: Query, scope: DocumentFilter,
-                  ids: list[int]) -> dict[int, dict[str, float]]:
-        """{memory id: {channel: its score}} from every channel that has indexed the memory:
-        its ranking's score, else what the channel says of it when asked (a memory past its
-        depth), else nothing (the channel has not indexed it yet, or could not answer)."""
-        evidence: dict[int, dict[str, float]] = {i: {} for i in ids}
-        for name, ranking in found.rankings.items():
-            scores = dict(ranking)
-            missing = [i for i in ids if i not in scores]
+    def _pending(self, found: _Found, ids: list[int]) -> dict[str, set[int]]:
+        """{channel: the candidates it has not taken in yet}. A channel that cannot say counts
+        as having taken in all of them (the rankings then decide, as before)."""
+        pending = {}
+        for name, channel in found.channels.items():
             try:
-                scores.update(found.channels[name].evidence(query, scope, missing) if missing else {})
+                pending[name] = set(ids) - channel.indexed(ids)
             except AokunError as exc:
-                log.warning("%s channel gave no evidence for %d memories: %s", name, len(missing), exc)
-            for doc_id, score in scores.items():
-                if doc_id in evidence:
-                    evidence[doc_id][name] = score
-        return evidence
+                log.warning("%s channel could not say which memories it has indexed: %s", name, exc)
+                pending[name] = set()
+        return pending
 
     def _run_channels(self, query: Query, scope: DocumentFilter, depth: int) -> _Found:
         """The query embedding and the channels that need it in a pool thread; each SQLite
@@ -224,9 +230,10 @@ class _Fusion:
 
     def __init__(self, config: RetrievalConfig, documents: dict[int, Document], found: _Found,
                  temporal: dict[int, float], confidence: dict[int, float], now: float,
-                 request: RecallRequest, evidence: dict[int, dict[str, float]]):
+                 request: RecallRequest, pending: dict[str, set[int]], strongest: dict[str, float]):
         self.c, self.documents, self.found, self.temporal = config, documents, found, temporal
-        self.confidence, self.now, self.request, self.evidence = confidence, now, request, evidence
+        self.confidence, self.now, self.request, self.pending = confidence, now, request, pending
+        self.strongest = strongest  # per channel that answered: Channel.strength
         self.parts: dict[int, dict] = {i: {} for i in documents}
 
     def hits(self, terms_of: Callable) -> list[Hit]:
@@ -234,7 +241,9 @@ class _Fusion:
         Scores are probabilities of relevance (shared/search/calibration.py), in fused order."""
         weights = route_weights(self.request.query, self.c)
         fused = normalise(self.fused(weights))
-        score = calibration.default().probabilities(fused, self.evidence)
+        score = calibration.default().probabilities(fused, self.strongest)
+        if not fused or score[fused[0][0]] < self.request.min_best_score:
+            return []
         ranked = [(i, score[i]) for i, _ in fused if score[i] >= self.request.min_score]
         ranked, duplicates = fold_duplicates(ranked, self.documents)
         order = self._diversify(ranked, terms_of)
@@ -247,17 +256,14 @@ class _Fusion:
         """The routes' fusion of rankings, best first. A memory the graph has not taken in
         yet counts as found by the graph route too (no evidence is not evidence against)."""
         weights = weights or route_weights(self.request.query, self.c)
-        graph_channels = {ch.name for ch, _ in self.found.route(GRAPH_ROUTE)}
-        graph_pending = {i for i in self.documents if graph_channels
-                         and not graph_channels & set(self.evidence.get(i, {}))}
+        graph_channels = [ch.name for ch, _ in self.found.route(GRAPH_ROUTE)]
+        graph_pending = set.intersection(*(self.pending.get(n, set()) for n in graph_channels)) \
+            if graph_channels else set()
         return [(i, s) for i, s in fuse_routes(self._document_route(), self._graph_route(),
                                                weights.document, weights.graph,
                                                self.c.both_routes_bonus, graph_pending)
                 if i in self.documents]
 
-    def _pending(self, channel: Channel) -> set[int]:
-        """Candidates this channel has not indexed yet."""
-        return {i for i in self.documents if channel.name not in self.evidence.get(i, {})}
 
     def _meta(self, doc_id: int) -> tuple[float, float]:
         doc = self.documents[doc_id]
@@ -271,7 +277,7 @@ class _Fusion:
             return rrf([ranking for _, ranking in found], self.c.rrf_k)
         combine = weighted_zscore if method == "zscore" else weighted_minmax
         return combine([ranking for _, ranking in found], [ch.weight for ch, _ in found],
-                       [self._pending(ch) for ch, _ in found])
+                       [self.pending.get(ch.name, set()) for ch, _ in found])
 
     def _document_route(self) -> list[tuple[int, float]]:
         fused_list = self._fused(DOCUMENT_ROUTE, self.c.doc_fusion)
@@ -325,7 +331,8 @@ class _Fusion:
         parts["routes"] = {"document_weight": round(weights.document, 6),
                            "graph_weight": round(weights.graph, 6), "intents": list(weights.intents),
                            "both_routes_bonus": "document" in parts and "graph" in parts}
-        parts["evidence"] = {c: round(v, 6) for c, v in self.evidence.get(doc_id, {}).items()}
+        parts["strongest"] = {c: round(v, 6) for c, v in self.strongest.items()}
+        parts["not_indexed_by"] = sorted(n for n, ids in self.pending.items() if doc_id in ids)
         parts["final"] = round(final, 6)
         parts["query"] = self.request.query
         return {"channels": channels, "parts": parts}

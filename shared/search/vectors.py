@@ -245,8 +245,10 @@ class VectorChannel:
         admitted = self.store.filter_ids([i for i, _ in hits], scope)
         return [(i, cosine_to_unit(c)) for i, c in hits if i in admitted][:depth]
 
-    def evidence(self, query: Query, scope: DocumentFilter, ids: Sequence[int]) -> dict[int, float]:
-        """The cosines of those memories that have a vector (the others wait for a worker)."""
-        if not ids or not len(self.index):
-            return {}
-        return {i: cosine_to_unit(c) for i, c in self.index.search(query.vector(), len(ids), allowed=ids)}
+    def strength(self, query: Query, ranking: Sequence[tuple[int, float]]) -> float:
+        """The best cosine (the embedder's own scale; the calibration knows its range)."""
+        return max((2.0 * s - 1.0 for _, s in ranking), default=0.0)
+
+    def indexed(self, ids: Sequence[int]) -> set[int]:
+        """Memories with a vector in this space (the others wait for a worker)."""
+        return vectors.owners_with_vectors(self.store.db.connection(), "document", self.index.model, ids)

@@ -286,18 +286,6 @@ class DocumentStore:
             (context_weight, match, *params, limit)).fetchall()
         return [(r[0], r[1]) for r in rows]
 
-    def bm25_of(self, terms: Sequence[str], ids: Sequence[int], scope: DocumentFilter,
-                context_weight: float = 1.0) -> dict[int, float]:
-        """{id: raw score} for those of `ids` holding any of the terms (the others hold none),
-        ranked as bm25() ranks them."""
-        match = scoped(any_of(terms), "scope", scope.persona_id, scope.session_id)
-        if match is None or not ids:
-            return {}
-        return {r[0]: r[1] for r in self.db.connection().execute(
-            "SELECT rowid, -bm25(documents_fts, 1.0, ?, 0.0) FROM documents_fts"
-            " WHERE documents_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
-            (context_weight, match, json.dumps(list(ids))))}
-
     def terms_of(self, ids: Sequence[int]) -> dict[int, list[str]]:
         """The indexed terms of documents (as stored in the FTS table: no re-segmenting)."""
         if not ids:

@@ -272,3 +272,12 @@ def memory_confidence(conn: sqlite3.Connection, memory_ids: Sequence[int]) -> di
     return dict(conn.execute(
         "SELECT source_memory_id, MAX(confidence) FROM graph_entries WHERE source_memory_id IN"
         " (SELECT value FROM json_each(?)) GROUP BY source_memory_id", (json.dumps(list(memory_ids)),)))
+
+
+def memories_with_output(conn: sqlite3.Connection, memory_ids: Sequence[int]) -> set[int]:
+    """Those of the memories that have graph entries."""
+    if not memory_ids:
+        return set()
+    return {r[0] for r in conn.execute(
+        "SELECT DISTINCT e.source_memory_id FROM json_each(?) AS j CROSS JOIN graph_entries e"
+        " ON e.source_memory_id = j.value", (json.dumps(list(memory_ids)),))}

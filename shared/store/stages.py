@@ -305,10 +305,12 @@ def done_among(conn: sqlite3.Connection, memory_ids: Sequence[int], stage: str) 
     """Those of the memories whose stage has finished for their current content."""
     if not memory_ids:
         return set()
+    # CROSS JOIN keeps the ids as the outer loop: one primary-key probe each.
     return {r[0] for r in conn.execute(
-        "SELECT s.memory_id FROM memory_stages s JOIN documents d ON d.id = s.memory_id"
-        " WHERE s.stage = ? AND s.status = 'done' AND s.content_hash = d.content_hash"
-        " AND s.memory_id IN (SELECT value FROM json_each(?))", (stage, json.dumps(list(memory_ids))))}
+        "SELECT s.memory_id FROM json_each(?) AS j CROSS JOIN memory_stages s"
+        " ON s.memory_id = j.value AND s.stage = ? JOIN documents d ON d.id = s.memory_id"
+        " WHERE s.status = 'done' AND s.content_hash = d.content_hash",
+        (json.dumps(list(memory_ids)), stage))}
 
 
 def retrying_stages(conn: sqlite3.Connection, now: float, limit: int = 50) -> list[dict]:

@@ -8,6 +8,7 @@ cost of one tiny read per recall.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from typing import Iterator, Sequence
@@ -189,3 +190,13 @@ def changes_since(conn: sqlite3.Connection, kind: str, after_seq: int) -> int:
         "SELECT (SELECT COUNT(*) FROM vectors INDEXED BY vectors_seq WHERE seq > ? AND kind = ?)"
         " + (SELECT COUNT(*) FROM vector_tombstones WHERE seq > ? AND kind = ?)",
         (after_seq, kind, after_seq, kind)).fetchone()[0]
+
+
+def owners_with_vectors(conn: sqlite3.Connection, kind: str, model: str, owner_ids: Sequence[int]) -> set[int]:
+    """Those of the owners that have a vector of this kind and model."""
+    if not owner_ids:
+        return set()
+    return {r[0] for r in conn.execute(
+        "SELECT v.owner_id FROM json_each(?) AS j CROSS JOIN vectors v"
+        " ON v.kind = ? AND v.owner_id = j.value WHERE v.model = ?",
+        (json.dumps(list(owner_ids)), kind, model))}

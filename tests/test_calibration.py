@@ -72,3 +72,10 @@ def test_bm25_strength_is_the_share_of_the_query_a_memory_holds_at_any_store_siz
                            for i in range(200)])
     assert strength("peanut allergy") == 1.0
     db.close()
+
+
+def test_a_word_form_counts_as_the_query_term():
+    from shared.search.bm25 import holds
+
+    assert holds({"peanuts", "found"}, "peanut") and holds({"allergic"}, "allergy")
+    assert not holds({"president"}, "present") and not holds({"cats"}, "car")

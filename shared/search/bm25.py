@@ -14,6 +14,17 @@ from shared.store.documents import DocumentFilter, DocumentStore
 STRENGTH_DEPTH = 5  # memories whose terms strength() reads
 
 
+def holds(tokens: set[str], term: str) -> bool:
+    """Whether a memory's terms hold a query term, as FTS5's porter stemmer would match it:
+    the term itself, or for a longer word one sharing all but its last two letters
+    ("peanut" in "peanuts", "allergy" in "allergic"; not "present" in "president")."""
+    if term in tokens:
+        return True
+    stem = len(term) - 2
+    return stem >= 4 and term.isascii() and any(
+        t[:stem] == term[:stem] and abs(len(t) - len(term)) <= 3 for t in tokens)
+
+
 def squash(raw: float) -> float:
     """Map a raw BM25 score (higher is better) into (0, 1)."""
     return 1.0 / (1.0 + math.exp(-raw / 8.0))
@@ -39,7 +50,7 @@ class Bm25Channel:
         if not terms or not ranking:
             return 0.0
         held = self.store.terms_of([i for i, _ in ranking[:STRENGTH_DEPTH]]).values()
-        return max((len(terms & set(tokens)) / len(terms) for tokens in held), default=0.0)
+        return max((sum(holds(set(tokens), t) for t in terms) / len(terms) for tokens in held), default=0.0)
 
     def indexed(self, ids: Sequence[int]) -> set[int]:
         """Every memory has its BM25 row from the commit that stored it."""

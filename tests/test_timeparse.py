@@ -137,3 +137,32 @@ def test_a_weekend_label_reads_back_as_a_date_in_that_weekend():
     [found] = date_mentions("下周末回老家", WEDNESDAY)
     assert deadline(found.label(chinese=True), WEDNESDAY) == end_of(2024, 3, 16)
     assert deadline(found.label(), WEDNESDAY) == end_of(2024, 3, 16)
+
+
+@pytest.mark.parametrize("anchor, text, due", [
+    # A month named without a day: its last day, in its next occurrence or the year named.
+    (WEDNESDAY, "明年三月去日本", end_of(2025, 3, 31)),  # not next year's end
+    (WEDNESDAY, "明年3月去日本", end_of(2025, 3, 31)),
+    (WEDNESDAY, "五月份搬家", end_of(2024, 5, 31)),
+    (WEDNESDAY, "二月份搬家", end_of(2025, 2, 28)),  # February has passed: next year's
+    (WEDNESDAY, "十二月底交论文", end_of(2024, 12, 31)),
+    (WEDNESDAY, "We move in May", end_of(2024, 5, 31)),
+    (WEDNESDAY, "We move in February", end_of(2025, 2, 28)),
+    (WEDNESDAY, "next March we marry", end_of(2025, 3, 31)),
+    (WEDNESDAY, "next April we marry", end_of(2024, 4, 30)),
+    # A day of the month without its month: the next such day.
+    (WEDNESDAY, "I have a dentist appointment on the 14th at 3pm", datetime(2024, 3, 14, 15, 0)),
+    (WEDNESDAY, "the rent is due on the 5th", end_of(2024, 4, 5)),
+    (datetime(2024, 1, 31, 9, 0), "call her on the 30th", end_of(2024, 3, 30)),  # no 30 February
+    # A date without a year, said in December, is next January's.
+    (datetime(2025, 12, 9, 10, 0), "Sam starts on January 5", end_of(2026, 1, 5)),
+])
+def test_months_and_days_named_alone(anchor, text, due):
+    assert deadline(text, anchor) == due
+
+
+@pytest.mark.parametrize("text", ["I may go later", "last May we met", "每月5号还款", "上个月去了",
+                                  "三个月后复查 is a span, not March"])
+def test_no_named_month_where_none_is_meant(text):
+    due = deadline(text, WEDNESDAY)
+    assert due is None or (due.month, due.day) == (6, 6)  # the span's own date, never a month's end

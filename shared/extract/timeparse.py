@@ -156,6 +156,52 @@ def _calendar_date(text: str, anchor: datetime) -> datetime | None:
     return None
 
 
+_MONTH_NAMES = "|".join(m for m in calendar.month_name if m)  # capitalised: "may" is a verb
+
+
+def _named_month(text: str, anchor: datetime) -> datetime | None:
+    """A month named without a day: its last day, in its next occurrence (the current month
+    counts), or in the year 明年 / 今年 / 后年 / "next" names. 明年三月 is March of next year,
+    not next year's end; "in March", "by April", 五月份, 十二月底."""
+    m = re.search(r"(明年|今年|后年)?(\d{1,2}|[一二三四五六七八九十]+)月(份|底|末|初|中)?(?![\d一二三四五六七八九十]*[日号])",
+                  text)
+    if m and not re.search(r"[个每上]$", text[:m.start(2)]):
+        month = zh_number(m.group(2))
+        years_ahead = {"明年": 1, "后年": 2, "今年": 0}.get(m.group(1) or "")
+        return _last_day_of_month(anchor, month, years_ahead)
+    m = re.search(rf"\b(next\s+|this\s+)?({_MONTH_NAMES})\b(?!\s+\d)", text)
+    if m and not re.search(r"\b(last|every)\s+$", text[:m.start(2)], re.I):
+        month = _EN_MONTH[m.group(2).lower()]
+        after = (m.group(1) or "").strip().lower() == "next" and month <= anchor.month
+        return _last_day_of_month(anchor, month, 1 if after else None)
+    return None
+
+
+def _last_day_of_month(anchor: datetime, month: int | None, years_ahead: int | None) -> datetime | None:
+    """The last day of `month`, years_ahead years on, or (None) its next occurrence."""
+    if not month or not 1 <= month <= 12:
+        return None
+    if years_ahead is None:
+        years_ahead = 0 if month >= anchor.month else 1
+    year = anchor.year + years_ahead
+    return anchor.replace(year=year, month=month, day=calendar.monthrange(year, month)[1])
+
+
+def _ordinal_day(text: str, anchor: datetime) -> datetime | None:
+    """"on the 14th": the next 14th (today counts)."""
+    m = re.search(r"\bthe\s+(\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:" + _MONTH_NAMES + r"))", text, re.I)
+    if not m or not 1 <= int(m.group(1)) <= 31:
+        return None
+    day, month = int(m.group(1)), anchor.replace(day=1)
+    for _ in range(3):  # the 31st may skip a month or two
+        if day <= calendar.monthrange(month.year, month.month)[1]:
+            found = month.replace(day=day)
+            if found.date() >= anchor.date():
+                return found
+        month = _add(month, 1, "month")
+    return None
+
+
 def _future_date(anchor: datetime, year: int | None, month: int | None, day: int | None) -> datetime | None:
     if not month or not day or not 1 <= month <= 12:
         return None
@@ -236,7 +282,8 @@ def deadline(text: str, anchor: datetime) -> datetime | None:
     if moment is not None:
         return moment
     day = (_relative_span(text, anchor) or _calendar_date(text, anchor) or _weekday(text, anchor)
-           or _weekend(text, anchor) or _day_offset(text, anchor) or _period_end(text, anchor))
+           or _weekend(text, anchor) or _day_offset(text, anchor) or _ordinal_day(text, anchor)
+           or _named_month(text, anchor) or _period_end(text, anchor))
     clock = _clock(text)
     if day is None and clock is None:
         return None

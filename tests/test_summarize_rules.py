@@ -251,3 +251,12 @@ def test_a_short_exchange_keeps_its_stated_facts(rules):
     assert len(memory.key_facts) == 2
     assert memory.key_facts[0].startswith("Alice adopted a cat named Luna")
     assert memory.key_facts[1].startswith("Bob is moving to Berlin")
+
+
+def test_discourse_openers_leave_the_fact(rules):
+    memory = summarize(rules, "Alice: Also, I adopted a grey cat named Luna last week.\n"
+                              "Bob: Anyway, I am moving to Berlin next month for work.")
+    assert [f.split()[0] for f in memory.key_facts] == ["Alice", "Bob"]
+    chinese = summarize(rules, "小李：对了，我下个月要搬到成都工作。\n小王：另外，我最近开始学游泳了，每周去两次。")
+    assert chinese.key_facts and not any(f.startswith(("对了", "另外")) or "对了" in f[:6] or "另外" in f[:6]
+                                         for f in chinese.key_facts)

@@ -32,8 +32,9 @@ _SECOND_PERSON = re.compile(r"\b(?:you|your|you're|you've|you'll|yours|yourself)
 _LEADING = re.compile(
     r"^(?:(?:hey|hi|hello|wow|whoa|oh|ooh|ah|aw+|yeah|yep|yup|yes|no|nope|ha(?:ha)+|lol|ok|okay|well|so|"
     r"sure|omg|hmm+|um+|uh|thanks|thank you|cool|great|awesome|nice|man|dude|totally|definitely|"
-    r"absolutely|honestly|btw|by the way|anyway)\b[\s,!.:;~-]*"
-    r"|(?:哈哈+|嗯+|哇+|嗨|好的|好啊|是啊|对啊|对呀|谢谢|哎+|唉+|啊+)[\s，,！!。~～]*)+", re.I)
+    r"absolutely|honestly|btw|by the way|anyway|anyways|also|plus|besides|oh and|and also)\b[\s,!.:;~-]*"
+    r"|(?:哈哈+|嗯+|哇+|嗨|好的|好啊|是啊|对啊|对呀|谢谢|哎+|唉+|啊+|另外|对了|顺便说一下|顺便说|顺便)"
+    r"[\s，,！!。~～]*)+", re.I)
 # Whole sentences that keep a conversation going and state nothing about anyone.
 _SMALL_TALK = re.compile(
     r"^(?:that(?:'s| is| was| sounds| must)|this (?:is|sounds)|it (?:sounds|must)|sounds|good luck|"

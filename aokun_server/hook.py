@@ -235,7 +235,6 @@ def open_store(config):
 
 def prompt_context(config, prompt: str, args) -> tuple[str, str]:
     prompt = prompt[:MAX_PROMPT_CHARS]
-    min_score = config.retrieval.min_score if args.min_score is None else args.min_score
     k = min(args.k or config.memory.recall_top_k, config.memory.recall_max_k)
     budget = args.budget or PROMPT_BUDGET
     room = budget - len(PROMPT_HEADER) - 1
@@ -258,9 +257,9 @@ def prompt_context(config, prompt: str, args) -> tuple[str, str]:
             hits, source = recall_here(config, db, prompt, k, args.persona, args.min_score, room)
     finally:
         db.close()
+    # Both recalls left out what scores below the floors and fitted the lines to `room`.
     from shared.search import answer
 
-    hits = answer.fit([h for h in hits if h.score >= min_score], room)
     if not hits:
         return "", source
     return "\n".join([PROMPT_HEADER, *(answer.line(h) for h in hits)]), source
@@ -357,10 +356,6 @@ class FrontClient:
         try:
             self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
             result = self._request("tools/call", {"name": "recall", "arguments": arguments})
-            if result.get("isError"):
-                # A front whose recall does not take min_score / max_chars yet: filtered here.
-                plain = {key: v for key, v in arguments.items() if key not in ("min_score", "max_chars")}
-                result = self._request("tools/call", {"name": "recall", "arguments": plain})
             if result.get("isError"):
                 raise HookError(f"recall failed: {_tool_text(result)}")
             structured = result.get("structuredContent") or {}

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import subprocess
+from contextlib import contextmanager
 from datetime import datetime, timezone
 
 import pytest
@@ -166,17 +167,8 @@ def test_session_start_prints_pinned_memories_plans_and_preferences(tmp_path):
 def test_a_running_front_answers_the_prompt(tmp_path):
     port = free_port()
     config = write_config(tmp_path, server={"port": port, "token": "s3cret"})
-    db = open_database(load_config(config).storage)
-    try:
-        service = memory_service(db)
-        peanuts = service.memorize(PEANUTS, MemoryFields(persona_id="me")).id
-        service.memorize(TEA, MemoryFields(persona_id="me"))
-    finally:
-        db.close()
-    with http_server(config, port):
-        # The front beats in the store once it has started; the hook looks for that beat.
-        wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM fronts WHERE transport = 'http'")
-                 == [(1,)], 30, what="the front's heartbeat")
+    peanuts, _ = seeded(config, PEANUTS, TEA)
+    with beating_front(config, port):
         done = hook(config, "prompt", "--verbose", stdin=prompt_json("Is Mia allergic to peanuts?"))
         assert done.returncode == 0, done.stderr
         assert PEANUTS in done.stdout
@@ -195,19 +187,32 @@ def _unscored(output: str) -> str:
     return re.sub(r" · [0-9.]+\]", "]", output)
 
 
+def seeded(config, *texts: str) -> list[int]:
+    """The texts memorized in persona "me" through the memory service; their ids."""
+    db = open_database(load_config(config).storage)
+    try:
+        service = memory_service(db)
+        return [service.memorize(text, MemoryFields(persona_id="me")).id for text in texts]
+    finally:
+        db.close()
+
+
+@contextmanager
+def beating_front(config, port: int):
+    """An HTTP front on `port`, once its heartbeat is in the store (the hook looks for it)."""
+    with http_server(config, port):
+        wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM fronts WHERE transport = 'http'")
+                 == [(1,)], 30, what="the front's heartbeat")
+        yield
+
+
 def test_a_front_that_does_not_answer_leaves_the_prompt_to_the_store(tmp_path):
     """A front whose heartbeat is fresh but whose port is not the config's (started with
     --port): the hook says so with --verbose and recalls in its own process."""
     port, other_port = free_port(), free_port()
     config = write_config(tmp_path, server={"port": other_port})
-    db = open_database(load_config(config).storage)
-    try:
-        memory_service(db).memorize(PEANUTS, MemoryFields(persona_id="me"))
-    finally:
-        db.close()
-    with http_server(config, port):
-        wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM fronts WHERE transport = 'http'")
-                 == [(1,)], 30, what="the front's heartbeat")
+    seeded(config, PEANUTS)
+    with beating_front(config, port):
         done = hook(config, "prompt", "--verbose", stdin=prompt_json("Is Mia allergic to peanuts?"))
         quiet = hook(config, "prompt", stdin=prompt_json("Is Mia allergic to peanuts?"))
     assert done.returncode == 0 and PEANUTS in done.stdout

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import math
-
 from typing import Sequence
 
 from shared.search.channel import DOCUMENT_ROUTE
 from shared.search.query import Query
 from shared.store.documents import DocumentFilter, DocumentStore
-
 
 STRENGTH_DEPTH = 5  # memories whose terms strength() reads
 

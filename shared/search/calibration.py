@@ -3,9 +3,8 @@
 Two things decide it. How strong the query's best evidence is in each channel, on a scale that
 does not depend on the other candidates or the store's size (Channel.strength): the largest
 share of the query's terms one memory holds, the best cosine (against what this embedder gives
-unrelated text), the best graph weight. A question
-about something the persona never said finds only weak evidence in every channel, however the
-candidates rank among themselves. And where the memory stands among the candidates: the
+unrelated text), the best graph weight. A question about something the persona never said
+finds only weak evidence in every channel, however the candidates rank among themselves. And where the memory stands among the candidates: the
 routes' fused score (relative to the best) and its place in that order. Both go into a logistic
 model:
 

@@ -264,7 +264,6 @@ class _Fusion:
                                                self.c.both_routes_bonus, graph_pending)
                 if i in self.documents]
 
-
     def _meta(self, doc_id: int) -> tuple[float, float]:
         doc = self.documents[doc_id]
         last = max(doc.create_time, doc.last_access_time or 0.0)

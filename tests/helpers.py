@@ -191,3 +191,17 @@ def memory_service(db, text=None, clock=None, queue=None):
     return MemoryService(db, Segmenter(text or TextConfig()), queue,
                          lambda kind, importance, n: ttl_days(kind, importance, n, atoms_config),
                          clock or _time.time)
+
+
+def seed_memories(config: Path, persona: str, *texts: str) -> list[int]:
+    """The texts memorized in `persona` through the real memory service (no front); their ids."""
+    from shared.config import load_config
+    from shared.store.documents import MemoryFields
+    from shared.store.schema import open_database
+
+    db = open_database(load_config(config).storage)
+    try:
+        service = memory_service(db)
+        return [service.memorize(text, MemoryFields(persona_id=persona)).id for text in texts]
+    finally:
+        db.close()

@@ -17,10 +17,9 @@ from datetime import datetime, timezone
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import (BIN, db_rows, free_port, http_server, mcp_session, memory_service, start_worker,
+from helpers import (BIN, db_rows, free_port, http_server, mcp_session, seed_memories, start_worker,
                      stdio_params, stop, wait_for, write_config)
 from shared.config import load_config
-from shared.store.documents import MemoryFields
 from shared.store.schema import open_database
 
 TEA = "I love green tea with jasmine every morning"
@@ -188,13 +187,7 @@ def _unscored(output: str) -> str:
 
 
 def seeded(config, *texts: str) -> list[int]:
-    """The texts memorized in persona "me" through the memory service; their ids."""
-    db = open_database(load_config(config).storage)
-    try:
-        service = memory_service(db)
-        return [service.memorize(text, MemoryFields(persona_id="me")).id for text in texts]
-    finally:
-        db.close()
+    return seed_memories(config, "me", *texts)
 
 
 @contextmanager

@@ -8,11 +8,8 @@ import sqlite3
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import all_processed, db_rows, memory_service, start_worker, stop, wait_for, write_config
+from helpers import all_processed, db_rows, seed_memories, start_worker, stop, wait_for, write_config
 from panel_helpers import chromium_page, panel_process, screenshot
-from shared.config import load_config
-from shared.store.documents import MemoryFields
-from shared.store.schema import open_database
 
 pytestmark = pytest.mark.slow
 
@@ -37,12 +34,7 @@ def make_config(tmp_path, fake_api):
 
 
 def seed(config, *texts) -> list[int]:
-    db = open_database(load_config(config).storage)
-    try:
-        memories = memory_service(db)
-        return [memories.memorize(text, MemoryFields(persona_id="alice")).id for text in texts]
-    finally:
-        db.close()
+    return seed_memories(config, "alice", *texts)
 
 
 def sql(config, statement: str) -> None:

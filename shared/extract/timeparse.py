@@ -187,12 +187,18 @@ def _last_day_of_month(anchor: datetime, month: int | None, years_ahead: int | N
     return anchor.replace(year=year, month=month, day=calendar.monthrange(year, month)[1])
 
 
+# 14号 / 3号 alone: not a date's day (3月5号, 下个月5号), not 每月5号, not a building, line or room.
+_ZH_DAY_ALONE = re.compile(r"(?<![月\d一二三四五六七八九十])(\d{1,2}|[一二三四五六七八九十]{1,3})号(?![楼线房床门口位])")
+
+
 def _ordinal_day(text: str, anchor: datetime) -> datetime | None:
-    """"on the 14th": the next 14th (today counts)."""
-    m = re.search(r"\bthe\s+(\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:" + _MONTH_NAMES + r"))", text, re.I)
-    if not m or not 1 <= int(m.group(1)) <= 31:
+    """"on the 14th", 14号: the next 14th (today counts)."""
+    m = re.search(r"\bthe\s+(\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:" + _MONTH_NAMES + r"))", text, re.I) \
+        or _ZH_DAY_ALONE.search(text)
+    day = zh_number(m.group(1)) if m else None
+    if not day or not 1 <= day <= 31:
         return None
-    day, month = int(m.group(1)), anchor.replace(day=1)
+    month = anchor.replace(day=1)
     for _ in range(3):  # the 31st may skip a month or two
         if day <= calendar.monthrange(month.year, month.month)[1]:
             found = month.replace(day=day)
@@ -262,11 +268,16 @@ def _clock(text: str) -> tuple[int, int] | None:
             hour += 12
         minute = 30 if m.group(3) == "半" else int(m.group(4)) if m.group(4) else 0
         return hour % 24, minute
+    if re.search(r"\b(?:at\s+)?noon\b|中午十二点", text, re.I):
+        return 12, 0
     m = re.search(r"\b(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)", text, re.I) or \
-        re.search(r"\bat\s+(\d{1,2}):(\d{2})\b()", text, re.I)
+        re.search(r"\bat\s+(\d{1,2}):(\d{2})\b()", text, re.I) or \
+        re.search(r"\bat\s+(\d{1,2})()\b(?=\s*(?:o'clock|tonight|this evening|in the evening|$|[,.!;]))()", text, re.I)
     if m:
         hour, minute = int(m.group(1)), int(m.group(2) or 0)
         suffix = (m.group(3) or "").lower().replace(".", "")
+        if not suffix and hour < 12 and re.search(r"\b(tonight|evening|dinner)\b", text, re.I):
+            suffix = "pm"  # "dinner at 8", "tonight at 7:30"
         if suffix == "pm" and hour < 12:
             hour += 12
         if suffix == "am" and hour == 12:
@@ -289,8 +300,10 @@ def deadline(text: str, anchor: datetime) -> datetime | None:
         return None
     if clock is None:
         return _end_of_day(day)
-    base = day or anchor
-    return base.replace(hour=clock[0], minute=clock[1], second=0, microsecond=0)
+    moment = (day or anchor).replace(hour=clock[0], minute=clock[1], second=0, microsecond=0)
+    if day is None and moment < anchor:  # "at 3pm" said at four: tomorrow's, not a plan already due
+        moment += timedelta(days=1)
+    return moment
 
 
 # -- Dates of events, past or planned (the summarizer's "yesterday (7 May 2023)") ---------------

@@ -24,7 +24,12 @@ MIN_FACT_WORDS = 4
 # Words for the size of a statement: Latin words, or Chinese characters two to a word.
 _WORDS = re.compile(r"[A-Za-z0-9']+|[\u4e00-\u9fff]{2}")
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,40}?)\s*[:：]\s*(?=\S)")
-_SENTENCE = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s+|\n+")
+# A full stop ends a sentence unless it ends a title or an initial (Dr. Lee, Mrs. Brown, J. Smith)
+# or a.m. / p.m. before a small letter: those cuts left a name or a time as a fragment too small
+# to keep, and with it the fact.
+_SENTENCE = re.compile(r"(?<=[。！？!?；;])|(?<!\b[A-Z]\.)(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bSt\.)"
+                       r"(?<!\bMrs\.)(?<!\bProf\.)(?<!\bvs\.)(?<!\be\.g\.)(?<!\bi\.e\.)"
+                       r"(?<!\b[ap]\.m\.(?=\s[a-z]))(?<=\.)\s+|\n+")
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,20 @@ class Rule:
 class SlotRule:
     pattern: re.Pattern
     attribute: str
+
+
+@dataclass(frozen=True)
+class RuleWeights:
+    """The rules' free constants (atom_rules.yaml "weights"; scripts/bench_atoms.py chooses them)."""
+
+    future_time: float = 1.2  # planned, for a time ahead with nothing else saying it is a plan
+    plan_with_time: float = 2.0  # planned, for a time ahead with a verb or a planned rule
+    descriptive: float = 0.4  # factual, for a plain statement that nothing more specific fits
+    min_descriptive_words: int = 3
+
+
+# The lists of cue patterns besides the types' rules (atom_rules.yaml explains each).
+CUE_LISTS = ("plan_times", "plan_verbs", "not_plan_cues", "small_talk")
 
 
 @dataclass(frozen=True)
@@ -56,11 +75,18 @@ class AtomDraft:
 class AtomRules:
     """Compiled rules; build once (at process start) and share."""
 
-    def __init__(self, raw: dict):
+    def __init__(self, raw: dict, weights: RuleWeights | None = None):
         self.types = {name: [Rule(re.compile(r["pattern"], re.I), float(r["weight"]))
                              for r in raw.get("types", {}).get(name, [])] for name in TYPES}
         self.slots = [SlotRule(re.compile(r["pattern"], re.I), r["attribute"])
                       for r in raw.get("slots", [])]
+        self.cues = {name: [re.compile(p, re.I) for p in raw.get(name) or []] for name in CUE_LISTS}
+        self.weights = weights or RuleWeights(**(raw.get("weights") or {}))
+        self._raw = raw
+
+    def with_weights(self, weights: RuleWeights) -> "AtomRules":
+        """The same rules with other constants (what a benchmark tries)."""
+        return AtomRules(self._raw, weights)
 
     @classmethod
     def load(cls, extra_file: Path | None = None) -> "AtomRules":
@@ -78,21 +104,41 @@ class AtomRules:
                     raise ConfigError(f"atoms.rules_file: unknown atom type {name!r}; allowed: {', '.join(TYPES)}")
                 raw["types"].setdefault(name, []).extend(rules)
             raw["slots"] = list(extra.get("slots") or []) + raw.get("slots", [])
+            for name in CUE_LISTS:
+                raw[name] = list(raw.get(name) or []) + list(extra.get(name) or [])
+            raw["weights"] = {**(raw.get("weights") or {}), **(extra.get("weights") or {})}
         try:
             return cls(raw)
         except (re.error, KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"atom rules: {exc}") from exc
 
     def classify(self, text: str) -> tuple[str, float]:
-        """(type, confidence): the type whose rules weigh most; 'unknown' when none match."""
+        """(type, confidence): the type whose rules weigh most, a time ahead weighing for
+        planned; 'unknown' when no rule matches (the summarizer counts typed statements)."""
         scores = {name: sum(rule.weight for rule in rules if rule.pattern.search(text))
                   for name, rules in self.types.items()}
+        if self._cue("plan_times", text) and not self._cue("not_plan_cues", text):
+            with_verb = scores["planned"] > 0 or self._cue("plan_verbs", text)
+            scores["planned"] += self.weights.plan_with_time if with_verb else self.weights.future_time
         best = max(scores, key=lambda name: scores[name])
         if scores[best] <= 0:
             return "unknown", 0.2
-        # Evidence for one type, little for the others: confident.
-        confidence = scores[best] / (sum(scores.values()) + 0.5)
-        return best, round(min(0.95, max(0.3, confidence)), 3)
+        return best, _confidence(scores[best], scores)
+
+    def atom_type(self, text: str) -> tuple[str, float]:
+        """(type, confidence) of an atom: classify's, and when no rule matches, factual for a
+        plain statement (a general or descriptive fact); unknown only when nothing fits."""
+        found = self.classify(text)
+        if found[0] != "unknown" or not self._descriptive(text):
+            return found
+        return "factual", _confidence(self.weights.descriptive, {"factual": self.weights.descriptive})
+
+    def _cue(self, name: str, text: str) -> bool:
+        return any(p.search(text) for p in self.cues[name])
+
+    def _descriptive(self, text: str) -> bool:
+        return (self.weights.descriptive > 0 and word_count(text) >= self.weights.min_descriptive_words
+                and not text.rstrip().endswith(("?", "？")) and not self._cue("small_talk", text))
 
     def slots_of(self, fact: str, speaker: str | None) -> tuple[str, str, str] | None:
         """(subject, attribute, value) when a trusted pattern matches the fact, else None."""
@@ -108,13 +154,19 @@ class AtomRules:
         return None
 
 
+def _confidence(best: float, scores: dict[str, float]) -> float:
+    """Evidence for one type, little for the others: confident."""
+    return round(min(0.95, max(0.3, best / (sum(scores.values()) + 0.5))), 3)
+
+
 def speaker_of(document: Document) -> str | None:
     """The speaker of a one-line "Name: text" memory, else None."""
     return split_facts(document)[0]
 
 
-def split_facts(document: Document) -> tuple[str | None, list[str]]:
-    """(speaker, facts): the key facts when given, else the content's statements."""
+def split_facts(document: Document, rules: AtomRules | None = None) -> tuple[str | None, list[str]]:
+    """(speaker, facts): the key facts when given, else the content's statements. A sentence
+    too small to be a statement is still one when the rules give it a type (周五看牙医。)."""
     text = unmarked(document.text)
     speaker = None
     m = _SPEAKER.match(text)
@@ -126,7 +178,7 @@ def split_facts(document: Document) -> tuple[str | None, list[str]]:
         return speaker, facts[:MAX_FACTS]
     # Questions and small talk ("Hey Mel!", "Good to see you!") state nothing to remember.
     statements = [s for s in sentences(text) if not s.endswith(("?", "？")) and len(s) >= 4
-                  and word_count(s) >= MIN_FACT_WORDS]
+                  and (word_count(s) >= MIN_FACT_WORDS or (rules and rules.classify(s)[0] != "unknown"))]
     return speaker, (statements or [text.strip()])[:MAX_FACTS]
 
 
@@ -150,12 +202,12 @@ def draft_atoms(document: Document, rules: AtomRules, config: AtomsConfig) -> li
     """The atoms of one memory."""
     from shared.extract.timeparse import deadline as find_deadline
 
-    speaker, facts = split_facts(document)
+    speaker, facts = split_facts(document, rules)
     anchor = document.fields.original_time or datetime.fromtimestamp(document.create_time, timezone.utc)
     anchor_naive = anchor.replace(tzinfo=None)
     drafts = []
     for fact in facts:
-        atom_type, confidence = rules.classify(fact)
+        atom_type, confidence = rules.atom_type(fact)
         due = find_deadline(fact, anchor_naive) if atom_type == "planned" else None
         slots = rules.slots_of(fact, speaker) or (None, None, None)
         drafts.append(AtomDraft(

@@ -166,3 +166,39 @@ def test_months_and_days_named_alone(anchor, text, due):
 def test_no_named_month_where_none_is_meant(text):
     due = deadline(text, WEDNESDAY)
     assert due is None or (due.month, due.day) == (6, 6)  # the span's own date, never a month's end
+
+
+TUESDAY_IN_DECEMBER = datetime(2025, 12, 9, 16, 0)  # 13 December 2025 is a Saturday
+
+
+@pytest.mark.parametrize("text, due", [
+    # A date said without a year is its next occurrence.
+    ("Sam starts on January 5", end_of(2026, 1, 5)),
+    ("1月5日开始上新课", end_of(2026, 1, 5)),
+    ("The play is on March 3rd", end_of(2026, 3, 3)),
+    ("Caroline is taking Luna to the vet on Saturday", end_of(2025, 12, 13)),  # the coming one
+    ("妈妈周六过来", end_of(2025, 12, 13)),
+    ("Pay it by the end of the month", end_of(2025, 12, 31)),
+    ("明年三月去日本", end_of(2026, 3, 31)),
+    ("下周五开家长会", end_of(2025, 12, 19)),
+    ("这个周末去动物园", end_of(2025, 12, 14)),
+    ("后天下午三点复查", datetime(2025, 12, 11, 15, 0)),
+    # A day of the month alone, English and Chinese: the next such day.
+    ("on the 14th at 3pm", datetime(2025, 12, 14, 15, 0)),
+    ("小王14号出差", end_of(2025, 12, 14)),
+    ("3号下午三点交材料", datetime(2026, 1, 3, 15, 0)),  # the 3rd has passed: January's
+    ("二十号开年会", end_of(2025, 12, 20)),
+    # A clock time without a date already past when said: the next day's.
+    ("Call mom at 3pm", datetime(2025, 12, 10, 15, 0)),
+    ("下午三点开会", datetime(2025, 12, 10, 15, 0)),
+    ("Call mom at 5pm", datetime(2025, 12, 9, 17, 0)),
+    ("lunch at noon tomorrow", datetime(2025, 12, 10, 12, 0)),
+    ("dinner at 8 tonight", datetime(2025, 12, 9, 20, 0)),
+])
+def test_dates_without_a_year_and_days_alone(text, due):
+    assert deadline(text, TUESDAY_IN_DECEMBER) == due
+
+
+@pytest.mark.parametrize("text", ["每月5号还款", "他住在14号楼", "坐地铁2号线", "I was at 5 stores"])
+def test_numbers_that_are_not_days(text):
+    assert deadline(text, TUESDAY_IN_DECEMBER) is None

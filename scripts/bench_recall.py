@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -50,7 +51,8 @@ def write_config(work: Path, channels: list[str], options: list[str] = ()) -> Pa
         "storage": {"data_dir": "data"},
         "worker": {"autostart": False},
         "memory": {"recall_max_k": 10},
-        "retrieval": {"channels": channels, "cache_enabled": False},
+        # No access reinforcement: a recall must not change the store a later run recalls from.
+        "retrieval": {"channels": channels, "cache_enabled": False, "access_reinforcement": False},
         "server": {"max_content_chars": 100_000, "exposed_tools": ["memorize", "recall", "memory_stats"]},
     }
     for option in options:  # section.key=value, value in YAML
@@ -102,7 +104,10 @@ async def wait_drained(client: Client) -> None:
 
 async def run(work: Path, dataset: str, config: Path, out: Path) -> dict:
     ids_file = work / "ids.json"
-    server = StdioServerParameters(command=str(BIN / "aokun-server"), args=["--config", str(config)])
+    # The client's default environment drops PYTHONPATH: pass ours, so the server runs the
+    # same code as this script and its worker (a checkout other than the installed one).
+    server = StdioServerParameters(command=str(BIN / "aokun-server"), args=["--config", str(config)],
+                                   env=dict(os.environ))
     queries = read_jsonl(BENCH / "data" / f"{dataset}.queries.jsonl")
     async with Client(server) as client:
         if ids_file.exists():

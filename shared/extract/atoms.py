@@ -48,10 +48,10 @@ class SlotRule:
 class RuleWeights:
     """The rules' free constants (atom_rules.yaml "weights"; scripts/bench_atoms.py chooses them)."""
 
-    future_time: float = 1.2  # planned, for a time ahead with nothing else saying it is a plan
+    future_time: float = 0.6  # planned, for a time ahead with nothing else saying it is a plan
     plan_with_time: float = 2.0  # planned, for a time ahead with a verb or a planned rule
     descriptive: float = 0.4  # factual, for a plain statement that nothing more specific fits
-    min_descriptive_words: int = 3
+    min_descriptive_words: int = 2
 
 
 # The lists of cue patterns besides the types' rules (atom_rules.yaml explains each).

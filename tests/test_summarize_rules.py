@@ -65,8 +65,10 @@ def test_english_conversation(rules):
         "the whole weekend setting up a cozy corner with toys for her.",
         "Caroline's sister Emma helped Caroline pick her out, and she is coming over next week (the week of "
         "15 May 2023) to help Caroline build a scratching post.",
-        "Caroline loves pottery. Caroline takes a pottery class every Tuesday evening and Caroline's pottery "
-        "teacher says Caroline's bowls are getting better.",
+        # Two sentences, two stated facts: two key facts.
+        "Caroline loves pottery.",
+        "Caroline takes a pottery class every Tuesday evening and Caroline's pottery teacher says Caroline's "
+        "bowls are getting better.",
         "Melanie is flying to Paris next Friday (19 May 2023) with Melanie's husband to see the Louvre, and "
         "Melanie booked a pottery workshop there too."]
     # Greetings, questions and small talk are not facts.
@@ -121,7 +123,7 @@ def test_you_is_the_other_speaker_and_verbs_agree(rules):
         Turn("Jon", "How is the new job going?", SAID_AT),
         Turn("Gina", "I really love it. I go to the studio every morning, and you told me I should try teaching, "
                      "so I do two classes a week now.", SAID_AT)], SummarizerConfig())
-    assert memory.key_facts == ["Gina really loves it. Gina goes to the studio every morning, and Jon told Gina "
+    assert memory.key_facts == ["Gina really loves it.", "Gina goes to the studio every morning, and Jon told Gina "
                                 "Gina should try teaching, so Gina does two classes a week now."]
     assert [third_person(v) for v in ("love", "go", "try", "watch", "went", "can", "am", "have")] == \
         ["loves", "goes", "tries", "watches", "went", "can", "is", "has"]
@@ -174,9 +176,11 @@ def test_sentiment_with_negation(rules):
 
 
 def test_summary_budget_and_fact_limit(rules):
-    memory = summarize(rules, ENGLISH, summary_chars=200, max_key_facts=2)
-    assert len(memory.key_facts) == 2
-    assert len(memory.summary) <= 200 and memory.summary == memory.key_facts[0]
+    first, second = summarize(rules, ENGLISH, max_key_facts=2).key_facts
+    budget = len(first) + len(second)  # one short of both with the space between them
+    memory = summarize(rules, ENGLISH, summary_chars=budget, max_key_facts=2)
+    assert memory.key_facts == [first, second]
+    assert len(memory.summary) <= budget and memory.summary == first
     # Valid for memorize as it is.
     assert memory.trimmed() == memory
 
@@ -260,3 +264,40 @@ def test_discourse_openers_leave_the_fact(rules):
     chinese = summarize(rules, "小李：对了，我下个月要搬到成都工作。\n小王：另外，我最近开始学游泳了，每周去两次。")
     assert chinese.key_facts and not any(f.startswith(("对了", "另外")) or "对了" in f[:6] or "另外" in f[:6]
                                          for f in chinese.key_facts)
+
+
+def test_one_key_fact_per_stated_fact(rules):
+    """Two facts said in one turn are two key facts; a sentence that only goes on from the one
+    before ("She is so tiny!") stays with it."""
+    memory = summarize(rules, "Ann: What have you been up to?\n"
+                              "Bob: I love hiking. I ran my first marathon in May. I adopted a puppy last week. "
+                              "She is so tiny!")
+    assert memory.key_facts == ["Bob loves hiking.", "Bob ran Bob's first marathon in May (May 2023).",
+                                "Bob adopted a puppy last week (the week of 1 May 2023). She is so tiny!"]
+    chinese = summarize(rules, "小李：周末干嘛了？\n小王：我去动物园看了大熊猫。我最近开始学游泳了，每周去两次。")
+    assert chinese.key_facts == ["小王去动物园看了大熊猫。", "小王最近开始学游泳了，每周去两次。"]
+
+
+def test_openers_leave_the_start_of_a_fact(rules):
+    """Discourse openers go from the start of a fact; the same words stay where they are part of
+    what was said ("So many", "还有三天")."""
+    memory = summarize(rules, "Ann: How are things?\n"
+                              "Bob: So, I started a new job at the bakery. Well, I am moving to Berlin next month. "
+                              "Oh, I love hiking. By the way, my brother Tom is visiting. Actually I sold my car.\n"
+                              "Ann: So many friends came to my birthday party last Saturday.")
+    assert [f.split()[0] for f in memory.key_facts] == ["Bob", "Bob", "Bob", "Bob's", "Bob", "So"]
+    assert memory.key_facts[-1].startswith("So many friends came to Ann's birthday party")
+    chinese = summarize(rules, "小李：最近怎么样？\n"
+                               "小王：还有，我换了新工作。然后我搬到了成都。话说我最近在学日语。其实我养了一只猫。\n"
+                               "小李：还有三天我就要毕业了。")
+    assert chinese.key_facts == ["小王换了新工作。", "小王搬到了成都。", "小王最近在学日语。", "小王养了一只猫。",
+                                 "还有三天小李就要毕业了。"]
+
+
+def test_what_a_person_says_of_themself_is_kept(rules):
+    """In a Chinese chat a first-person statement is a fact whatever the atom rules make of it
+    (learning to swim, twice a week, is none of their types); agreeing and opinions on what was
+    just said are not facts."""
+    memory = summarize(rules, "小李：你最近在忙什么？\n小王：我最近开始学游泳了，每周去两次。\n"
+                              "小李：我觉得挺好的。我也是。\n小王：我每天早上六点起床跑步。")
+    assert memory.key_facts == ["小王最近开始学游泳了，每周去两次。", "小王每天早上六点起床跑步。"]

@@ -61,7 +61,9 @@ def test_english_conversation_by_rules(stdio):
     assert len(facts_with(memory, "Melanie", "hiking")) == 1
     plan = facts_with(memory, "Caroline", "vet")
     assert len(plan) == 1 and has_date(plan[0], 2023, 5, 9)
-    assert len(memory["key_facts"]) == 3
+    # Hiking with the kids and the lake every weekend are two facts (two clauses, cut at ";").
+    assert len(memory["key_facts"]) == 4
+    assert "Melanie loves hiking in the mountains with Melanie's kids." in memory["key_facts"]
     assert not any(f.startswith("I ") or "congratulations" in f.lower() or "Haha" in f
                    for f in memory["key_facts"])
     assert memory["summary"] and "Luna" in memory["summary"]

@@ -9,8 +9,11 @@ a statement about oneself — first-person words (outside sentences addressed to
 length, statements the atom rules type, answering a question just asked, a date, a shared
 photo. The weights are FactWeights; scripts/bench_summarize.py chooses them on folds of LoCoMo
 it then does not score on. In a conversation unlike LoCoMo's (Chinese, or short turns), a
-first-person statement that the atom rules type (a plan, a preference, a relation, an event,
-a personal fact) is a key fact whatever its score.
+first-person statement is a key fact whatever its score.
+
+A chosen turn gives one key fact per stated fact: each statement about a person (first person,
+a type by the atom rules, a date) starts one; a statement that states nothing of its own ("It
+was so much fun.", "She is grey.") stays with the fact it goes on from.
 """
 
 from __future__ import annotations
@@ -28,13 +31,30 @@ _IMAGE = re.compile(r"\[\s*shares?\s+(?:an?\s+)?(?:image|photo|picture)s?\s*:\s*
 _QUESTION_ZH = re.compile(r"[吗呢么][\s。.!！~～]*$")
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|mine|myself|we|we're|we've|we'll|our|ours|us|ourselves)\b|我(?!们)|我们|咱们", re.I)
 _SECOND_PERSON = re.compile(r"\b(?:you|your|you're|you've|you'll|yours|yourself)\b|你|您", re.I)
-# Words said before the point: "Wow, ...", "Hey Mel! ...", "哈哈，...".
+# Words said before the point ("Wow, ...", "Hey Mel! ...", "Also, ...", "哈哈，...", "对了，..."), taken
+# off the start of a statement so that its fact starts with what was stated. Interjections and
+# discourse openers go whatever follows them; words that also begin statements of their own ("So
+# many came", "No one came", "Thanks to her", "还有三天", "对我来说") only before a pause, or (the
+# English ones and the Chinese conjunctions) before a first-person subject ("So I went").
+_OPENERS_EN = (r"hey|hi|hello|wow|whoa|oh|ooh|ah|aw+|yeah|yep|yup|ha(?:ha)+|lol|ok|okay|hmm+|um+|uh|omg|btw|"
+               r"by the way|anyway|anyways|also|oh and|and also|honestly|actually|speaking of which|"
+               r"on another note|guess what")
+_PAUSED_EN = (r"so|well|yes|no|nope|sure|thanks|thank you|cool|great|awesome|nice|man|dude|totally|"
+              r"definitely|absolutely|plus|besides|and|but|right|alright|you know|i mean")
+_OPENERS_ZH = r"哈哈+|嗯+|哇+|嗨|哎+|唉+|啊+|哦+|噢+|呃+|诶|欸|喔|另外|对了|顺便说一下|顺便说|话说|其实|而且|此外|总之|说起来|说到这个|然后"
+_PAUSED_ZH = r"好的|好啊|是啊|是的|对啊|对呀|对|没错|谢谢"
+_CONJUNCTIONS_ZH = r"还有|所以|不过|但是|反正|那个|顺便"
+_PAUSE = r"(?=\s*[,，!！.。:：;；~～—–-])"
 _LEADING = re.compile(
-    r"^(?:(?:hey|hi|hello|wow|whoa|oh|ooh|ah|aw+|yeah|yep|yup|yes|no|nope|ha(?:ha)+|lol|ok|okay|well|so|"
-    r"sure|omg|hmm+|um+|uh|thanks|thank you|cool|great|awesome|nice|man|dude|totally|definitely|"
-    r"absolutely|honestly|btw|by the way|anyway|anyways|also|plus|besides|oh and|and also)\b[\s,!.:;~-]*"
-    r"|(?:哈哈+|嗯+|哇+|嗨|好的|好啊|是啊|对啊|对呀|谢谢|哎+|唉+|啊+|另外|对了|顺便说一下|顺便说|顺便)"
-    r"[\s，,！!。~～]*)+", re.I)
+    rf"^(?:(?:{_OPENERS_EN})\b[\s,!.:;~-]*"
+    rf"|(?:{_PAUSED_EN})\b(?:{_PAUSE}|(?=\s+(?:i|we)(?:'[a-z]+)?\b))[\s,!.:;~-]*"
+    rf"|(?:{_OPENERS_ZH})[\s，,！!。~～]*"
+    rf"|(?:{_PAUSED_ZH}){_PAUSE}[\s，,！!。~～]*"
+    rf"|(?:{_CONJUNCTIONS_ZH})(?:{_PAUSE}|(?=我))[\s，,！!。~～]*)+", re.I)
+# The same words taken off whatever follows: only to tell small talk ("So glad you came!", "Great
+# to hear!"), never to cut a fact.
+_ANY_LEADING = re.compile(rf"^(?:(?:{_OPENERS_EN}|{_PAUSED_EN})\b[\s,!.:;~-]*"
+                          rf"|(?:{_OPENERS_ZH}|{_PAUSED_ZH}|{_CONJUNCTIONS_ZH})[\s，,！!。~～]*)+", re.I)
 # Whole sentences that keep a conversation going and state nothing about anyone.
 _SMALL_TALK = re.compile(
     r"^(?:that(?:'s| is| was| sounds| must)|this (?:is|sounds)|it (?:sounds|must)|sounds|good luck|"
@@ -47,7 +67,12 @@ _SMALL_TALK = re.compile(
 _TALK_ABOUT_TALK = re.compile(
     r"\b(?:i(?:'m| am) (?:so |really )?(?:glad|happy for you|proud of you|sure you)|i agree|i bet|"
     r"i hope you|let me know|let's|i can't wait to (?:see|hear)|i appreciate|means (?:a lot|so much) to me|"
-    r"i know what you mean|i hear you|i get (?:it|that)|i think so)\b", re.I)
+    r"i know what you mean|i hear you|i get (?:it|that)|i think so|i think (?:it|that|this)(?:'s| is| was))\b"
+    r"|^我(?:也|还|真的?)?(?:觉得|认为|相信|猜|知道|明白|理解|同意|懂)(?=这|那|它|是|了|的|挺|不错|[。！!]|$)"
+    r"|^我也(?:是|一样|这么)|我(?:可以|能)想象", re.I)
+# A statement that starts by pointing at what was just said goes on from it.
+_REFERS_BACK = re.compile(r"^(?:it|it's|its|that|that's|this|these|those|they|they're|them|their|she|she's|"
+                          r"he|he's|her|his|there|there's)\b|^[它他她这那]", re.I)
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]")
 _ADDRESS = re.compile(r"^(\w{3,})\s*[,!，！]\s*")
@@ -101,9 +126,12 @@ class TurnReading:
 
     @property
     def about_self(self) -> bool:
-        """A first-person statement the atom rules type, in a conversation where that alone
-        makes a fact (untuned)."""
-        return self.untuned and any(s.first_person and s.atom_type != "unknown" for s in self.statements)
+        """A first-person statement, in a conversation where that alone makes a fact (untuned).
+        Its type is not asked: the atom rules leave most of what a person says of themself
+        untyped ("我最近开始学游泳了，每周去两次", "I've been learning the guitar"), and what a
+        first-person sentence says that is not about its speaker (agreeing, thanking, opinions
+        on what was just said) the statement filters have taken out."""
+        return self.untuned and any(s.first_person for s in self.statements)
 
 
 @dataclass(frozen=True)
@@ -138,7 +166,7 @@ def read_turns(turns: list[Turn], rules: AtomRules) -> list[TurnReading]:
 
 def _statement(sentence: str, rules: AtomRules, anchor: datetime | None,
                speakers: tuple[str, ...]) -> Statement | None:
-    if _is_question(sentence) or _SMALL_TALK.match(sentence):
+    if _is_question(sentence) or _SMALL_TALK.match(sentence) or _SMALL_TALK.match(_ANY_LEADING.sub("", sentence)):
         return None
     text = _without_address(_LEADING.sub("", sentence).strip(), speakers)
     words = word_count(text)
@@ -196,19 +224,46 @@ def is_fact(reading: TurnReading, weights: FactWeights) -> bool:
 
 
 def key_facts(readings: list[TurnReading], weights: FactWeights, limit: int) -> list[KeyFact]:
-    """The turns that are facts (the best-scored `limit` of them), in conversation order, each
-    rewritten with its speaker as subject and its dates resolved."""
+    """One key fact per stated fact of the turns that are facts (the best-scored turns' first,
+    `limit` in all), in conversation order, each rewritten with its speaker as subject and its
+    dates resolved."""
     speakers = list(dict.fromkeys(r.turn.speaker for r in readings))
-    scored = [(score(r, weights), r) for r in readings if is_fact(r, weights)]
-    chosen = sorted(scored, key=lambda p: (-p[0], p[1].index))[:limit]
+    scored = sorted(((score(r, weights), r) for r in readings if is_fact(r, weights)),
+                    key=lambda p: (-p[0], p[1].index))
+    facts = [fact for value, reading in scored for fact in _facts_of(reading, value, speakers)][:limit]
+    return sorted(facts, key=lambda f: f.turn_index)  # stable: a turn's facts keep their order
+
+
+def _facts_of(reading: TurnReading, value: float, speakers: list[str]) -> list[KeyFact]:
+    """A turn's stated facts; a shared photo goes with the last (it shows what was just said)."""
+    other = next((s for s in speakers if s != reading.turn.speaker), None) if len(speakers) == 2 else None
+    groups = stated_facts(reading.statements)
     facts = []
-    for value, reading in sorted(chosen, key=lambda p: p[1].index):
-        other = next((s for s in speakers if s != reading.turn.speaker), None) if len(speakers) == 2 else None
-        text = about_speaker([(s.text, s.dates) for s in reading.statements], reading.image,
-                             reading.turn.speaker, other)
-        facts.append(KeyFact(reading.index, text, _main_type(reading.statements),
-                             bool(reading.features["dated"]), round(value, 3)))
+    for n, group in enumerate(groups):
+        image = reading.image if n == len(groups) - 1 else None
+        text = about_speaker([(s.text, s.dates) for s in group], image, reading.turn.speaker, other)
+        facts.append(KeyFact(reading.index, text, _main_type(group), any(s.dates for s in group), round(value, 3)))
     return facts
+
+
+def stated_facts(statements: tuple[Statement, ...]) -> list[list[Statement]]:
+    """The statements grouped one stated fact each: a statement about a person starts a fact;
+    one that states nothing of its own or refers back ("It was fun.", "She is grey.") joins the
+    fact before it, or, first in its turn, the one after."""
+    groups: list[list[Statement]] = []
+    for statement in statements:
+        if groups and not _states_a_fact(statement):
+            groups[-1].append(statement)
+        else:
+            groups.append([statement])
+    if len(groups) > 1 and not _states_a_fact(groups[0][0]):
+        groups = [groups[0] + groups[1], *groups[2:]]
+    return groups
+
+
+def _states_a_fact(statement: Statement) -> bool:
+    about_someone = statement.first_person or statement.atom_type != "unknown" or statement.dates
+    return bool(about_someone) and not _REFERS_BACK.match(statement.text)
 
 
 def _main_type(statements: tuple[Statement, ...]) -> str:

@@ -53,8 +53,9 @@ def about_speaker(statements: list[tuple[str, tuple[DateMention, ...]]], image: 
 
 
 def _closed(text: str, chinese: bool) -> str:
-    text = text.strip()
-    if text and text[-1] not in ".!。！；;…":
+    """The statement ended as a sentence (a clause cut off at ";" too)."""
+    text = text.strip().rstrip(";；").rstrip()
+    if text and text[-1] not in ".!。！…":
         text += "。" if chinese else "."
     return text
 

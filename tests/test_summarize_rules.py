@@ -301,3 +301,14 @@ def test_what_a_person_says_of_themself_is_kept(rules):
     memory = summarize(rules, "小李：你最近在忙什么？\n小王：我最近开始学游泳了，每周去两次。\n"
                               "小李：我觉得挺好的。我也是。\n小王：我每天早上六点起床跑步。")
     assert memory.key_facts == ["小王最近开始学游泳了，每周去两次。", "小王每天早上六点起床跑步。"]
+
+
+def test_only_people_are_participants(rules):
+    """A panda, a pet and a city are named but are not participants; the people named are."""
+    chinese = summarize(rules, "小李：周末干嘛了？\n小王：我和张伟去动物园看了熊猫，熊猫特别可爱。\n"
+                               "小李：我带我家的狗去了杭州。")
+    assert chinese.participants == ["小李", "小王", "张伟"]
+    english = summarize(rules, "Ann: What did you do on the weekend?\n"
+                               "Bob: I took my dog Max to the beach in Portland.\n"
+                               "Ann: I visited Chicago with Tom and Sarah last month.")
+    assert english.participants == ["Ann", "Bob", "Tom", "Sarah"]

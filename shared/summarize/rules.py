@@ -1,7 +1,8 @@
 """The offline summarizer: a conversation to a structured memory by rules, deterministic, no I/O.
 
 - participants: the speakers, then people named in what they said (capitalised English names
-  that are not places, pets or titles; Chinese names by jieba's part-of-speech tag nr);
+  that are not places, pets or titles; Chinese names by jieba's part-of-speech tag nr that its
+  dictionary does not list, for it tags 熊猫 nr too);
 - topics: keywords (jieba TF-IDF over nouns for Chinese; noun-ish content words for English);
 - key_facts: the turns that state something about a person (facts.py), each rewritten with its
   speaker as subject and its dates resolved (rewrite.py);
@@ -131,8 +132,14 @@ class RulesSummarizer:
         found = [name for statements in said if not _PET_WORDS.search(" ".join(statements))
                  for sentence in statements for name in self._english_names(sentence, known)
                  if name.lower() not in lower and name.lower().rstrip("s") not in lower]
-        found += [w for w, flag in tagged if flag == "nr" and 2 <= len(w) <= 4 and w[0] in _SURNAMES]
+        found += [w for w, flag in tagged if flag == "nr" and 2 <= len(w) <= 4 and w[0] in _SURNAMES
+                  and not self._in_dictionary(w)]
         return [n for n in dict.fromkeys(found) if n.casefold() not in known]
+
+    def _in_dictionary(self, word: str) -> bool:
+        """jieba's dictionary lists the word: a common noun it tags nr (熊猫, 孔雀) or a famous name,
+        not someone the speakers know, whose name jieba has to guess (张伟)."""
+        return bool(self.segmenter.tokenizer().FREQ.get(word))
 
     def _english_names(self, sentence: str, known: set[str]) -> list[str]:
         """Capitalised words inside a sentence that are not places, titles, days or speakers'

@@ -53,7 +53,7 @@ class PanelRecall:
 
         embedder, index, entry_index = self._vector_spaces(config)
         store = self._ctx.memories.documents
-        channels = build_channels(ChannelParts(store, config.retrieval, index, entry_index))
+        channels = build_channels(ChannelParts(store, config.retrieval, index, entry_index, config.graph))
         return Recaller(store, self._ctx.memories.segmenter, channels, embedder.embed_query,
                         config.retrieval, executor=self._executor)
 

@@ -143,7 +143,7 @@ def build_front(config: AppConfig) -> Front:
     enqueuer = Enqueuer(open_queue(config.storage))
     memories = MemoryService(db, segmenter, enqueuer, live_ttl_days(live), memory=config.memory)
     recaller = LiveRecaller(memories.documents, segmenter,
-                            ChannelParts(memories.documents, config.retrieval, index, entry_index),
+                            ChannelParts(memories.documents, config.retrieval, index, entry_index, config.graph),
                             embedder.embed_query, live)
     reinforcer = Reinforcer(memories, config.retrieval.access_reinforcement)
     deps = ToolDeps(memories=memories, recaller=recaller, index=index, reinforcer=reinforcer,

@@ -306,7 +306,7 @@ def recall_here(config, db, prompt: str, k: int, persona: str | None, min_score:
     retrieval = replace(config.retrieval, channels=channels, cache_enabled=False)
     store = DocumentStore(db)
     recaller = Recaller(store, Segmenter(config.text),
-                        build_channels(ChannelParts(store, retrieval, None, None)), None, retrieval)
+                        build_channels(ChannelParts(store, retrieval, None, None, config.graph)), None, retrieval)
     try:
         hits = recaller.recall(RecallRequest(prompt, k, DocumentFilter(persona_id=persona),
                                              max_chars=room, **floors(config.retrieval, min_score)))

@@ -42,14 +42,15 @@ OTHER = [("Zed keeps bees on his roof.", ["Zed"], ["bees"])]
 
 @pytest.fixture
 def built_graph(tmp_path):
-    """Memories of persona alice (and one of zed), their graph built by a real worker on a
+    """Memories of a persona about Alice (and one of another), their graph built by a real worker on a
     fake embeddings API, and a panel on the store."""
     with FakeEmbeddingsServer(dim=32) as api:
         config = write_config(tmp_path, embedding={"provider": "openai", "base_url": api.base_url,
                                                    "model": "fake", "dimensions": 32})
         db = open_database(load_config(config).storage)
         memories = memory_service(db)
-        for persona, items in (("alice", ALICE), ("zed", OTHER)):
+        # Personas not named after Alice or Zed: a persona's own name is its user's node.
+        for persona, items in (("journal", ALICE), ("bees", OTHER)):
             for content, people, topics in items:
                 memories.memorize(content, MemoryFields(persona_id=persona, participants=tuple(people),
                                                         topics=tuple(topics)))
@@ -70,16 +71,16 @@ def drawn(page) -> None:
 
 def test_the_graph_page_draws_a_persona_and_a_click_opens_a_person(built_graph):
     config, url, token = built_graph
-    stored = db_rows(config, "SELECT type, COUNT(*) FROM graph_nodes WHERE persona_id = 'alice' GROUP BY type")
+    stored = db_rows(config, "SELECT type, COUNT(*) FROM graph_nodes WHERE persona_id = 'journal' GROUP BY type")
     counts = dict(stored)
     assert counts["person"] >= 4 and counts["topic"] >= 8 and counts["fact"] >= len(ALICE)
     expected_facts = {v for (v,) in db_rows(
         config, "SELECT DISTINCT f.value FROM graph_edges e JOIN graph_nodes p ON p.id = e.src_node_id"
-                " JOIN graph_nodes f ON f.id = e.dst_node_id WHERE p.persona_id = 'alice'"
+                " JOIN graph_nodes f ON f.id = e.dst_node_id WHERE p.persona_id = 'journal'"
                 " AND p.type = 'person' AND p.canonical = 'alice' AND f.type = 'fact'")}
     assert len(expected_facts) >= 10
     with chromium_page() as page:
-        page.goto(f"{url}/graph?persona=alice&token={token}")
+        page.goto(f"{url}/graph?persona=journal&token={token}")
         drawn(page)
         shown = page.evaluate("""() => { const cy = aokunGraph.cy; const by = {};
             cy.nodes().forEach(n => { by[n.data('type')] = (by[n.data('type')] || 0) + 1; });
@@ -102,7 +103,7 @@ def test_the_graph_page_draws_a_persona_and_a_click_opens_a_person(built_graph):
         assert len(listed) == len(expected_facts)
         for fact in expected_facts:
             assert any(item.startswith(fact) for item in listed), fact
-        alice_memories = {i for (i,) in db_rows(config, "SELECT id FROM documents WHERE persona_id = 'alice'"
+        alice_memories = {i for (i,) in db_rows(config, "SELECT id FROM documents WHERE persona_id = 'journal'"
                                                         " AND participants LIKE '%\"Alice\"%'")}
         assert len(alice_memories) == sum("Alice" in people for _, people, _ in ALICE)
         links = page.locator("#node-memories a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
@@ -118,7 +119,7 @@ def test_the_graph_page_draws_a_persona_and_a_click_opens_a_person(built_graph):
         page.evaluate("aokunGraph.cy.fit(undefined, 30)")
         screenshot(page, "graph")
         # Another persona shows only its own graph.
-        page.goto(f"{url}/graph?persona=zed")
+        page.goto(f"{url}/graph?persona=bees")
         drawn(page)
         labels = page.evaluate("aokunGraph.cy.nodes().map(n => n.data('label'))")
         assert "Zed" in labels and "Alice" not in labels

@@ -34,7 +34,7 @@ def store(tmp_path):
 def test_schema_is_wal_and_migrations_are_recorded_once(store):
     conn = store.db.connection()
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert [r[0] for r in conn.execute("SELECT version FROM schema_migrations")] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert [r[0] for r in conn.execute("SELECT version FROM schema_migrations")] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
     assert apply_migrations(store.db, MIGRATIONS) == []
 
 

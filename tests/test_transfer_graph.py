@@ -55,7 +55,9 @@ def test_mcp_memory_relations_become_graph_facts(system, tmp_path):
     ok(transfer(config, "import", DATA / "memory.jsonl", "--persona", "me"))
     settle(config, 6)
     graph = nodes(config, "me")
-    assert {("person", "john_smith"), ("person", "anthropic"), ("person", "maria_garcia")} <= graph
+    # The MCP memory server's entity types are kept: Anthropic is an organisation, Kyoto a place.
+    assert {("person", "john_smith"), ("organisation", "anthropic"), ("person", "maria_garcia")} <= graph
+    assert ("person", "anthropic") not in graph
     found = edges(config, "me")
     for fact, source, target in (("john_smith works at anthropic", "john_smith", "anthropic"),
                                  ("maria_garcia mentors john_smith", "maria_garcia", "john_smith")):
@@ -63,6 +65,8 @@ def test_mcp_memory_relations_become_graph_facts(system, tmp_path):
         assert ("fact", fact) in graph
         assert (source, "describes", fact) in found and (target, "describes", fact) in found
         assert linked(found, source, target)
+    # "works at" is also a typed relation between the two entities.
+    assert ("john_smith", "relation", "anthropic") in found
     # An entity's observations and its relations meet at its one node.
     assert ("john_smith", "describes", "john_smith: speaks fluent spanish") in found
     assert ("person", "organization") not in graph and ("topic", "organization") in graph

@@ -3,10 +3,10 @@ own module). retrieval.channels chooses which run."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
-from shared.config import RetrievalConfig
+from shared.config import GraphConfig, RetrievalConfig
 from shared.search.bm25 import Bm25Channel
 from shared.search.channel import Channel
 from shared.search.graph import GraphKeywordChannel, GraphVectorChannel
@@ -22,12 +22,13 @@ class ChannelParts:
     config: RetrievalConfig
     document_index: VectorIndex
     entry_index: VectorIndex
+    graph: GraphConfig = field(default_factory=GraphConfig)  # aliases, for names in questions
 
 
 BUILDERS: dict[str, Callable[[ChannelParts], Channel]] = {
     "bm25": lambda p: Bm25Channel(p.store, p.config.bm25_weight, p.config.bm25_context_weight),
     "vector": lambda p: VectorChannel(p.store, p.document_index, p.config.vector_weight),
-    "graph_keyword": lambda p: GraphKeywordChannel(p.store, p.config),
+    "graph_keyword": lambda p: GraphKeywordChannel(p.store, p.config, p.graph.alias_map()),
     "graph_vector": lambda p: GraphVectorChannel(p.store, p.entry_index, p.config.graph_vector_weight),
 }
 

@@ -14,12 +14,16 @@ from shared.search.bm25 import squash
 from shared.search.channel import GRAPH_ROUTE
 from shared.search.fuse import ordered
 from shared.search.query import Query
+from shared.search.relation_route import chains, named_entities, resolve
 from shared.search.vectors import ScopeIds, VectorIndex, cosine_to_unit, is_scoped
 from shared.store import graph, stages
 from shared.store.documents import DocumentFilter, DocumentStore
 
 # A hub node (a person in every memory) must not drag thousands of memories in.
 MEMORIES_PER_EXPANSION = 200
+# The entities a question's relations lead to ("Tomas's fiancée" -> Mei) weigh as an entry the
+# question's own words found: the question is about them.
+RELATION_TARGET_WEIGHT = 1.0
 
 
 def graph_taken_in(store: DocumentStore, ids: Sequence[int]) -> set[int]:
@@ -50,13 +54,15 @@ class _Points:
 
 
 class GraphKeywordChannel:
-    """Graph entries holding the query's terms, nodes named by them, and their neighbours."""
+    """Graph entries holding the query's terms, entities named by them (and by multi-word
+    names), the entities the question's relations lead to, and their neighbours."""
 
     name, route, needs_vector = "graph_keyword", GRAPH_ROUTE, False
 
-    def __init__(self, store: DocumentStore, config: RetrievalConfig):
+    def __init__(self, store: DocumentStore, config: RetrievalConfig, aliases: dict[str, str] | None = None):
         self.store = store
         self.config = config
+        self.aliases = aliases or {}
         self.weight = config.graph_keyword_weight
 
     def search(self, query: Query, scope: DocumentFilter, limit: int) -> list[tuple[int, float]]:
@@ -70,7 +76,10 @@ class GraphKeywordChannel:
         # Archived ones count as the node counts do (and the count stays on the index).
         total = max(self.store.count_in(DocumentFilter(persona_id=scope.persona_id, include_archived=True)), 1)
         points = _Points()
-        hit_nodes: set[int] = set(graph.nodes_named(conn, terms, scope.persona_id, c.graph_expansion_limit))
+        names = list(terms) + named_entities(query.text, self.aliases)
+        hit_nodes: set[int] = set(graph.nodes_named(conn, names, scope.persona_id, c.graph_expansion_limit))
+        targets = self._relation_targets(conn, query.text, scope.persona_id)
+        self._add_node_memories(conn, points, targets, "relation", RELATION_TARGET_WEIGHT, total)
         entries = graph.search_entries(conn, terms, scope.persona_id, limit)
         for entry_id, memory_id, raw, _ in entries:
             points.add(memory_id, ("entry", entry_id), c.graph_entry_weight * squash(raw))
@@ -87,6 +96,14 @@ class GraphKeywordChannel:
             self._add_node_memories(conn, points, frontier, f"hop{hop}", weight, total)
         return self._in_scope(points, scope, limit)
 
+    def _relation_targets(self, conn, question: str, persona_id: str | None) -> dict[int, float]:
+        """{node: confidence} of the entities the question's relation chains resolve to."""
+        targets: dict[int, float] = {}
+        for chain in chains(question, self.aliases):
+            for node, confidence in resolve(conn, chain, persona_id):
+                targets[node] = max(confidence, targets.get(node, 0.0))
+        return targets
+
     def strength(self, query: Query, ranking: Sequence[tuple[int, float]]) -> float:
         """The best memory's weight (entries, named nodes and neighbours, by specificity)."""
         return max((s for _, s in ranking), default=0.0)
@@ -96,10 +113,13 @@ class GraphKeywordChannel:
 
     def _add_node_memories(self, conn, points: _Points, nodes, kind: str, weight: float,
                            total: int) -> None:
+        """Points for the memories about nodes, by each node's specificity (and, for a dict of
+        nodes, its confidence)."""
+        confidence = nodes if isinstance(nodes, dict) else {}
         nodes = sorted(nodes)
         specificity = self._specificity(conn, nodes, total)
         for node_id, memory_id, _ in graph.memories_of_nodes(conn, nodes, MEMORIES_PER_EXPANSION):
-            points.add(memory_id, (kind, node_id), weight * specificity[node_id])
+            points.add(memory_id, (kind, node_id), weight * specificity[node_id] * confidence.get(node_id, 1.0))
 
     @staticmethod
     def _specificity(conn, nodes: list[int], total: int) -> dict[int, float]:

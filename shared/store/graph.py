@@ -15,9 +15,18 @@ from typing import Sequence
 from shared.store import meta
 from shared.store.match import any_of
 
+# What a named entity is; the self ("the user", one node per persona) is a person.
+ENTITY_TYPES = ("person", "place", "organisation", "other")
+NODE_TYPES = ENTITY_TYPES + ("topic", "fact")
+# Edges rules draw between a memory's nodes; "relation" edges carry a typed relation between two
+# entities (their vocabulary, inverses included, is shared/resources/relations.yaml).
+EDGE_TYPES = ("describes", "mentioned_in", "co_occurs_with", "relation")
+SELF_CANONICAL = "the user"
+
+
 @dataclass(frozen=True)
 class NodeSpec:
-    type: str          # topic | person | fact
+    type: str          # one of NODE_TYPES
     value: str         # as written
     canonical: str     # resolved form (case, width, aliases); nodes are keyed on it
 
@@ -30,9 +39,10 @@ class NodeSpec:
 class EdgeSpec:
     src: NodeSpec
     dst: NodeSpec
-    type: str          # describes | mentioned_in | co_occurs_with
+    type: str          # one of EDGE_TYPES
     confidence: float
     weight: float = 1.0
+    relation: str | None = None  # for "relation" edges: dst is src's <relation> ("wife")
 
 
 @dataclass(frozen=True)
@@ -64,8 +74,8 @@ def replace_for_memory(conn: sqlite3.Connection, memory_id: int, persona_id: str
         ids[node.key] = _upsert_node(conn, persona, node, now)
     conn.executemany(
         "INSERT INTO graph_edges (source_memory_id, src_node_id, dst_node_id, type, confidence,"
-        " weight, create_time) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [(memory_id, ids[e.src.key], ids[e.dst.key], e.type, e.confidence, e.weight, now)
+        " weight, create_time, relation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(memory_id, ids[e.src.key], ids[e.dst.key], e.type, e.confidence, e.weight, now, e.relation)
          for e in graph.edges])
     entry_ids = []
     for entry in graph.entries:
@@ -91,7 +101,16 @@ def _nodes_of(graph: MemoryGraph) -> list[NodeSpec]:
 
 
 def _upsert_node(conn: sqlite3.Connection, persona: str, node: NodeSpec, now: float) -> int:
-    """The node's id; a form of the name not seen before is added to its forms."""
+    """The node's id; a form of the name not seen before is added to its forms. An entity is
+    one node per name in a persona's graph: the type it was first given stays, so one name
+    typed two ways in two memories (Jackson the city, Jackson the friend) does not split."""
+    if node.type in ENTITY_TYPES:
+        row = conn.execute(
+            "SELECT type FROM graph_nodes WHERE persona_id = ? AND canonical = ? AND type IN"
+            f" ({','.join('?' * len(ENTITY_TYPES))}) ORDER BY id LIMIT 1",
+            (persona, node.canonical, *ENTITY_TYPES)).fetchone()
+        if row is not None and row[0] != node.type:
+            node = NodeSpec(row[0], node.value, node.canonical)
     conn.execute("INSERT INTO graph_nodes (persona_id, key, type, value, canonical, create_time, forms)"
                  " VALUES (?, ?, ?, ?, ?, ?, json_array(?)) ON CONFLICT (persona_id, key) DO UPDATE SET"
                  " forms = CASE WHEN EXISTS (SELECT 1 FROM json_each(graph_nodes.forms)"
@@ -100,12 +119,6 @@ def _upsert_node(conn: sqlite3.Connection, persona: str, node: NodeSpec, now: fl
                  (persona, node.key, node.type, node.value, node.canonical, now, node.value))
     return conn.execute("SELECT id FROM graph_nodes WHERE persona_id = ? AND key = ?",
                         (persona, node.key)).fetchone()[0]
-
-
-def node_forms(conn: sqlite3.Connection, node_id: int) -> list[str]:
-    """The written forms a node was seen in."""
-    row = conn.execute("SELECT forms FROM graph_nodes WHERE id = ?", (node_id,)).fetchone()
-    return json.loads(row[0]) if row else []
 
 
 def search_entries(conn: sqlite3.Connection, terms: Sequence[str], persona_id: str | None,
@@ -281,3 +294,35 @@ def memories_with_output(conn: sqlite3.Connection, memory_ids: Sequence[int]) ->
     return {r[0] for r in conn.execute(
         "SELECT DISTINCT e.source_memory_id FROM json_each(?) AS j CROSS JOIN graph_entries e"
         " ON e.source_memory_id = j.value", (json.dumps(list(memory_ids)),))}
+
+
+def entity_nodes_named(conn: sqlite3.Connection, canonicals: Sequence[str],
+                       persona_id: str | None) -> dict[str, list[int]]:
+    """{canonical: ids of entity nodes with that name} (in one persona's graph when given)."""
+    if not canonicals:
+        return {}
+    scope, params = ("AND persona_id = ?", (persona_id,)) if persona_id is not None else ("", ())
+    found: dict[str, list[int]] = {}
+    for node_id, name in conn.execute(
+            f"SELECT id, canonical FROM graph_nodes WHERE canonical IN ({','.join('?' * len(canonicals))})"
+            f" AND type IN ({','.join('?' * len(ENTITY_TYPES))}) {scope}",
+            (*canonicals, *ENTITY_TYPES, *params)):
+        found.setdefault(name, []).append(node_id)
+    return found
+
+
+def related(conn: sqlite3.Connection, node_ids: Sequence[int], forward: Sequence[str],
+            backward: Sequence[str], limit: int) -> list[tuple[int, float]]:
+    """(node, best confidence) at the other end of relation edges: from the nodes along a
+    relation in `forward`, or into them along one in `backward` (the caller's inverses)."""
+    if not node_ids:
+        return []
+    nodes, best = json.dumps(list(node_ids)), {}
+    for other, confidence in conn.execute(
+            "SELECT dst_node_id, confidence FROM graph_edges WHERE src_node_id IN (SELECT value FROM"
+            " json_each(?)) AND relation IN (SELECT value FROM json_each(?))"
+            " UNION ALL SELECT src_node_id, confidence FROM graph_edges WHERE dst_node_id IN"
+            " (SELECT value FROM json_each(?)) AND relation IN (SELECT value FROM json_each(?))",
+            (nodes, json.dumps(list(forward)), nodes, json.dumps(list(backward)))):
+        best[other] = max(confidence, best.get(other, 0.0))
+    return sorted(best.items(), key=lambda kv: -kv[1])[:limit]

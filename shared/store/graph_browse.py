@@ -8,6 +8,8 @@ import json
 import sqlite3
 from typing import Sequence
 
+from shared.store.graph import NODE_TYPES
+
 
 def entries_of_memory(conn: sqlite3.Connection, memory_id: int, limit: int = 200) -> list[sqlite3.Row]:
     """A memory's graph entries with the node each describes (the panel's memory page): id,
@@ -43,7 +45,7 @@ def persona_node_counts(conn: sqlite3.Connection, persona_id: str) -> dict[str, 
     """{node type: count} in one persona's graph ('' for nodes without a persona), counted
     on the (persona_id, key) index alone: a key starts with its type and a colon."""
     return {t: conn.execute("SELECT COUNT(*) FROM graph_nodes WHERE persona_id = ? AND key >= ? AND key < ?",
-                            (persona_id, f"{t}:", f"{t};")).fetchone()[0] for t in ("person", "topic", "fact")}
+                            (persona_id, f"{t}:", f"{t};")).fetchone()[0] for t in NODE_TYPES}
 
 
 def most_connected(conn: sqlite3.Connection, persona_id: str, limit: int) -> list[tuple[int, str, str, int]]:

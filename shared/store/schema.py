@@ -264,6 +264,75 @@ MIGRATIONS = [
         "CREATE VIRTUAL TABLE documents_fts USING fts5(tokens, context, scope,"
         " tokenize = 'porter unicode61 remove_diacritics 2')",
     ]),
+    # Typed entities (person, place, organisation, other; one self node per persona) and typed
+    # relations between them ("relation" edges, the relation in its own column), with atom
+    # rules that type everyday text better. The graph tables are made again (their type checks
+    # change) and every memory's atoms and graph are made again from its text; the entry
+    # vectors go too, raising the tombstone floor so every front rebuilds its index.
+    Migration(9, "typed entities and relations", [
+        "DELETE FROM graph_entries_fts",
+        "DROP TABLE graph_entries",
+        "DROP TABLE graph_edges",
+        "DROP TABLE graph_nodes",
+        """
+        CREATE TABLE graph_nodes (
+            id INTEGER PRIMARY KEY,
+            persona_id TEXT NOT NULL DEFAULT '',
+            key TEXT NOT NULL,
+            type TEXT NOT NULL CHECK (type IN ('person', 'place', 'organisation', 'other', 'topic', 'fact')),
+            value TEXT NOT NULL,
+            canonical TEXT NOT NULL,
+            create_time REAL NOT NULL,
+            forms TEXT NOT NULL DEFAULT '[]',
+            UNIQUE (persona_id, key)
+        )
+        """,
+        "CREATE INDEX graph_nodes_canonical ON graph_nodes (canonical)",
+        """
+        CREATE TABLE graph_edges (
+            id INTEGER PRIMARY KEY,
+            source_memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            src_node_id INTEGER NOT NULL REFERENCES graph_nodes(id) ON DELETE CASCADE,
+            dst_node_id INTEGER NOT NULL REFERENCES graph_nodes(id) ON DELETE CASCADE,
+            type TEXT NOT NULL CHECK (type IN ('describes', 'mentioned_in', 'co_occurs_with', 'relation')),
+            confidence REAL NOT NULL DEFAULT 0.0,
+            weight REAL NOT NULL DEFAULT 1.0,
+            create_time REAL NOT NULL,
+            relation TEXT CHECK ((type = 'relation') = (relation IS NOT NULL))
+        )
+        """,
+        "CREATE INDEX graph_edges_src ON graph_edges (src_node_id, confidence DESC, source_memory_id DESC)",
+        "CREATE INDEX graph_edges_dst ON graph_edges (dst_node_id, confidence DESC, source_memory_id DESC)",
+        "CREATE INDEX graph_edges_src_weight ON graph_edges (src_node_id, weight DESC, dst_node_id)",
+        "CREATE INDEX graph_edges_dst_weight ON graph_edges (dst_node_id, weight DESC, src_node_id)",
+        "CREATE INDEX graph_edges_memory ON graph_edges (source_memory_id)",
+        "CREATE INDEX graph_edges_relation_src ON graph_edges (src_node_id, relation) WHERE relation IS NOT NULL",
+        "CREATE INDEX graph_edges_relation_dst ON graph_edges (dst_node_id, relation) WHERE relation IS NOT NULL",
+        """
+        CREATE TABLE graph_entries (
+            id INTEGER PRIMARY KEY,
+            source_memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            node_id INTEGER REFERENCES graph_nodes(id) ON DELETE SET NULL,
+            persona_id TEXT,
+            text TEXT NOT NULL,
+            confidence REAL NOT NULL DEFAULT 0.0,
+            content_hash TEXT,
+            create_time REAL NOT NULL,
+            atom_id INTEGER
+        )
+        """,
+        "CREATE INDEX graph_entries_memory ON graph_entries (source_memory_id)",
+        "CREATE INDEX graph_entries_node ON graph_entries (node_id, confidence DESC, source_memory_id DESC)",
+        "CREATE INDEX graph_entries_atom ON graph_entries (atom_id)",
+        "DELETE FROM vectors WHERE kind = 'graph_entry'",
+        "INSERT INTO meta (key, value) VALUES ('vector_seq', 1)"
+        " ON CONFLICT (key) DO UPDATE SET value = value + 1",
+        "INSERT INTO meta (key, value) SELECT 'vector_tombstone_floor', value FROM meta"
+        " WHERE key = 'vector_seq' ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
+        " enqueued_time = NULL, lease_owner = NULL, lease_until = NULL, last_error = NULL"
+        " WHERE stage IN ('atoms', 'graph')",
+    ]),
 ]
 
 

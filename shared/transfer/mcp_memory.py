@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from typing import Iterable, Iterator
 
+from shared.extract.entities import IMPORTED_KINDS, PERSON
 from shared.transfer.rows import BadRow, Row
 
 TYPES = ("entity", "relation")
@@ -61,7 +62,9 @@ def _entity_rows(item: dict, where: str) -> Iterator[Row | BadRow]:
         if not _text(observation):
             yield BadRow(here, "an observation must be a non-empty string")
             continue
-        metadata = {"participants": [name]}
+        # The entity type is kept as a topic, which the graph reads as the entity's type
+        # (shared/extract/entities.py IMPORTED_KINDS); only people are participants.
+        metadata = {"participants": [name]} if IMPORTED_KINDS.get(kind.strip().lower(), PERSON) == PERSON else {}
         if kind.strip():
             metadata["topics"] = [kind]
         yield Row(where=here, content=f"{name}: {observation.strip()}", metadata=metadata,

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 from shared.config import GraphConfig
 from shared.extract.entities import IMPORTED_KINDS, PERSON, EntityFinder, Mention, self_spans
-from shared.extract.entities import NOT_NAMES as _NOT_NAMES  # noqa: F401  (shared/summarize/rules.py)
 from shared.extract.relations import Relation, find_relations
 from shared.store.documents import Document, unmarked
 from shared.store.graph import SELF_CANONICAL, EdgeSpec, EntrySpec, MemoryGraph, NodeSpec

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from shared.extract.entities import Mention, self_spans
+from shared.extract.entities import PERSON, EntityFinder, Mention, self_spans
 from shared.extract.relation_words import RelationVocabulary, vocabulary
 
 SELF = "⟦S⟧"
@@ -210,3 +210,11 @@ def _masked(sentence: str, mentions: Sequence[Mention]) -> tuple[str, dict[str, 
         position = end
     out.append(sentence[position:])
     return "".join(out), slots
+
+
+def people_named(finder: EntityFinder, text: str) -> list[str]:
+    """The people a text names, as what it says of them types them: "my dog Max" is a pet,
+    "works at Acme" an employer, whatever the names look like."""
+    mentions = finder.mentions(text)
+    retyped = {r.object.name: r.object.type for r in find_relations(text, mentions) if r.object}
+    return [m.name for m in mentions if retyped.get(m.name, m.type) == PERSON]

@@ -1,8 +1,7 @@
 """The offline summarizer: a conversation to a structured memory by rules, deterministic, no I/O.
 
-- participants: the speakers, then people named in what they said (capitalised English names
-  that are not places, pets or titles; Chinese names by jieba's part-of-speech tag nr that its
-  dictionary does not list, for it tags 熊猫 nr too);
+- participants: the speakers, then the people named in what they said, as the entity rules type
+  names (shared/extract/entities.py, relations.py: not places, organisations, pets or 熊猫);
 - topics: keywords (jieba TF-IDF over nouns for Chinese; noun-ish content words for English);
 - key_facts: the turns that state something about a person (facts.py), each rewritten with its
   speaker as subject and its dates resolved (rewrite.py);
@@ -23,7 +22,8 @@ from dataclasses import dataclass
 
 from shared.config import SummarizerConfig
 from shared.extract.atoms import AtomRules
-from shared.extract.graph_rules import _NOT_NAMES
+from shared.extract.entities import NOT_NAMES, EntityFinder
+from shared.extract.relations import people_named
 from shared.summarize import lexicon
 from shared.summarize.conversation import UNNAMED, Turn
 from shared.summarize.facts import (FactWeights, KeyFact, TurnReading, is_chinese, key_facts, read_turns,
@@ -43,18 +43,12 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 _NAME = re.compile(r"(?<=[a-z,;] )([A-Z][a-z]{1,20})\b(?! [A-Z])")
 # Words in front of which a capitalised word is a place, or a pet.
 _PLACE_BEFORE = frozenset("in at to from near visit visited visiting around across through toward towards of the a an".split())
-_PET_WORDS = re.compile(r"\b(?:dog|dogs|cat|cats|puppy|pup|kitten|pet|pets|turtle|turtles|horse|bird|fish|"
-                        r"hamster|rabbit|bunny|parrot|snake|guinea pig)\b", re.I)
 _NOT_PEOPLE = frozenset("""God Christmas Thanksgiving Halloween Easter English Spanish French German Chinese
 Japanese Italian American Canadian Mexican Indian Korean Internet Google Instagram Facebook Twitter
 YouTube Netflix Spotify Zoom Mom Dad Mum Grandma Grandpa Bro Sis Lord Jesus Irish Scottish British
 European African Asian Australian Brazilian Russian Greek Swedish Dutch Polish Turkish Thai Vietnamese
 Midwestern Mon Tue Tues Wed Thu Thur Thurs Fri Sat Sun Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov
 Dec""".split())
-# jieba tags many words nr: a Chinese name starts with a common surname, or 小 / 老 / 阿.
-_SURNAMES = frozenset("王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程"
-                      "苏魏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵"
-                      "万钱严覃武戴莫孔向汤欧司上诸小老阿")
 _NOUN_TAGS = ("n", "nz", "ns", "nt", "nw", "vn")
 _IMPORTANCE_BY_TYPE = {"planned": 0.12, "factual": 0.1, "relational": 0.1, "preference": 0.08,
                        "episodic": 0.07, "unknown": 0.04}
@@ -77,8 +71,8 @@ class RulesSummarizer:
         self.segmenter = segmenter
         self.weights = weights
         self.person_keywords = person_keywords
+        self.finder = EntityFinder(segmenter)
         self._lock = threading.Lock()
-        self._posseg = None
         self._idf: tuple[dict, float] | None = None
 
     def summarize(self, turns: list[Turn], config: SummarizerConfig) -> StructuredMemory:
@@ -101,7 +95,7 @@ class RulesSummarizer:
         chinese = is_chinese(turns)
         tagged = {s: self._tagged("\n".join(texts)) if chinese else [] for s, texts in spoken.items()}
         everything = [word for words in tagged.values() for word in words]
-        named = self._named(said, everything, speakers)
+        named = self._named(said, speakers)
         people = speakers + named
         keywords = {s: self._keywords(spoken[s], tagged[s], people, self.person_keywords) for s in speakers}
         topics = self._keywords([x for texts in spoken.values() for x in texts], everything, people, MAX_TOPICS)
@@ -117,29 +111,21 @@ class RulesSummarizer:
 
     def _tagged(self, text: str) -> list[tuple[str, str]]:
         """(word, part-of-speech) of Chinese text, by our jieba tokenizer (custom words loaded)."""
-        with self._lock:
-            if self._posseg is None:
-                import jieba.posseg
+        return [(w.word, w.flag) for w in self.finder.posseg().cut(text)]
 
-                self._posseg = jieba.posseg.POSTokenizer(self.segmenter.tokenizer())
-        return [(w.word, w.flag) for w in self._posseg.cut(text)]
-
-    def _named(self, said: list[list[str]], tagged: list[tuple[str, str]], speakers: list[str]) -> list[str]:
-        """People named in the statements (said: each turn's statements)."""
+    def _named(self, said: list[list[str]], speakers: list[str]) -> list[str]:
+        """People named in the statements (said: each turn's statements): the names the entity
+        rules take for people (not places, organisations, pets, 熊猫), in English only those
+        written inside a sentence and never in lower case in the conversation ("Game")."""
         known = {s.casefold() for s in speakers}
-        # A word also written in lower case in the conversation is a common word ("Game", "Chess").
         lower = {w for statements in said for s in statements for w in re.findall(r"\b[a-z]+\b", s)}
-        found = [name for statements in said if not _PET_WORDS.search(" ".join(statements))
-                 for sentence in statements for name in self._english_names(sentence, known)
-                 if name.lower() not in lower and name.lower().rstrip("s") not in lower]
-        found += [w for w, flag in tagged if flag == "nr" and 2 <= len(w) <= 4 and w[0] in _SURNAMES
-                  and not self._in_dictionary(w)]
+        found = []
+        for sentence in (s for statements in said for s in statements):
+            people = people_named(self.finder, sentence)
+            english = set(self._english_names(sentence, known))
+            found += [name for name in people if _CJK.search(name) or (
+                name in english and name.lower() not in lower and name.lower().rstrip("s") not in lower)]
         return [n for n in dict.fromkeys(found) if n.casefold() not in known]
-
-    def _in_dictionary(self, word: str) -> bool:
-        """jieba's dictionary lists the word: a common noun it tags nr (熊猫, 孔雀) or a famous name,
-        not someone the speakers know, whose name jieba has to guess (张伟)."""
-        return bool(self.segmenter.tokenizer().FREQ.get(word))
 
     def _english_names(self, sentence: str, known: set[str]) -> list[str]:
         """Capitalised words inside a sentence that are not places, titles, days or speakers'
@@ -149,7 +135,7 @@ class RulesSummarizer:
             name = m.group(1)
             before = (sentence[:m.start()].split() or [""])[-1]
             if (before[:1].isupper() or before[:1] in "'\"“‘" or before.lower() in _PLACE_BEFORE
-                    or name in _NOT_NAMES or name in _NOT_PEOPLE or name.lower() in self.segmenter.stop_words
+                    or name in NOT_NAMES or name in _NOT_PEOPLE or name.lower() in self.segmenter.stop_words
                     or any(s.startswith(name.casefold()) for s in known)):
                 continue
             names.append(name)

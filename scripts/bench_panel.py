@@ -84,7 +84,12 @@ def node_pages(client: httpx.Client, persona: str) -> list[tuple[str, str]]:
     response = client.get(f"/api/graph?persona={persona}")
     if response.status_code != 200:
         return []
-    nodes = sorted(response.json().get("nodes", []), key=lambda n: -n["degree"])
+    data = response.json()
+    nodes = sorted(data.get("nodes", []), key=lambda n: -n["degree"])
+    # The figure the "graph data" row is timed at (capped at the page's 3,000 nodes).
+    relations = sum(1 for edge in data.get("edges", []) if edge[2] == "relation")
+    print(f"graph data for {persona}: {len(nodes)} of {data.get('total')} nodes, "
+          f"{len(data.get('edges', []))} edges ({relations} relations)")
     picks = [("graph node: most connected", nodes[:1]),
              ("graph node: a fact", [n for n in nodes if n["type"] == "fact"][:1])]
     return [(name, f"/api/graph/node/{found[0]['id']}") for name, found in picks if found]
@@ -177,6 +182,7 @@ def _derived(tx, segmenter: Segmenter, memory_id: int, i: int, content: str, fie
     topics = [NodeSpec("topic", w, w) for w in segmenter.terms(text)[:2]]
     edges = [EdgeSpec(n, fact, "describes", 0.8) for n in people + topics]
     edges += [EdgeSpec(a, b, "co_occurs_with", 0.6) for a in people for b in topics]
+    edges += [EdgeSpec(a, b, "relation", 0.7, relation="friend") for a, b in zip(people, people[1:])]
     entry = f"Fact: {text}"
     memory_graph = MemoryGraph(nodes=[fact, *people, *topics], edges=edges, entries=[
         EntrySpec(entry, " ".join(segmenter.terms(entry)), fact, 0.8, atom_id=atom_id)])

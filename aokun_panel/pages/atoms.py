@@ -1,10 +1,11 @@
-"""Atoms: by type and state, how long each active one has left, reinforcements, and the chains
-of atoms that replaced one another ("我住在北京" → "我现在住在上海")."""
+"""Atoms: by type and state, how long each active one has left, a plan's deadline on the
+clock of the memory that made it, reinforcements, and the chains of atoms that replaced one
+another ("我住在北京" → "我现在住在上海")."""
 
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -16,7 +17,7 @@ from aokun_panel.render import render
 from shared.decay import DAY
 from shared.health import format_age
 from shared.rules.atoms import time_factor
-from shared.store import atoms
+from shared.store import atoms, documents
 
 PAGE = Page("/atoms", "Atoms")
 PAGE_SIZE = 50
@@ -44,14 +45,15 @@ def shelf_life(row, now: float) -> dict | None:
     return {"fraction": fraction, "label": label, "factor": round(time_factor(row, now), 3), "kind": kind}
 
 
-def atom_view(row, now: float) -> dict:
-    """One atom as the pages show it."""
+def atom_view(row, now: float, zone: tzinfo | None = None) -> dict:
+    """One atom as the pages show it; `zone` is its memory's clock (see due())."""
     return {
         "id": row["id"], "type": row["type"], "state": row["state"], "text": row["text"],
         "memory_id": row["memory_id"], "persona_id": row["persona_id"],
         "confidence": round(row["confidence"], 3), "importance": round(row["importance"], 3),
         "reinforcement_count": row["reinforcement_count"], "ttl_days": row["ttl_days"],
-        "deadline": utc(row["deadline"]), "superseded_by": row["superseded_by"],
+        "deadline": due(row["deadline"], zone), "deadline_utc": utc(row["deadline"]),
+        "superseded_by": row["superseded_by"],
         "slots": (row["subject"], row["attribute"], row["value"]) if row["subject"] else None,
         "needs_repair": bool(row["needs_repair"]), "life": shelf_life(row, now),
     }
@@ -74,8 +76,30 @@ def atoms_page(conn, filters: dict, offset: int, now: float) -> dict:
     """One page of atoms (newest first) with their chains, in one read."""
     rows = atoms.page(conn, filters["type"], filters["state"], filters["persona"], PAGE_SIZE + 1, offset)
     shown = rows[:PAGE_SIZE]
-    return {"atoms": [atom_view(r, now) for r in shown], "chains": chains(conn, shown),
-            "more": len(rows) > PAGE_SIZE}
+    zones = memory_zones(conn, [r["memory_id"] for r in shown if r["deadline"] is not None])
+    return {"atoms": [atom_view(r, now, zones.get(r["memory_id"])) for r in shown],
+            "chains": chains(conn, shown), "more": len(rows) > PAGE_SIZE}
+
+
+def memory_zones(conn, memory_ids: list[int]) -> dict[int, tzinfo]:
+    """{memory id: the time zone of its original time} for those that had one."""
+    found = documents.get_many(conn, memory_ids)
+    return {i: d.fields.original_time.tzinfo for i, d in found.items()
+            if d.fields.original_time is not None and d.fields.original_time.tzinfo is not None}
+
+
+def due(deadline: float | None, zone: tzinfo | None) -> str | None:
+    """A plan's deadline as its memory meant it: "Fri 10 May 2024, 15:00 (UTC+08:00)". The
+    rules resolve "Friday at 3pm" on the clock of the memory's original time (UTC when it had
+    none), so it is shown on that clock, not converted; a plan for a day with no hour is due
+    at its end (23:59:59), shown as "end of Fri 10 May 2024"."""
+    if deadline is None:
+        return None
+    moment = datetime.fromtimestamp(deadline, zone or timezone.utc)
+    day = moment.strftime("%a %d %b %Y")
+    if (moment.hour, moment.minute, moment.second) == (23, 59, 59):
+        return f"end of {day} ({moment.tzname()})"
+    return f"{day}, {moment:%H:%M} ({moment.tzname()})"
 
 
 def counts(conn) -> dict[str, dict[str, int]]:

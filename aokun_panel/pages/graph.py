@@ -1,10 +1,11 @@
 """Graph: a persona's knowledge graph drawn in the browser (cytoscape.js, laid out by
-d3-force, both vendored), capped at its most connected nodes; a click on a node opens its facts
-and source memories.
+d3-force, both vendored), capped at its most connected nodes: people, places, organisations,
+other named things, topics and facts, the user's own node marked, typed relations drawn as
+labelled arrows. A click on a node opens its relations (both ways, in words), facts and
+source memories.
 
-The page itself reads only the persona list; the drawing comes from /api/graph (held under
-300 ms of server time at 3,000 nodes by the tests), a node's side panel from
-/api/graph/node/<id>.
+The page itself reads only the persona list; the drawing comes from /api/graph (timed at
+3,000 nodes by scripts/bench_panel.py), a node's side panel from /api/graph/node/<id>.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from starlette.routing import Route
 
 from aokun_panel.pages import Page
 from aokun_panel.render import render
+from shared.extract.relation_words import vocabulary
 from shared.store import graph_browse
 from shared.store.documents import DocumentStore, unmarked
+from shared.store.graph import NODE_TYPES, SELF_CANONICAL
 
 PAGE = Page("/graph", "Graph")
 # Drawn at most: the most connected nodes. 3,000 nodes and 15,000 edges are laid out and drawn
@@ -28,6 +31,7 @@ NODE_CAP = 3000
 MAX_NODE_CAP = 5000
 PERSONAS_SHOWN = 500
 LINKS_SHOWN = 200
+RELATIONS_SHOWN = 100
 MEMORIES_SHOWN = 20
 LABEL_CHARS = 60
 SNIPPET_CHARS = 200
@@ -37,28 +41,62 @@ SNIPPET_CHARS = 200
 
 
 def graph_data(conn, persona: str, limit: int) -> dict:
-    """The persona's `limit` most connected nodes and the edges among them, one edge per
-    pair and type (with how many memories it comes from)."""
+    """The persona's `limit` most connected nodes and the edges among them: one edge per pair
+    and type (with how many memories it comes from), but relation edges one per direction and
+    relation, with the relation's label ("works at")."""
     counts = graph_browse.persona_node_counts(conn, persona)
     rows = graph_browse.most_connected(conn, persona, limit)
-    merged: dict[tuple[int, int, str], int] = {}
-    for src, dst, edge_type, memories in graph_browse.edges_among(conn, [r[0] for r in rows]):
+    merged: dict[tuple[int, int, str, str | None], int] = {}
+    for src, dst, edge_type, relation, memories in graph_browse.edges_among(conn, [r[0] for r in rows]):
         if src != dst:
-            key = (min(src, dst), max(src, dst), edge_type)
+            # An edge reads one way only when it is a relation: B is A's wife, not A B's.
+            key = (src, dst, edge_type, relation) if relation else (min(src, dst), max(src, dst), edge_type, None)
             merged[key] = merged.get(key, 0) + memories
     total = sum(counts.values())
+    words = vocabulary()
     return {
         "persona": persona, "counts": counts, "total": total, "shown": len(rows),
         "capped": total > len(rows), "limit": limit,
-        "nodes": [{"id": i, "type": t, "label": _short(v, LABEL_CHARS), "degree": d} for i, t, v, d in rows],
-        # [source, target, type, memories]: lists, not objects, at tens of thousands of edges
-        "edges": [[a, b, t, m] for (a, b, t), m in merged.items()],
+        "nodes": [_drawn_node(*row) for row in rows],
+        # [source, target, type, memories, relation label or None]: lists, not objects, at
+        # tens of thousands of edges
+        "edges": [[a, b, t, m, words.label(r) if r else None] for (a, b, t, r), m in merged.items()],
     }
 
 
+def _drawn_node(node_id: int, node_type: str, value: str, canonical: str, degree: int) -> dict:
+    node = {"id": node_id, "type": node_type, "label": _short(_name(value, canonical), LABEL_CHARS),
+            "degree": degree}
+    if canonical == SELF_CANONICAL and node_type == "person":
+        node["self"] = True
+    return node
+
+
+def _name(value: str, canonical: str) -> str:
+    """A node's name as drawn: the user's node says it is the user, also when it was first
+    written as the persona's own name ("Alice (the user)")."""
+    if canonical != SELF_CANONICAL or value == SELF_CANONICAL:
+        return value
+    return f"{value} ({SELF_CANONICAL})"
+
+
+def relation_lines(conn, node_id: int) -> list[dict]:
+    """A node's relations in words, from its side: an edge (A, wife, B) is "wife: B" for A and
+    "husband: A" (the inverse) for B."""
+    words = vocabulary()
+    lines = []
+    for outgoing, relation, other_id, other_type, other_value, memories in graph_browse.node_relations(
+            conn, node_id, RELATIONS_SHOWN):
+        seen_from_here = relation if outgoing else words.inverse(relation)
+        lines.append({"relation": words.label(seen_from_here), "id": other_id, "type": other_type,
+                      "label": _short(other_value, LABEL_CHARS), "memories": memories})
+    return lines
+
+
 def node_detail(db, node_id: int) -> dict | None:
-    """One node for the side panel: its facts (a person's or topic's linked fact nodes, or a
-    fact itself with its entries), the nodes it links to, and its source memories."""
+    """One node for the side panel: its relations, its facts (an entity's or topic's linked
+    fact nodes, or a fact itself with its entries), the nodes it links to otherwise, and its
+    source memories."""
     conn = db.connection()
     row = graph_browse.node_row(conn, node_id)
     if row is None:
@@ -72,13 +110,16 @@ def node_detail(db, node_id: int) -> dict | None:
         entries = []
         facts = [{"id": link["id"], "text": link["value"], "memory_ids": _ids(link["memory_ids"])}
                  for link in links if link["type"] == "fact"]
+    # Relation edges are listed as relations, in words, not again as links.
     related = [{"id": link["id"], "type": link["type"], "label": _short(link["value"], LABEL_CHARS),
                 "edge": link["edge_type"], "memories": link["memories"]}
-               for link in links if row["type"] == "fact" or link["type"] != "fact"]
+               for link in links if link["edge_type"] != "relation"
+               and (row["type"] == "fact" or link["type"] != "fact")]
     return {
-        "node": {"id": row["id"], "type": row["type"], "value": row["value"],
+        "node": {"id": row["id"], "type": row["type"], "value": _name(row["value"], row["canonical"]),
+                 "self": row["canonical"] == SELF_CANONICAL and row["type"] == "person",
                  "persona": row["persona_id"], "forms": json.loads(row["forms"] or "[]")},
-        "facts": facts, "related": related,
+        "relations": relation_lines(conn, node_id), "facts": facts, "related": related,
         "entries": [{"text": e["text"], "memory_id": e["source_memory_id"], "atom_id": e["atom_id"]}
                     for e in entries],
         **_memories(db, node_id),
@@ -127,7 +168,8 @@ def routes(ctx) -> list[Route]:
             chosen = next((p for p in personas if p), personas[0] if personas else "")
         limit, problem = _limit(request)
         return render(ctx, request, "graph.html", PAGE, status_code=400 if problem else 200,
-                      personas=personas, persona=chosen, limit=limit, problem=problem)
+                      personas=personas, persona=chosen, limit=limit, problem=problem,
+                      node_types=NODE_TYPES, self_name=SELF_CANONICAL)
 
     async def data(request: Request):
         limit, problem = _limit(request)

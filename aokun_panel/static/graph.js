@@ -2,10 +2,15 @@
 // opens its side panel.
 "use strict";
 (() => {
-  const COLOURS = {person: "#e8590c", topic: "#3559e0", fact: "#0ca678"};
-  const SHAPES = {person: "ellipse", topic: "diamond", fact: "round-rectangle"};
-  const EDGE_COLOURS = {describes: "#c3c9d3", co_occurs_with: "#9db1f5", mentioned_in: "#96dcc4"};
-  const LINK_LENGTHS = {describes: 60, mentioned_in: 25, co_occurs_with: 120};
+  // Keyed by the node types of shared/store/graph.py; the colours are panel.css's, so the
+  // legend and the drawing cannot drift apart.
+  const SHAPES = {person: "ellipse", place: "triangle", organisation: "hexagon", other: "pentagon",
+                  topic: "diamond", fact: "round-rectangle"};
+  const css = name => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  const COLOURS = Object.fromEntries(Object.keys(SHAPES).map(t => [t, css(`--node-${t}`)]));
+  const EDGE_COLOURS = {describes: "#c3c9d3", co_occurs_with: "#9db1f5", mentioned_in: "#96dcc4",
+                        relation: css("--edge-relation")};
+  const LINK_LENGTHS = {describes: 60, mentioned_in: 25, co_occurs_with: 120, relation: 90};
   const TICKS = 200;        // cooling from alpha 1 to d3's alphaMin in this many ticks
   const SLICE_MS = 60;      // ticks run in slices so the page stays responsive meanwhile
 
@@ -22,13 +27,13 @@
     const nodes = data.nodes.map(n => {
       const fact = n.type === "fact";
       return {data: {
-        id: `n${n.id}`, key: n.id, type: n.type, label: n.label, degree: n.degree,
+        id: `n${n.id}`, key: n.id, type: n.type, label: n.label, degree: n.degree, self: Boolean(n.self),
         size: fact ? 10 + 2 * Math.sqrt(Math.min(n.degree, 25)) : 18 + 4 * Math.sqrt(Math.min(n.degree, 400)),
         font: fact ? 6 : 11 + Math.min(Math.sqrt(n.degree), 7),
       }};
     });
-    const edges = data.edges.map(([source, target, type, memories], i) => ({data: {
-      id: `e${i}`, source: `n${source}`, target: `n${target}`, type,
+    const edges = data.edges.map(([source, target, type, memories, relation], i) => ({data: {
+      id: `e${i}`, source: `n${source}`, target: `n${target}`, type, relation: relation || "",
       width: Math.min(1 + Math.log2(memories), 5),
     }}));
     return {nodes, edges};
@@ -53,6 +58,17 @@
       ...byType,
       {selector: "edge", style: {"curve-style": "haystack", "line-color": "#ccc", "width": "data(width)", "opacity": 0.8}},
       ...edgeTypes,
+      // A relation reads one way (B is A's wife): an arrow to B, named; haystack edges draw
+      // no arrows, so these few are bezier curves.
+      {selector: "edge[type = 'relation']", style: {
+        "curve-style": "bezier", "target-arrow-shape": "triangle", "target-arrow-color": EDGE_COLOURS.relation,
+        "arrow-scale": 0.8, "label": "data(relation)", "font-size": 9, "color": EDGE_COLOURS.relation,
+        "text-rotation": "autorotate", "text-outline-color": "#fff", "text-outline-width": 2,
+        "min-zoomed-font-size": large ? 8 : 4, "opacity": 1, "z-index": 5,
+      }},
+      // The user's node: one per persona, ringed.
+      {selector: "node[?self]", style: {"border-width": 3, "border-color": css("--self-ring"), "border-style": "double",
+                                        "font-weight": "bold", "z-index": 15}},
       {selector: "node:selected", style: {"border-width": 3, "border-color": "#1d2430"}},
       {selector: ".faded", style: {"opacity": 0.12, "text-opacity": 0}},
       {selector: "node.near[type != 'fact'], node:selected, node.hover", style: {"min-zoomed-font-size": 0}},
@@ -84,10 +100,10 @@
   }
 
   function noteText(d) {
-    const counts = ["person", "topic", "fact"].map(t => d.counts[t] || 0);
-    ["person", "topic", "fact"].forEach((t, i) => {
-      document.getElementById(`count-${t}`).textContent = `(${counts[i]})`;
-    });
+    for (const [type, count] of Object.entries(d.counts)) {
+      const cell = document.getElementById(`count-${type}`);
+      if (cell) cell.textContent = `(${count})`;
+    }
     if (!d.total) return `No graph for persona “${d.persona || "(no persona)"}” yet: the worker builds it from stored memories.`;
     if (d.capped) return `Showing the ${d.shown.toLocaleString()} most connected of ${d.total.toLocaleString()} nodes (raise “at most” to see more, up to 5,000).`;
     return `All ${d.total.toLocaleString()} nodes.`;
@@ -170,7 +186,17 @@
     }
     const n = d.node;
     const parts = [el("h2", {}, el("span", {className: `kind ${n.type}`}, n.type), " ", n.value)];
+    if (n.self) parts.push(el("p", {className: "muted self-note"}, "The user: what they said of themselves (I, my, 我, the persona's own name), one node for the persona."));
     if (n.forms.length > 1) parts.push(el("p", {className: "muted"}, `written as: ${n.forms.join(", ")}`));
+    if (d.relations.length) {
+      // "wife: 王芳" reads "王芳 is this node's wife", whichever way the edge was stored.
+      parts.push(el("h3", {}, `Relations (${d.relations.length})`));
+      parts.push(el("ul", {id: "node-relations"}, ...d.relations.map(r => el("li", {},
+        el("span", {className: "relation"}, `${r.relation}: `),
+        el("span", {className: "related-node", onclick: () => selectById(r.id)}, r.label), " ",
+        el("span", {className: `kind ${r.type}`}, r.type),
+        el("span", {className: "refs"}, ` · ${r.memories} memor${r.memories === 1 ? "y" : "ies"}`)))));
+    }
     parts.push(el("h3", {}, n.type === "fact" ? "The fact" : `Facts (${d.facts.length})`));
     parts.push(el("ul", {id: "node-facts"}, ...d.facts.map(f => el("li", {className: "fact"}, f.text, el("br"), refs(f.memory_ids)))));
     if (d.entries.length) {

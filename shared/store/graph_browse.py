@@ -48,24 +48,25 @@ def persona_node_counts(conn: sqlite3.Connection, persona_id: str) -> dict[str, 
                             (persona_id, f"{t}:", f"{t};")).fetchone()[0] for t in NODE_TYPES}
 
 
-def most_connected(conn: sqlite3.Connection, persona_id: str, limit: int) -> list[tuple[int, str, str, int]]:
-    """(id, type, value, degree) of a persona's `limit` most connected nodes, where degree
-    counts edge rows (one per memory), most connected first."""
+def most_connected(conn: sqlite3.Connection, persona_id: str, limit: int) -> list[tuple[int, str, str, str, int]]:
+    """(id, type, value, canonical, degree) of a persona's `limit` most connected nodes, where
+    degree counts edge rows (one per memory), most connected first."""
     return conn.execute(
-        "SELECT n.id, n.type, n.value, (SELECT COUNT(*) FROM graph_edges WHERE src_node_id = n.id)"
+        "SELECT n.id, n.type, n.value, n.canonical, (SELECT COUNT(*) FROM graph_edges WHERE src_node_id = n.id)"
         " + (SELECT COUNT(*) FROM graph_edges WHERE dst_node_id = n.id) AS degree"
         " FROM graph_nodes n WHERE n.persona_id = ? ORDER BY degree DESC, n.id LIMIT ?",
         (persona_id, limit)).fetchall()
 
 
-def edges_among(conn: sqlite3.Connection, node_ids: Sequence[int]) -> list[tuple[int, int, str, int]]:
-    """(src, dst, type, memories) for edges joining two of the given nodes, one row per
-    (src, dst, type) with the number of memories it comes from."""
+def edges_among(conn: sqlite3.Connection, node_ids: Sequence[int]) -> list[tuple[int, int, str, str | None, int]]:
+    """(src, dst, type, relation, memories) for edges joining two of the given nodes, one row
+    per (src, dst, type, relation) with the number of memories it comes from; relation is
+    None but for "relation" edges."""
     ids = json.dumps(list(node_ids))
     return conn.execute(
-        "SELECT src_node_id, dst_node_id, type, COUNT(DISTINCT source_memory_id) FROM graph_edges"
+        "SELECT src_node_id, dst_node_id, type, relation, COUNT(DISTINCT source_memory_id) FROM graph_edges"
         " WHERE src_node_id IN (SELECT value FROM json_each(?))"
-        " AND dst_node_id IN (SELECT value FROM json_each(?)) GROUP BY 1, 2, 3", (ids, ids)).fetchall()
+        " AND dst_node_id IN (SELECT value FROM json_each(?)) GROUP BY 1, 2, 3, 4", (ids, ids)).fetchall()
 
 
 def node_row(conn: sqlite3.Connection, node_id: int) -> sqlite3.Row | None:
@@ -85,6 +86,20 @@ def node_links(conn: sqlite3.Connection, node_id: int, limit: int) -> list[sqlit
         " SELECT src_node_id, type, source_memory_id FROM graph_edges WHERE dst_node_id = ?) l"
         " JOIN graph_nodes n ON n.id = l.other GROUP BY n.id, l.edge_type"
         " ORDER BY memories DESC, n.id DESC LIMIT ?", (node_id, node_id, limit)).fetchall()
+
+
+def node_relations(conn: sqlite3.Connection, node_id: int, limit: int) -> list[sqlite3.Row]:
+    """A node's relation edges both ways: outgoing (1 when the edge leaves this node: the other
+    is this node's `relation`; 0 when it arrives: this node is the other's), relation, id,
+    type, value of the other node, memories (how many memories say it); most said first."""
+    return conn.execute(
+        "SELECT l.outgoing, l.relation, n.id, n.type, n.value, COUNT(DISTINCT l.memory_id) AS memories"
+        " FROM (SELECT 1 AS outgoing, relation, dst_node_id AS other, source_memory_id AS memory_id"
+        " FROM graph_edges WHERE src_node_id = ? AND relation IS NOT NULL UNION ALL"
+        " SELECT 0, relation, src_node_id, source_memory_id FROM graph_edges"
+        " WHERE dst_node_id = ? AND relation IS NOT NULL) l JOIN graph_nodes n ON n.id = l.other"
+        " GROUP BY l.outgoing, l.relation, n.id ORDER BY memories DESC, n.id LIMIT ?",
+        (node_id, node_id, limit)).fetchall()
 
 
 def node_entries(conn: sqlite3.Connection, node_id: int, limit: int) -> list[sqlite3.Row]:

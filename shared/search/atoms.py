@@ -1,8 +1,10 @@
 """Atom search: BM25 over the atoms' full-text index, times each atom's time factor; and,
-for typed requests, the still-valid atoms of those types listed without a query."""
+for typed requests, the still-valid atoms of those types listed without a query. Also which
+memories hold still-valid atoms of given types (recall favours them for a question of that type)."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -20,6 +22,15 @@ class AtomHit:
     row: dict
     score: float  # relevance x time factor; 0 for an atom listed by type, not found by the query
     time_factor: float
+
+
+def holding_types(conn: sqlite3.Connection, memory_ids: Sequence[int], types: Sequence[str], now: float) -> set[int]:
+    """Those of the memories with an active atom of one of the types still valid at `now`
+    (time factor above 0: a plan past its deadline no longer answers "what are my plans")."""
+    if not types or not memory_ids:
+        return set()
+    return {row["memory_id"] for row in atoms.validity_rows(conn, memory_ids)
+            if row["state"] == "active" and row["type"] in types and time_factor(row, now) > 0}
 
 
 class AtomSearch:

@@ -43,6 +43,13 @@ def find_intents(query: str, cues: dict[str, Sequence[str]]) -> set[str]:
     return found
 
 
+def wanted_atom_types(query: str, config: RetrievalConfig) -> tuple[str, ...]:
+    """The atom types a query asks about: preference for likes and dislikes, planned for
+    plans (their cues in config); recall favours memories holding such atoms."""
+    found = find_intents(query, {"preference": config.preference_cues, "planned": config.plan_cues})
+    return tuple(kind for kind in ("preference", "planned") if kind in found)
+
+
 def has_cue(query: str, cues: Sequence[str]) -> bool:
     return bool(find_intents(query, {"any": cues}))
 

@@ -12,8 +12,10 @@ Graph route: keyword (entries, nodes named in the query, their neighbours; a nod
     then (a * fused + b * importance + g * recency + d * confidence) x temporal factor of the
     memory's atoms.
 Routes: each normalised, weighted by intent-routed weights, + a bonus when both found a
-memory. MMR re-ranking is available and off by default (mmr_enabled); RRF is an alternative
-fusion. Every weight comes from RetrievalConfig; LiveRecaller follows a process's live settings.
+memory; a question about likes or plans (preference / plan cues) adds atom_type_boost to the
+memories holding a still-valid preference / planned atom. MMR re-ranking is available and off
+by default (mmr_enabled); RRF is an alternative fusion. Every weight comes from
+RetrievalConfig; LiveRecaller follows a process's live settings.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel
 from shared.search.channels import ChannelParts, build_channels
 from shared.search.focus import focus
 from shared.search.fuse import fuse_routes, normalise, ordered, rrf, spread, weighted_minmax, weighted_zscore
-from shared.search.intent import route_weights
+from shared.search.atoms import holding_types
+from shared.search.intent import route_weights, wanted_atom_types
 from shared.search.mmr import jaccard, mmr
 from shared.search.query import Query
 from shared.store import graph, meta
@@ -142,9 +145,11 @@ class Recaller:
         now = self.clock()
         strongest = {name: found.channels[name].strength(query, ranking)
                      for name, ranking in found.rankings.items()}
+        typed = holding_types(conn, list(documents), wanted_atom_types(request.query, self.config), now) \
+            if self.config.atom_type_boost > 0 else set()
         return _Fusion(self.config, documents, found, temporal_factors(conn, list(documents), now),
                        graph.memory_confidence(conn, list(documents)), now, request,
-                       self._pending(found, list(documents)), strongest)
+                       self._pending(found, list(documents)), strongest, typed)
 
     def _pending(self, found: _Found, ids: list[int]) -> dict[str, set[int]]:
         """{channel: the candidates it has not taken in yet}. A channel that cannot say counts
@@ -230,10 +235,12 @@ class _Fusion:
 
     def __init__(self, config: RetrievalConfig, documents: dict[int, Document], found: _Found,
                  temporal: dict[int, float], confidence: dict[int, float], now: float,
-                 request: RecallRequest, pending: dict[str, set[int]], strongest: dict[str, float]):
+                 request: RecallRequest, pending: dict[str, set[int]], strongest: dict[str, float],
+                 typed: set[int] = frozenset()):
         self.c, self.documents, self.found, self.temporal = config, documents, found, temporal
         self.confidence, self.now, self.request, self.pending = confidence, now, request, pending
         self.strongest = strongest  # per channel that answered: Channel.strength
+        self.typed = typed  # memories holding an atom of a type the query asks about
         self.parts: dict[int, dict] = {i: {} for i in documents}
 
     def hits(self, terms_of: Callable) -> list[Hit]:
@@ -259,10 +266,10 @@ class _Fusion:
         graph_channels = [ch.name for ch, _ in self.found.route(GRAPH_ROUTE)]
         graph_pending = set.intersection(*(self.pending.get(n, set()) for n in graph_channels)) \
             if graph_channels else set()
-        return [(i, s) for i, s in fuse_routes(self._document_route(), self._graph_route(),
-                                               weights.document, weights.graph,
-                                               self.c.both_routes_bonus, graph_pending)
-                if i in self.documents]
+        routes = fuse_routes(self._document_route(), self._graph_route(), weights.document,
+                             weights.graph, self.c.both_routes_bonus, graph_pending)
+        return ordered({i: s + (self.c.atom_type_boost if i in self.typed else 0.0)
+                        for i, s in routes if i in self.documents})
 
     def _meta(self, doc_id: int) -> tuple[float, float]:
         doc = self.documents[doc_id]
@@ -329,7 +336,8 @@ class _Fusion:
         parts = dict(self.parts[doc_id])
         parts["routes"] = {"document_weight": round(weights.document, 6),
                            "graph_weight": round(weights.graph, 6), "intents": list(weights.intents),
-                           "both_routes_bonus": "document" in parts and "graph" in parts}
+                           "both_routes_bonus": "document" in parts and "graph" in parts,
+                           "atom_type_boost": doc_id in self.typed}
         parts["strongest"] = {c: round(v, 6) for c, v in self.strongest.items()}
         parts["not_indexed_by"] = sorted(n for n, ids in self.pending.items() if doc_id in ids)
         parts["final"] = round(final, 6)

@@ -20,6 +20,7 @@ from aokun_server.models import MAX_INT64, MemoryMetadata, MemoryOut, parse_iso
 from shared.errors import AokunError, MemoryNotFound, StorageError
 from shared.store import atoms, documents, graph_browse, stages
 from shared.store.documents import DocumentFilter, unmarked
+from shared.store.graph import NODE_TYPES
 
 PAGE = Page("/memories", "Memories")
 PAGE_SIZE = 50
@@ -58,9 +59,9 @@ def memory_page(conn, memory_id: int, now: float) -> dict:
     for e in entries:
         if e["node_id"] is not None:
             nodes[e["node_id"]] = (e["node_type"], e["node_value"])
-    return {"doc": doc, "atoms": [atom_view(r, now) for r in atom_rows], "chains": chains(conn, atom_rows),
+    return {"doc": doc, "atoms": [atom_view(r, now, _zone(doc)) for r in atom_rows], "chains": chains(conn, atom_rows),
             "entries": entries, "edges": edges,
-            "nodes": sorted(nodes.values(), key=lambda n: ("person", "topic", "fact").index(n[0])),
+            "nodes": sorted(nodes.values(), key=lambda n: NODE_TYPES.index(n[0])),
             "stages": stages.of_memory(conn, memory_id)}
 
 
@@ -219,3 +220,8 @@ async def _json(request: Request):
 
 def _refused(message: str, status: int) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
+
+
+def _zone(doc):
+    """The memory's own clock (a plan's deadline reads in it, as on the atoms page)."""
+    return doc.fields.original_time.tzinfo if doc is not None and doc.fields.original_time else None

@@ -12,8 +12,10 @@ Graph route: keyword (entries, nodes named in the query, their neighbours; a nod
     then (a * fused + b * importance + g * recency + d * confidence) x temporal factor of the
     memory's atoms.
 Routes: each normalised, weighted by intent-routed weights, + a bonus when both found a
-memory; a question about likes or plans (preference / plan cues) adds atom_type_boost to the
-memories holding a still-valid preference / planned atom. MMR re-ranking is available and off
+memory. Then what a memory's atoms and turn say: a question about likes or plans (preference /
+plan cues) adds atom_type_boost to the memories holding a still-valid preference / planned
+atom; a turn by someone the question names gains named_speaker_boost; a turn that asks loses
+question_turn_penalty (the turn answering it states the fact). MMR re-ranking is available and off
 by default (mmr_enabled); RRF is an alternative fusion. Every weight comes from
 RetrievalConfig; LiveRecaller follows a process's live settings.
 """
@@ -35,10 +37,10 @@ from shared.search.cache import RecallCache
 from shared.live_config import LiveConfig
 from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel
 from shared.search.channels import ChannelParts, build_channels
-from shared.search.focus import focus
+from shared.search.focus import asks, focus, speaker
 from shared.search.fuse import fuse_routes, normalise, ordered, rrf, spread, weighted_minmax, weighted_zscore
 from shared.search.atoms import holding_types
-from shared.search.intent import route_weights, wanted_atom_types
+from shared.search.intent import has_cue, route_weights, wanted_atom_types
 from shared.search.mmr import jaccard, mmr
 from shared.search.query import Query
 from shared.store import graph, meta
@@ -241,6 +243,7 @@ class _Fusion:
         self.confidence, self.now, self.request, self.pending = confidence, now, request, pending
         self.strongest = strongest  # per channel that answered: Channel.strength
         self.typed = typed  # memories holding an atom of a type the query asks about
+        self.named: dict[str, bool] = {}  # speaker: whether the query names them
         self.parts: dict[int, dict] = {i: {} for i in documents}
 
     def hits(self, terms_of: Callable) -> list[Hit]:
@@ -268,8 +271,20 @@ class _Fusion:
             if graph_channels else set()
         routes = fuse_routes(self._document_route(), self._graph_route(), weights.document,
                              weights.graph, self.c.both_routes_bonus, graph_pending)
-        return ordered({i: s + (self.c.atom_type_boost if i in self.typed else 0.0)
-                        for i, s in routes if i in self.documents})
+        return ordered({i: max(0.0, s + self._shift(i)) for i, s in routes if i in self.documents})
+
+    def _shift(self, doc_id: int) -> float:
+        """What a memory's atoms and turn add to its fused score (module docstring)."""
+        text = self.documents[doc_id].text
+        shift = self.c.atom_type_boost if doc_id in self.typed else 0.0
+        who = speaker(text) if self.c.named_speaker_boost else None
+        if who is not None:
+            if who not in self.named:
+                self.named[who] = has_cue(self.request.query, [who])
+            shift += self.c.named_speaker_boost if self.named[who] else 0.0
+        if asks(text):
+            shift -= self.c.question_turn_penalty
+        return shift
 
     def _meta(self, doc_id: int) -> tuple[float, float]:
         doc = self.documents[doc_id]
@@ -337,7 +352,7 @@ class _Fusion:
         parts["routes"] = {"document_weight": round(weights.document, 6),
                            "graph_weight": round(weights.graph, 6), "intents": list(weights.intents),
                            "both_routes_bonus": "document" in parts and "graph" in parts,
-                           "atom_type_boost": doc_id in self.typed}
+                           "atom_type_boost": doc_id in self.typed, "shift": round(self._shift(doc_id), 6)}
         parts["strongest"] = {c: round(v, 6) for c, v in self.strongest.items()}
         parts["not_indexed_by"] = sorted(n for n, ids in self.pending.items() if doc_id in ids)
         parts["final"] = round(final, 6)

@@ -215,7 +215,7 @@ def test_mcp_memory_file_one_memory_per_observation_and_relation(tmp_path):
     assert [(r[0].split("] ", 1)[1], json.loads(r[1]), json.loads(r[2]), json.loads(r[3]), r[4]) for r in rows] == [
         ("John_Smith: Speaks fluent Spanish", ["John_Smith"], ["person"], [], "me"),
         ("John_Smith: Graduated in 2019", ["John_Smith"], ["person"], [], "me"),
-        ("Anthropic: Builds the Claude models", ["Anthropic"], ["organization"], [], "me"),
+        ("Anthropic: Builds the Claude models", [], ["organization"], [], "me"),  # not a person
         ("Maria_Garcia: Prefers morning meetings", ["Maria_Garcia"], ["person"], [], "me"),
         ("John_Smith works at Anthropic", ["John_Smith", "Anthropic"], [], ["John_Smith works at Anthropic"], "me"),
         ("Maria_Garcia mentors John_Smith", ["Maria_Garcia", "John_Smith"], [], ["Maria_Garcia mentors John_Smith"], "me"),

@@ -177,7 +177,8 @@ class RetrievalConfig:
     # atoms in recall: a query with a preference cue (likes, dislikes) or a plan cue adds
     # atom_type_boost to the fused score of each candidate holding a still-valid atom of that
     # type (preference, planned), before calibration. 0.02 chosen on pooled held-out folds
-    # (every fold but one; 0.05 and up cost MADial en)
+    # (every fold but one; 0.05 and up cost MADial en). Its effect is small: most of what
+    # MADial's users like is told as an event and typed episodic
     atom_type_boost: float = _opt(0.02, minimum=0.0, maximum=1.0)
     preference_cues: tuple[str, ...] = _opt((
         "like", "likes", "liked", "love", "loves", "enjoy", "enjoys", "favorite", "favourite",

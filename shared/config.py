@@ -195,6 +195,10 @@ class RetrievalConfig:
     # not turns: unchanged)
     named_speaker_boost: float = _opt(0.08, minimum=0.0, maximum=1.0)
     question_turn_penalty: float = _opt(0.1, minimum=0.0, maximum=1.0)
+    # a question that names an entity and a relation ("Tomas's fiancée", 王芳的丈夫): + relation_boost,
+    # times how sure the resolution is and how specific the entity, to the memories about the
+    # entity the relation leads to (shared/search/relation_route.py)
+    relation_boost: float = _opt(1.0, minimum=0.0, maximum=2.0)
     # around it
     cache_enabled: bool = _opt(True)
     cache_ttl_s: float = _opt(45.0, minimum=0.0)

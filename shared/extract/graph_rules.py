@@ -110,7 +110,7 @@ class GraphBuilder:
                   for (a, da), (b, db) in zip(zip(fact_nodes, facts_in), zip(fact_nodes[1:], facts_in[1:]))]
         mean = sum(d.confidence for d in facts_in) / len(facts_in) if facts_in else 0.5
         edges += [EdgeSpec(a, b, "co_occurs_with", mean) for a, b in combinations(entities + subjects, 2)]
-        edges += reading.relation_edges(facts_in)
+        edges += reading.relation_edges()
         # Each entry puts its fact in the context of the whole memory (measured: without the
         # summary LoCoMo R@5 fell 0.583 -> 0.564, the entry then only repeating the document).
         # The stored text keeps its time marker: "when" questions lean on the graph route too.
@@ -195,10 +195,12 @@ class _Reading:
     def relation_nodes(self) -> list[NodeSpec]:
         return [self.node_of(m) for _, r in self.relations for m in (r.subject, r.object)]
 
-    def relation_edges(self, facts_in: list[StoredFact]) -> list[EdgeSpec]:
-        return [EdgeSpec(self.node_of(r.subject), self.node_of(r.object), "relation",
-                         round(r.confidence * facts_in[i].confidence, 4), relation=r.relation)
-                for i, r in self.relations if self.node_of(r.subject).key != self.node_of(r.object).key]
+    def relation_edges(self) -> list[EdgeSpec]:
+        """The relations' edges, each as sure as the rule that read it (the atom's confidence
+        is about its type, not about who is whose sister)."""
+        return [EdgeSpec(self.node_of(r.subject), self.node_of(r.object), "relation", r.confidence,
+                         relation=r.relation)
+                for _, r in self.relations if self.node_of(r.subject).key != self.node_of(r.object).key]
 
 
 def _known_types(document: Document, speaker: str | None) -> dict[str, str]:

@@ -96,6 +96,19 @@ class GraphKeywordChannel:
             self._add_node_memories(conn, points, frontier, f"hop{hop}", weight, total)
         return self._in_scope(points, scope, limit)
 
+    def relation_memories(self, query: Query, scope: DocumentFilter) -> dict[int, float]:
+        """{memory: weight} for the memories about the entities the question's relations lead
+        to: the resolution's confidence times the entity's specificity (a hub weighs nothing)."""
+        conn = self.store.db.connection()
+        targets = self._relation_targets(conn, query.text, scope.persona_id)
+        if not targets:
+            return {}
+        total = max(self.store.count_in(DocumentFilter(persona_id=scope.persona_id, include_archived=True)), 1)
+        points = _Points()
+        self._add_node_memories(conn, points, targets, "relation", 1.0, total)
+        admitted = self.store.filter_ids(list(points.points), scope)
+        return {m: max(p.values()) for m, p in points.points.items() if m in admitted}
+
     def _relation_targets(self, conn, question: str, persona_id: str | None) -> dict[int, float]:
         """{node: confidence} of the entities the question's relation chains resolve to."""
         targets: dict[int, float] = {}

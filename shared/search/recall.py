@@ -14,8 +14,10 @@ Graph route: keyword (entries, nodes named in the query, their neighbours; a nod
 Routes: each normalised, weighted by intent-routed weights, + a bonus when both found a
 memory. Then what a memory's atoms and turn say: a question about likes or plans (preference /
 plan cues) adds atom_type_boost to the memories holding a still-valid preference / planned
-atom; a turn by someone the question names gains named_speaker_boost; a turn that asks loses
-question_turn_penalty (the turn answering it states the fact). MMR re-ranking is available and off
+atom; a question that names an entity and a relation (Tomas's fiancée, 王芳的丈夫) adds
+relation_boost to the memories about the entity it leads to; a turn by someone the question
+names gains named_speaker_boost; a turn that asks loses question_turn_penalty (the turn
+answering it states the fact). MMR re-ranking is available and off
 by default (mmr_enabled); RRF is an alternative fusion. Every weight comes from
 RetrievalConfig; LiveRecaller follows a process's live settings.
 """
@@ -139,7 +141,8 @@ class Recaller:
             request = replace(request, query=focus(request.query))
         query = Query(request.query, self.segmenter, self.embed)
         found = self._run_channels(query, request.scope, max(self.config.candidate_depth, request.k))
-        candidates = sorted({i for r in found.rankings.values() for i, _ in r})
+        related = self._related(found, query, request.scope)
+        candidates = sorted({i for r in found.rankings.values() for i, _ in r} | set(related))
         documents = self.store.get_many(candidates)
         if not documents:
             return None
@@ -151,7 +154,15 @@ class Recaller:
             if self.config.atom_type_boost > 0 else set()
         return _Fusion(self.config, documents, found, temporal_factors(conn, list(documents), now),
                        graph.memory_confidence(conn, list(documents)), now, request,
-                       self._pending(found, list(documents)), strongest, typed)
+                       self._pending(found, list(documents)), strongest, typed, related)
+
+    def _related(self, found: _Found, query: Query, scope: DocumentFilter) -> dict[int, float]:
+        """{memory: weight} about the entities the question's relations lead to, as the graph
+        keyword channel resolves them (none when it is off)."""
+        channel = found.channels.get("graph_keyword")
+        if channel is None or self.config.relation_boost <= 0:
+            return {}
+        return channel.relation_memories(query, scope)
 
     def _pending(self, found: _Found, ids: list[int]) -> dict[str, set[int]]:
         """{channel: the candidates it has not taken in yet}. A channel that cannot say counts
@@ -238,11 +249,12 @@ class _Fusion:
     def __init__(self, config: RetrievalConfig, documents: dict[int, Document], found: _Found,
                  temporal: dict[int, float], confidence: dict[int, float], now: float,
                  request: RecallRequest, pending: dict[str, set[int]], strongest: dict[str, float],
-                 typed: set[int] = frozenset()):
+                 typed: set[int] = frozenset(), related: dict[int, float] | None = None):
         self.c, self.documents, self.found, self.temporal = config, documents, found, temporal
         self.confidence, self.now, self.request, self.pending = confidence, now, request, pending
         self.strongest = strongest  # per channel that answered: Channel.strength
         self.typed = typed  # memories holding an atom of a type the query asks about
+        self.related = related or {}  # memories about what the query's relations lead to: weight
         self.named: dict[str, bool] = {}  # speaker: whether the query names them
         self.parts: dict[int, dict] = {i: {} for i in documents}
 
@@ -277,6 +289,7 @@ class _Fusion:
         """What a memory's atoms and turn add to its fused score (module docstring)."""
         text = self.documents[doc_id].text
         shift = self.c.atom_type_boost if doc_id in self.typed else 0.0
+        shift += self.c.relation_boost * self.related.get(doc_id, 0.0)
         who = speaker(text) if self.c.named_speaker_boost else None
         if who is not None:
             if who not in self.named:
@@ -352,7 +365,8 @@ class _Fusion:
         parts["routes"] = {"document_weight": round(weights.document, 6),
                            "graph_weight": round(weights.graph, 6), "intents": list(weights.intents),
                            "both_routes_bonus": "document" in parts and "graph" in parts,
-                           "atom_type_boost": doc_id in self.typed, "shift": round(self._shift(doc_id), 6)}
+                           "atom_type_boost": doc_id in self.typed,
+                           "relation": round(self.related.get(doc_id, 0.0), 6), "shift": round(self._shift(doc_id), 6)}
         parts["strongest"] = {c: round(v, 6) for c, v in self.strongest.items()}
         parts["not_indexed_by"] = sorted(n for n, ids in self.pending.items() if doc_id in ids)
         parts["final"] = round(final, 6)

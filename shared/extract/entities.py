@@ -55,7 +55,9 @@ Much More One Two Three First Second Christmas Easter Thanksgiving Halloween Mom
 English Chinese Spanish French German Japanese Korean Italian God Lord Bye Goodbye Hmm Um Uh
 Ah Aw Btw Omg Ugh Yep Nope Yup Dear Happy Merry Welcome Enjoy Check Look See Remember Same
 Wish Hope Guess Keep Take Make Get Go Come Tell Say Ask Try Stay Wait Agreed Exactly Right True
-Sounds Seems Thats That's It's Its Isn't Can't Won't I'll Who's What's Let's Lets""".split())
+Sounds Seems Thats That's It's Its Isn't Can't Won't I'll Who's What's Let's Lets However Later
+Eventually Finally Meanwhile Suddenly Recently Afterwards Usually Sometimes Often Luckily Due
+Unfortunately Fortunately Hopefully Basically Instead Otherwise Still Soon Once Whenever Overall""".split())
 
 
 # The MCP memory server's free-text entityType, read as one of our types (others are "other").
@@ -245,7 +247,8 @@ class EntityFinder:
         for m in _CAPITALISED_RUN.finditer(text):
             start, name = m.start(), _POSSESSIVE.sub("", m.group(0)).rstrip(".-&")
             words = name.split()
-            while words and words[0] in NOT_NAMES:
+            # Sentence openers and function words ("However", "Over") are not part of a name.
+            while words and (words[0] in NOT_NAMES or words[0].lower() in self.segmenter.stop_words):
                 start += text[start:].index(words[0]) + len(words[0])
                 start += len(text[start:]) - len(text[start:].lstrip())
                 words = words[1:]

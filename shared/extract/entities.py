@@ -30,7 +30,9 @@ PERSON, PLACE, ORGANISATION, OTHER = ENTITY_TYPES
 # ("in Springfield"): Florence, Jackson and Sydney are given names too.
 LARGE_CITY = 1_000_000
 SMALL_CITY = 15_000
-_CAPITALISED_RUN = re.compile(r"\b[A-Z][\w’'&-]*(?:[ \t]+(?:of[ \t]+|de[ \t]+|the[ \t]+|&[ \t]+)?[A-Z][\w’'&-]*)*")
+# Latin letters only: \w would run a name on into the Chinese after it ("Bart一直很想要…").
+_LATIN = r"A-Za-z0-9À-ÖØ-öø-ÿ’'&-"
+_CAPITALISED_RUN = re.compile(rf"(?<![{_LATIN}])[A-Z][{_LATIN}]*(?:[ \t]+(?:of[ \t]+|de[ \t]+|the[ \t]+|&[ \t]+)?[A-Z][{_LATIN}]*)*")
 _POSSESSIVE = re.compile(r"[’']s?$")
 _PLACE_BEFORE = re.compile(r"\b(?:in|to|from|near|at|visit(?:ed|ing)?|around)\s+(?:the\s+)?$", re.I)
 _STRONG_PLACE_BEFORE = re.compile(
@@ -200,9 +202,13 @@ class EntityFinder:
         out = []
         for m in re.finditer(rf"([\u4e00-\u9fff])(?:{titles})|(?:小|老|阿)([\u4e00-\u9fff])", text):
             surname = m.group(1) or m.group(2)
-            if surname in w.surnames_zh:
+            # 小熊猫 is a red panda, not 小熊: an animal's name may start with a surname.
+            if surname in w.surnames_zh and not self._animal_at(text, m.start()):
                 out.append(Mention(m.group(0), PERSON, m.start(), m.end()))
         return out
+
+    def _animal_at(self, text: str, start: int) -> bool:
+        return any(text.startswith(a, i) for i in (start, start + 1) for a in self.words.animals)
 
     def _tagged_zh(self, text: str) -> list[Mention]:
         if not re.search(r"[\u4e00-\u9fff]", text):
@@ -234,9 +240,14 @@ class EntityFinder:
             return ORGANISATION if flag in ("nr", "nrt", "nz", "nt", "ns", "n", "j", "eng") else None
         if flag == "ns":
             return PLACE
+        # jieba tags common nouns nt too (同班同学, 音乐会): an organisation by its tag alone
+        # only with an organisation's suffix (above) or as what is said of it (在…工作).
         if flag == "nt":
-            return ORGANISATION
+            return None
         if flag in ("nr", "nrfg") and len(word) >= 2 and word[0] in w.surnames_zh:
+            return PERSON
+        # 浩浩, 红红: a doubled character is a child's or pet name, not a word jieba knows as such.
+        if flag in ("nr", "nz") and len(word) == 2 and word[0] == word[1]:
             return PERSON
         if flag == "nrt" and len(word) >= 2:
             return PERSON

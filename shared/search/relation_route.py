@@ -24,7 +24,7 @@ from shared.store.graph import SELF_CANONICAL
 
 MAX_NAME_CHARS_ZH = 6
 MAX_TARGETS = 20
-_NAME_EN = r"[A-Z][\w’'-]*(?:[ \t]+[A-Z][\w’'-]*)*"
+_NAME_EN = r"(?<![A-Za-z0-9])[A-Z][A-Za-z0-9À-ÿ’'-]*(?:[ \t]+[A-Z][A-Za-z0-9À-ÿ’'-]*)*"
 _SELF_ZH = ("我的", "我")
 
 

@@ -50,10 +50,14 @@ class RelationVocabulary:
     def inverse(self, key: str) -> str:
         return self.kinds[key].inverse
 
+    def words(self, language: str) -> tuple[str, ...]:
+        """Every relation word of a language ("en" or "zh"), longest first."""
+        found = {w for k in self.kinds.values() for w in (k.words_en if language == "en" else k.words_zh)}
+        return tuple(sorted(found, key=len, reverse=True))
+
     def words_pattern(self, language: str) -> str:
         """An alternation of every relation word of a language, longest first."""
-        words = {w for k in self.kinds.values() for w in (k.words_en if language == "en" else k.words_zh)}
-        return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+        return "|".join(re.escape(w) for w in self.words(language))
 
     def label(self, key: str) -> str:
         return key.replace("_", " ")

@@ -64,7 +64,7 @@ def chains(question: str, aliases: dict[str, str]) -> list[Chain]:
         before = question[:m.start()]
         if before.endswith("的"):
             before = before[:-1]
-        if not before or before.endswith(tuple(v.words_pattern("zh").split("|"))):
+        if not before or before.endswith(v.words("zh")):
             continue
         names = _chinese_names(before, aliases)
         relations = [v.kind_of_word(w) for w in (m.group("r1"), m.group("r2")) if w]

@@ -86,6 +86,16 @@ def friends_graph(tmp_path):
     yield from built(tmp_path, {"friends": FRIENDS})
 
 
+def click_node(page, label: str) -> None:
+    """A real mouse click where the library drew the node with this label."""
+    x, y = page.evaluate("""label => { const cy = aokunGraph.cy;
+        const node = cy.nodes().filter(n => n.data('type') !== 'fact' && n.data('label') === label)[0];
+        cy.zoom(1.5); cy.center(node);
+        const p = node.renderedPosition(), box = cy.container().getBoundingClientRect();
+        return [box.left + p.x, box.top + p.y]; }""", label)
+    page.mouse.click(x, y)
+
+
 def drawn(page) -> None:
     page.wait_for_function("document.getElementById('graph').dataset.state !== 'loading'", timeout=60_000)
     assert page.locator("#graph").get_attribute("data-state") == "ready", page.locator("#graph-status").inner_text()
@@ -113,12 +123,7 @@ def test_the_graph_page_draws_a_persona_and_a_click_opens_a_person(built_graph):
         assert page.locator("#graph-note").inner_text() == f"All {sum(counts.values())} nodes."
         assert "Zed" not in page.evaluate("aokunGraph.cy.nodes().map(n => n.data('label')).join('|')")
         # A real mouse click where the library drew Alice.
-        x, y = page.evaluate("""() => { const cy = aokunGraph.cy;
-            const alice = cy.nodes().filter(n => n.data('type') === 'person' && n.data('label') === 'Alice')[0];
-            cy.zoom(1.5); cy.center(alice);
-            const p = alice.renderedPosition(), box = cy.container().getBoundingClientRect();
-            return [box.left + p.x, box.top + p.y]; }""")
-        page.mouse.click(x, y)
+        click_node(page, "Alice")
         page.wait_for_selector("#node-facts li")
         assert page.locator("#node-panel h2").inner_text().endswith("Alice")
         listed = page.locator("#node-facts li").all_inner_texts()
@@ -194,12 +199,7 @@ def test_the_graph_page_draws_typed_entities_the_user_and_relations(friends_grap
         # The node panel reads each relation from the clicked node's side, the inverse for an
         # edge that arrives: Tomas is Mei's fiance, so Mei is Tomas's; 李强 is 王芳's husband,
         # so 王芳 is 李强's wife.
-        x, y = page.evaluate("""() => { const cy = aokunGraph.cy;
-            const tomas = cy.nodes().filter(n => n.data('label') === 'Tomas')[0];
-            cy.zoom(1.5); cy.center(tomas);
-            const p = tomas.renderedPosition(), box = cy.container().getBoundingClientRect();
-            return [box.left + p.x, box.top + p.y]; }""")
-        page.mouse.click(x, y)
+        click_node(page, "Tomas")
         page.wait_for_selector("#node-relations li")
         assert page.locator("#node-panel h2").inner_text().endswith("Tomas")
         assert any(line.startswith("fiance: Mei") for line in page.locator("#node-relations li").all_inner_texts())

@@ -174,17 +174,6 @@ class EntityFinder:
         found += [m for m in self._tagged_zh(text) + self._english(text) if not _overlaps(m, found)]
         return sorted(found, key=lambda m: m.start)
 
-    def type_of(self, name: str, text: str = "") -> str:
-        """The type of one name, as it is used in text (or alone)."""
-        for mention in self.mentions(text or name):
-            if mention.name.casefold() == name.strip().casefold():
-                return mention.type
-        return PERSON if _looks_like_name(name) else OTHER
-
-    def people(self, names: list[str], text: str) -> list[str]:
-        """Those of the names that are people, as they are used in text."""
-        return [n for n in names if self.type_of(n, text) == PERSON]
-
     def _known(self, text: str, known: Mapping[str, str]) -> list[Mention]:
         out: list[Mention] = []
         for name in sorted(known, key=len, reverse=True):

@@ -109,11 +109,12 @@ def time_factor(row, now: float) -> float:
     return atom_time_factor(row["type"], age, row["ttl_days"], to_deadline)
 
 
-def temporal_factors(conn: sqlite3.Connection, memory_ids: Sequence[int], now: float) -> dict[int, float]:
-    """Per memory that has atoms: the time factor of its most valid atom (an atom that is no
-    longer active counts 0). Memories without atoms are left out (factor 1)."""
+def temporal_factors(rows: Sequence, now: float) -> dict[int, float]:
+    """Per memory that has atoms (rows: store.atoms.validity_rows of the memories): the time
+    factor of its most valid atom (an atom that is no longer active counts 0). Memories without
+    atoms are left out (factor 1)."""
     factors: dict[int, float] = {}
-    for row in atoms.validity_rows(conn, memory_ids):
+    for row in rows:
         factor = time_factor(row, now) if row["state"] == "active" else 0.0
         factors[row["memory_id"]] = max(factor, factors.get(row["memory_id"], 0.0))
     return factors

@@ -4,7 +4,6 @@ memories hold still-valid atoms of given types (recall favours them for a questi
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -24,12 +23,11 @@ class AtomHit:
     time_factor: float
 
 
-def holding_types(conn: sqlite3.Connection, memory_ids: Sequence[int], types: Sequence[str], now: float) -> set[int]:
-    """Those of the memories with an active atom of one of the types still valid at `now`
-    (time factor above 0: a plan past its deadline no longer answers "what are my plans")."""
-    if not types or not memory_ids:
-        return set()
-    return {row["memory_id"] for row in atoms.validity_rows(conn, memory_ids)
+def holding_types(rows: Sequence, types: Sequence[str], now: float) -> set[int]:
+    """Memories with an active atom of one of the types still valid at `now` (rows:
+    store.atoms.validity_rows of the candidates; time factor above 0: a plan past its deadline
+    no longer answers "what are my plans")."""
+    return {row["memory_id"] for row in rows
             if row["state"] == "active" and row["type"] in types and time_factor(row, now) > 0}
 
 

@@ -78,7 +78,7 @@ class GraphKeywordChannel:
         points = _Points()
         names = list(terms) + named_entities(query.text, self.aliases)
         hit_nodes: set[int] = set(graph.nodes_named(conn, names, scope.persona_id, c.graph_expansion_limit))
-        targets = self._relation_targets(conn, query.text, scope.persona_id)
+        targets = self._relation_targets(conn, query, scope.persona_id)
         self._add_node_memories(conn, points, targets, "relation", RELATION_TARGET_WEIGHT, total)
         entries = graph.search_entries(conn, terms, scope.persona_id, limit)
         for entry_id, memory_id, raw, _ in entries:
@@ -100,7 +100,7 @@ class GraphKeywordChannel:
         """{memory: weight} for the memories about the entities the question's relations lead
         to: the resolution's confidence times the entity's specificity (a hub weighs nothing)."""
         conn = self.store.db.connection()
-        targets = self._relation_targets(conn, query.text, scope.persona_id)
+        targets = self._relation_targets(conn, query, scope.persona_id)
         if not targets:
             return {}
         total = max(self.store.count_in(DocumentFilter(persona_id=scope.persona_id, include_archived=True)), 1)
@@ -109,13 +109,16 @@ class GraphKeywordChannel:
         admitted = self.store.filter_ids(list(points.points), scope)
         return {m: max(p.values()) for m, p in points.points.items() if m in admitted}
 
-    def _relation_targets(self, conn, question: str, persona_id: str | None) -> dict[int, float]:
-        """{node: confidence} of the entities the question's relation chains resolve to."""
-        targets: dict[int, float] = {}
-        for chain in chains(question, self.aliases):
-            for node, confidence in resolve(conn, chain, persona_id):
-                targets[node] = max(confidence, targets.get(node, 0.0))
-        return targets
+    def _relation_targets(self, conn, query: Query, persona_id: str | None) -> dict[int, float]:
+        """{node: confidence} of the entities the question's relation chains resolve to (once
+        per recall: search and relation_memories both ask)."""
+        def resolved() -> dict[int, float]:
+            targets: dict[int, float] = {}
+            for chain in chains(query.text, self.aliases):
+                for node, confidence in resolve(conn, chain, persona_id):
+                    targets[node] = max(confidence, targets.get(node, 0.0))
+            return targets
+        return query.derived("relation_targets", resolved)
 
     def strength(self, query: Query, ranking: Sequence[tuple[int, float]]) -> float:
         """The best memory's weight (entries, named nodes and neighbours, by specificity)."""

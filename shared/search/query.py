@@ -24,6 +24,8 @@ class Query:
         self._vector: np.ndarray | None = None
         self._error: Exception | None = None
         self._lock = threading.Lock()
+        self._derived: dict[str, object] = {}
+        self._derived_lock = threading.Lock()  # not the embedding's: that one is held ~24 ms
 
     def vector(self) -> np.ndarray:
         """The query embedding (raises the embedder's error; every caller sees the same one)."""
@@ -39,3 +41,11 @@ class Query:
                     self._error = exc
                     raise
             return self._vector
+
+    def derived(self, name: str, compute: Callable[[], object]):
+        """A value worked out from the query once per recall, by whichever part asks first
+        (the entities a question's relations lead to: the graph channel and recall both use them)."""
+        with self._derived_lock:
+            if name not in self._derived:
+                self._derived[name] = compute()
+            return self._derived[name]

@@ -45,7 +45,7 @@ from shared.search.atoms import holding_types
 from shared.search.intent import has_cue, route_weights, wanted_atom_types
 from shared.search.mmr import jaccard, mmr
 from shared.search.query import Query
-from shared.store import graph, meta
+from shared.store import atoms, graph, meta
 from shared.store.documents import Document, DocumentFilter, DocumentStore, unmarked
 from shared.text.segment import Segmenter
 
@@ -150,9 +150,10 @@ class Recaller:
         now = self.clock()
         strongest = {name: found.channels[name].strength(query, ranking)
                      for name, ranking in found.rankings.items()}
-        typed = holding_types(conn, list(documents), wanted_atom_types(request.query, self.config), now) \
-            if self.config.atom_type_boost > 0 else set()
-        return _Fusion(self.config, documents, found, temporal_factors(conn, list(documents), now),
+        validity = atoms.validity_rows(conn, list(documents))
+        wanted = wanted_atom_types(request.query, self.config) if self.config.atom_type_boost > 0 else ()
+        typed = holding_types(validity, wanted, now) if wanted else set()
+        return _Fusion(self.config, documents, found, temporal_factors(validity, now),
                        graph.memory_confidence(conn, list(documents)), now, request,
                        self._pending(found, list(documents)), strongest, typed, related)
 

@@ -263,67 +263,101 @@ class DocumentStore:
 
     def list(self, limit: int, offset: int, scope: DocumentFilter) -> tuple[list[Document], int]:
         """A page of documents, newest first, and the total matching the filter."""
-        where, params = _filter_sql(scope, alias="documents")
         with self.db.snapshot() as conn:
-            total = conn.execute(f"SELECT COUNT(*) FROM documents WHERE {where}", params).fetchone()[0]
-            rows = conn.execute(
-                f"SELECT * FROM documents WHERE {where} ORDER BY id DESC LIMIT ? OFFSET ?",
-                (*params, limit, offset)).fetchall()
-        return [_row_to_document(r) for r in rows], total
+            return list_page(conn, limit, offset, scope)
 
     def bm25(self, terms: Sequence[str], scope: DocumentFilter, limit: int,
              context_weight: float = 1.0) -> list[tuple[int, float]]:
-        """(id, raw score) best first for any of the terms; raw = -bm25(), higher is better.
-        A term found in the context column counts context_weight times one in the text."""
-        match = scoped(any_of(terms), "scope", scope.persona_id, scope.session_id)
-        if match is None:
-            return []
-        where, params = _filter_sql(scope, alias="d")
-        rows = self.db.connection().execute(
-            "SELECT d.id, -bm25(documents_fts, 1.0, ?, 0.0) AS raw FROM documents_fts"
-            " JOIN documents d ON d.id = documents_fts.rowid"
-            f" WHERE documents_fts MATCH ? AND {where} ORDER BY raw DESC LIMIT ?",
-            (context_weight, match, *params, limit)).fetchall()
-        return [(r[0], r[1]) for r in rows]
+        return bm25(self.db.connection(), terms, scope, limit, context_weight)
 
     def terms_of(self, ids: Sequence[int]) -> dict[int, list[str]]:
-        """The indexed terms of documents (as stored in the FTS table: no re-segmenting)."""
-        if not ids:
-            return {}
-        return {r[0]: r[1].split() for r in self.db.connection().execute(
-            "SELECT rowid, tokens FROM documents_fts WHERE rowid IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(ids)),))}
+        return terms_of(self.db.connection(), ids)
 
     def missing_fts(self) -> list[int]:
-        """Ids of documents without a BM25 row."""
-        return [r[0] for r in self.db.connection().execute(
-            "SELECT id FROM documents WHERE id NOT IN (SELECT rowid FROM documents_fts) ORDER BY id")]
+        return missing_fts(self.db.connection())
 
     def ids_in_scope(self, scope: DocumentFilter) -> list[int]:
-        """Every document id the filter admits (for restricting a vector search)."""
-        where, params = _filter_sql(scope, alias="documents")
-        return [r[0] for r in self.db.connection().execute(
-            f"SELECT id FROM documents WHERE {where}", params)]
+        return ids_in_scope(self.db.connection(), scope)
 
     def filter_ids(self, ids: Sequence[int], scope: DocumentFilter) -> set[int]:
-        """The subset of ids that exist and that the filter admits."""
-        if not ids:
-            return set()
-        where, params = _filter_sql(scope, alias="documents")
-        return {r[0] for r in self.db.connection().execute(
-            "SELECT id FROM documents WHERE id IN (SELECT value FROM json_each(?))"
-            f" AND {where}", (json.dumps(list(ids)), *params))}
+        return filter_ids(self.db.connection(), ids, scope)
 
     def count(self) -> int:
-        return self.db.connection().execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+        return count(self.db.connection())
 
     def count_in(self, scope: DocumentFilter) -> int:
-        """How many documents the filter admits."""
-        where, params = _filter_sql(scope, alias="documents")
-        return self.db.connection().execute(f"SELECT COUNT(*) FROM documents WHERE {where}", params).fetchone()[0]
+        return count_in(self.db.connection(), scope)
 
     def stats(self) -> dict[str, int]:
         return counts(self.db.connection())
+
+
+def list_page(conn: sqlite3.Connection, limit: int, offset: int,
+              scope: DocumentFilter) -> tuple[list[Document], int]:
+    """A page of documents, newest first, and the total matching the filter (two reads: call
+    inside one transaction for a total that matches the page)."""
+    where, params = _filter_sql(scope, alias="documents")
+    total = conn.execute(f"SELECT COUNT(*) FROM documents WHERE {where}", params).fetchone()[0]
+    rows = conn.execute(f"SELECT * FROM documents WHERE {where} ORDER BY id DESC LIMIT ? OFFSET ?",
+                        (*params, limit, offset)).fetchall()
+    return [_row_to_document(r) for r in rows], total
+
+
+def bm25(conn: sqlite3.Connection, terms: Sequence[str], scope: DocumentFilter, limit: int,
+         context_weight: float = 1.0) -> list[tuple[int, float]]:
+    """(id, raw score) best first for any of the terms; raw = -bm25(), higher is better.
+    A term found in the context column counts context_weight times one in the text."""
+    match = scoped(any_of(terms), "scope", scope.persona_id, scope.session_id)
+    if match is None:
+        return []
+    where, params = _filter_sql(scope, alias="d")
+    rows = conn.execute(
+        "SELECT d.id, -bm25(documents_fts, 1.0, ?, 0.0) AS raw FROM documents_fts"
+        " JOIN documents d ON d.id = documents_fts.rowid"
+        f" WHERE documents_fts MATCH ? AND {where} ORDER BY raw DESC LIMIT ?",
+        (context_weight, match, *params, limit)).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+def terms_of(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, list[str]]:
+    """The indexed terms of documents (as stored in the FTS table: no re-segmenting)."""
+    if not ids:
+        return {}
+    return {r[0]: r[1].split() for r in conn.execute(
+        "SELECT rowid, tokens FROM documents_fts WHERE rowid IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(ids)),))}
+
+
+def missing_fts(conn: sqlite3.Connection) -> list[int]:
+    """Ids of documents without a BM25 row."""
+    return [r[0] for r in conn.execute(
+        "SELECT id FROM documents WHERE id NOT IN (SELECT rowid FROM documents_fts) ORDER BY id")]
+
+
+def ids_in_scope(conn: sqlite3.Connection, scope: DocumentFilter) -> list[int]:
+    """Every document id the filter admits (for restricting a vector search)."""
+    where, params = _filter_sql(scope, alias="documents")
+    return [r[0] for r in conn.execute(f"SELECT id FROM documents WHERE {where}", params)]
+
+
+def filter_ids(conn: sqlite3.Connection, ids: Sequence[int], scope: DocumentFilter) -> set[int]:
+    """The subset of ids that exist and that the filter admits."""
+    if not ids:
+        return set()
+    where, params = _filter_sql(scope, alias="documents")
+    return {r[0] for r in conn.execute(
+        "SELECT id FROM documents WHERE id IN (SELECT value FROM json_each(?))"
+        f" AND {where}", (json.dumps(list(ids)), *params))}
+
+
+def count(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+
+
+def count_in(conn: sqlite3.Connection, scope: DocumentFilter) -> int:
+    """How many documents the filter admits."""
+    where, params = _filter_sql(scope, alias="documents")
+    return conn.execute(f"SELECT COUNT(*) FROM documents WHERE {where}", params).fetchone()[0]
 
 
 def counts(conn: sqlite3.Connection) -> dict[str, int]:

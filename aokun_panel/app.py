@@ -1,4 +1,4 @@
-"""The panel's Starlette app: the gate, the pages' routes, static files, and the reader's life."""
+"""The panel's Starlette app: the gate, the pages' routes, static files, and the services' life."""
 
 from __future__ import annotations
 
@@ -10,25 +10,23 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from aokun_panel.context import PanelContext, build_memory_service
+from aokun_panel.context import PanelContext
 from aokun_panel.pages import all_pages
 from aokun_panel.reader import Reader
 from aokun_panel.security import PanelGate, csrf_token
 from aokun_panel.timing import ServerTiming
+from shared.assembly import open_services
 from shared.live_config import LiveConfig
-from shared.store.schema import open_database
 
 HERE = Path(__file__).resolve().parent
 
 
 def build_context(live: LiveConfig, token: str) -> PanelContext:
-    config = live.current
-    db = open_database(config.storage)
+    services = open_services(live)
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.filters["age"] = _age
-    return PanelContext(live=live, db=db, memories=build_memory_service(config, db),
-                        reader=Reader(config.storage.db_path, config.storage.busy_timeout_ms),
-                        templates=templates, csrf=csrf_token(token))
+    return PanelContext(services=services, reader=Reader(services.db), templates=templates,
+                        csrf=csrf_token(token))
 
 
 def build_app(ctx: PanelContext, token: str, port: int):
@@ -36,15 +34,13 @@ def build_app(ctx: PanelContext, token: str, port: int):
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
-        await ctx.reader.open()
         watcher = ctx.live.watch()  # settings saved anywhere apply here too
         try:
             yield
         finally:
             if watcher is not None:
                 watcher.stop()
-            await ctx.reader.close()
-            ctx.db.close()
+            ctx.services.close()
 
     routes = [route for module in all_pages() for route in module.routes(ctx)]
     routes.append(Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"))

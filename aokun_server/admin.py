@@ -14,6 +14,7 @@ from aokun_server import hook, run_all
 from aokun_server.ingest import cmd_ingest, ingest_parser
 from aokun_server.mcp_config import add_parser as mcp_config_parser, cmd_mcp_config
 from aokun_server.transfer_cli import add_parsers as add_transfer_parsers, cmd_export, cmd_import
+from shared.assembly import Services, open_services
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
 from shared.lifecycle import ACTIONS
@@ -58,57 +59,39 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class Admin:
-    """Opens what a command needs, lazily, and closes it at the end."""
+    """Opens what a command needs (shared/assembly.py), on first use, and closes it at the end."""
 
     def __init__(self, config: AppConfig):
         self.config = config
-        self._db = None
+        self._services: Services | None = None
+
+    @property
+    def services(self) -> Services:
+        if self._services is None:
+            self._services = open_services(self.config, embed_threads=self.config.embedding.threads)
+        return self._services
 
     @property
     def db(self):
-        if self._db is None:
-            from shared.store.schema import open_database
-
-            self._db = open_database(self.config.storage)
-        return self._db
+        return self.services.db
 
     def documents(self):
-        from shared.store.documents import DocumentStore
+        return self.services.memories.documents
 
-        return DocumentStore(self.db)
-
-    def segmenter(self):
-        from shared.text.segment import Segmenter
-
-        return Segmenter(self.config.text)
-
-    def memories(self, segmenter=None, queued: bool = True):
+    def memories(self, queued: bool = True):
         """The memory service, queueing through the Huey queue like a front; queued=False
         leaves the stages to requeue() (a bulk import queues once at its end)."""
-        from functools import partial
-
-        from shared.extract.atoms import ttl_days
-        from shared.memories import MemoryService
-        from shared.queue import open_queue
-        from shared.tasks import Enqueuer
-
-        queue = Enqueuer(open_queue(self.config.storage)) if queued else None
-        return MemoryService(self.db, segmenter or self.segmenter(), queue,
-                             partial(ttl_days, config=self.config.atoms), memory=self.config.memory)
+        if queued:
+            return self.services.memories
+        return Services(self.services.live, self.db, queued=False).memories
 
     def requeue(self) -> int:
         """Queue every stage that waits unqueued (the reconciler's pass); return how many."""
-        from shared.queue import open_queue
-        from shared.reconcile import reconcile
-        from shared.tasks import Enqueuer
-
-        report = reconcile(self.db, Enqueuer(open_queue(self.config.storage)),
-                           self.config.worker.heartbeat_timeout_s, queue=self.config.queue)
-        return report.enqueued
+        return self.services.reconcile().enqueued
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
+        if self._services is not None:
+            self._services.close()
 
 
 def cmd_config(admin: Admin, args) -> int:
@@ -161,10 +144,9 @@ def cmd_rebuild_index(admin: Admin, args) -> int:
     from aokun_worker.handlers import EmbedHandler
     from aokun_worker.heartbeat import Heartbeat
     from aokun_worker.runner import RunnerParts, StageRunner
-    from shared.embedders import build_embedder
     from shared.store import stages, vectors
 
-    embedder = build_embedder(admin.config.embedding, threads=admin.config.embedding.threads)
+    embedder = admin.services.embedder
     dim = embedder.dim
     with admin.db.write() as tx:
         now = time.time()
@@ -196,22 +178,16 @@ def cmd_rebuild_index(admin: Admin, args) -> int:
     return 0
 
 
-def _lifecycle(admin: Admin):
-    from shared.lifecycle import Lifecycle
-
-    return Lifecycle(admin.config, admin.db)
-
-
 def cmd_maintenance(admin: Admin, args) -> int:
     from shared.lifecycle import run_action
 
-    report = run_action(args.action, _lifecycle(admin), lambda: {"queued": admin.requeue()}, time.time())
+    report = run_action(args.action, admin.services.lifecycle, lambda: {"queued": admin.requeue()}, time.time())
     print(json.dumps(report, indent=2, ensure_ascii=False))
     return 0
 
 
 def cmd_backup(admin: Admin, args) -> int:
-    print(_lifecycle(admin).backup(time.time())["path"])
+    print(admin.services.lifecycle.backup(time.time())["path"])
     return 0
 
 

@@ -9,32 +9,20 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-
 from functools import partial
 
 from aokun_server.autostart import ensure_worker
-from aokun_server.ingest import build_summarizer
 from aokun_server.pipeline import Reinforcer
 from aokun_server.server import AokunMCPServer
 from aokun_server.tools import ToolDeps, register_tools
 from shared import __version__
+from shared.assembly import LiveRecaller, Services, open_services
 from shared.config import AppConfig
-from shared.embedders import Embedder, build_embedder, recorded_models, space_dim
 from shared.health import FrontHeartbeat
-from shared.lifecycle import Lifecycle
-from shared.live_config import ConfigWatcher, LiveConfig, apply_log_level, live_ttl_days
+from shared.live_config import ConfigWatcher, LiveConfig, apply_log_level
 from shared.memories import MemoryService
-from shared.queue import open_queue
-from shared.reconcile import reconcile
-from shared.search.atoms import AtomSearch
-from shared.search.channels import ChannelParts
-from shared.search.recall import LiveRecaller
-from shared.search.vectors import VectorIndex
 from shared.store import vectors
 from shared.store.db import Database
-from shared.store.schema import open_database
-from shared.tasks import Enqueuer
-from shared.text.segment import Segmenter
 
 log = logging.getLogger("aokun.front")
 
@@ -48,17 +36,25 @@ INSTRUCTIONS = (
 @dataclass
 class Front:
     server: AokunMCPServer
-    live: LiveConfig
-    db: Database
-    segmenter: Segmenter
-    embedder: Embedder
-    index: VectorIndex
-    entry_index: VectorIndex
-    enqueuer: Enqueuer
-    recaller: LiveRecaller
-    memories: MemoryService
+    services: Services
     heartbeat: FrontHeartbeat | None = None
     watcher: ConfigWatcher | None = None
+
+    @property
+    def live(self) -> LiveConfig:
+        return self.services.live
+
+    @property
+    def db(self) -> Database:
+        return self.services.db
+
+    @property
+    def memories(self) -> MemoryService:
+        return self.services.memories
+
+    @property
+    def recaller(self) -> LiveRecaller:
+        return self.services.recaller
 
     @property
     def config(self) -> AppConfig:
@@ -87,7 +83,7 @@ class Front:
         self.db.close()
 
     def _warm_up(self) -> None:
-        self.segmenter.warm_up()
+        self.services.segmenter.warm_up()
         try:
             restored = self.memories.backfill_fts()
             if restored:
@@ -95,14 +91,14 @@ class Front:
         except Exception:
             log.exception("could not back-fill BM25 rows")
         try:
-            self.embedder.embed_query("warm up")
+            self.services.embedder.embed_query("warm up")
         except Exception as exc:
             log.warning("vector channel not ready (BM25 serves meanwhile): %s", exc)
 
     def _load_indexes(self) -> None:
         # Beside the jieba load rather than after it: both FAISS indexes (from their snapshots
         # where the worker wrote them) are ready by the first hybrid recall.
-        for index in (self.index, self.entry_index):
+        for index in self.services.vector_indexes:
             try:
                 index.sync()
             except Exception as exc:
@@ -113,8 +109,7 @@ class Front:
         try:
             if autostart_worker and self.config.worker.autostart:
                 ensure_worker(self.config, self.db)
-            reconcile(self.db, self.enqueuer, self.config.worker.heartbeat_timeout_s,
-                      queue=self.config.queue)
+            self.services.reconcile()
         except Exception:
             log.exception("start-up reconcile failed; workers will reconcile")
 
@@ -132,33 +127,22 @@ class Front:
 
 def build_front(config: AppConfig) -> Front:
     """Open (and migrate) the database, open the queue, and return a ready MCP server."""
-    live = LiveConfig(config)
-    db = open_database(config.storage)
-    segmenter = Segmenter(config.text)
-    embedder = build_embedder(config.embedding, threads=1, recorded=recorded_models(db.connection()))
-    dim = space_dim(config.embedding, embedder)
-    index = VectorIndex(db, "document", embedder.model, dim)
-    entry_index = VectorIndex(db, "graph_entry", embedder.model, dim)
-    _warn_foreign_vectors(db, index)
-    enqueuer = Enqueuer(open_queue(config.storage))
-    memories = MemoryService(db, segmenter, enqueuer, live_ttl_days(live), memory=config.memory)
-    recaller = LiveRecaller(memories.documents, segmenter,
-                            ChannelParts(memories.documents, config.retrieval, index, entry_index, config.graph),
-                            embedder.embed_query, live)
-    reinforcer = Reinforcer(memories, config.retrieval.access_reinforcement)
-    deps = ToolDeps(memories=memories, recaller=recaller, index=index, reinforcer=reinforcer,
-                    atom_search=AtomSearch(db, segmenter),
-                    lifecycle=Lifecycle(live, db),
-                    reconcile_queue=lambda: vars(reconcile(db, enqueuer, live.current.worker.heartbeat_timeout_s,
-                                                           queue=live.current.queue)),
-                    live=live,
-                    summarizer=build_summarizer(db, config.atoms, segmenter, lambda: live.current.summarizer))
+    services = open_services(config)
+    live = services.live
+    _warn_foreign_vectors(services)
+    reinforcer = Reinforcer(services.memories, config.retrieval.access_reinforcement)
+    index, _ = services.vector_indexes
+    deps = ToolDeps(memories=services.memories, recaller=services.recaller, index=index,
+                    reinforcer=reinforcer, atom_search=services.atom_search,
+                    lifecycle=services.lifecycle,
+                    reconcile_queue=lambda: vars(services.reconcile()),
+                    live=live, summarizer=services.summarizer)
     server = AokunMCPServer("aokun-memory", version=__version__, instructions=INSTRUCTIONS,
                             log_level=config.server.log_level,
                             exposed_tools=config.server.exposed_tools)
     register_tools(server, deps)
     live.subscribe(partial(_apply_server_settings, server, reinforcer))
-    return Front(server, live, db, segmenter, embedder, index, entry_index, enqueuer, recaller, memories)
+    return Front(server, services)
 
 
 def _apply_server_settings(server: AokunMCPServer, reinforcer: Reinforcer,
@@ -170,10 +154,9 @@ def _apply_server_settings(server: AokunMCPServer, reinforcer: Reinforcer,
         apply_log_level(new.server.log_level)
 
 
-
-
-def _warn_foreign_vectors(db: Database, index: VectorIndex) -> None:
+def _warn_foreign_vectors(services: Services) -> None:
+    index, _ = services.vector_indexes
     if index.dim:
-        message = vectors.foreign_space_warning(db.connection(), index.model, index.dim)
+        message = vectors.foreign_space_warning(services.db.connection(), index.model, index.dim)
         if message:
             log.warning(message)

@@ -24,7 +24,7 @@ import sys
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from shared.errors import InvalidInput
 from shared.store.documents import MemoryFields
@@ -210,16 +210,6 @@ def memory_fields(memory: StructuredMemory, turns: list[Turn], persona_id: str |
     return replace(metadata.to_fields(), source_hash=source_hash(turns, persona_id))
 
 
-def build_summarizer(db, atoms_config, segmenter, summarizer_config: Callable):
-    """The summarizer with its rules provider (the atom rules and jieba the stages use)."""
-    from shared.extract.atoms import AtomRules
-    from shared.summarize.rules import RulesSummarizer
-    from shared.summarize.summarizer import Summarizer
-
-    return Summarizer(db, RulesSummarizer(AtomRules.load(atoms_config.rules_file), segmenter),
-                      summarizer_config)
-
-
 # -- the command ----------------------------------------------------------------------------
 
 
@@ -252,9 +242,7 @@ def cmd_ingest(admin, args) -> int:
             print(f"nothing to remember: {path} holds no conversation yet")
             return 0
         raise InvalidInput(f"{path} holds no conversation: no turn has any text")
-    segmenter = admin.segmenter()
-    memory = build_summarizer(admin.db, admin.config.atoms, segmenter,
-                              lambda: admin.config.summarizer).summarize(turns)
+    memory = admin.services.summarizer.summarize(turns)
     for warning in memory.warnings:
         print(f"aokun ingest: {warning}", file=sys.stderr)
     fields = memory_fields(memory, turns, args.persona, session)
@@ -265,7 +253,7 @@ def cmd_ingest(admin, args) -> int:
     if args.dry_run:
         print(memory.model_dump_json(indent=2))
         return 0
-    doc, created = admin.memories(segmenter).memorize_once(memory.summary, fields)
+    doc, created = admin.memories().memorize_once(memory.summary, fields)
     if not created:
         print(f"already stored as {doc.id}")
         return 0

@@ -35,7 +35,8 @@ from shared.lifecycle import Lifecycle
 from shared.live_config import LiveConfig
 from shared.search import answer
 from shared.search.atoms import AtomHit, AtomSearch
-from shared.search.recall import Hit, LiveRecaller, RecallRequest, floors
+from shared.assembly import LiveRecaller
+from shared.search.recall import Hit, RecallRequest, floors
 from shared.search.vectors import VectorIndex
 from shared.memories import MemoryService
 from shared.store import consistency

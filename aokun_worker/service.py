@@ -15,23 +15,17 @@ from aokun_worker.heartbeat import Heartbeat
 from aokun_worker.periodic import PeriodicJob, PeriodicScheduler, SettleWatch
 from aokun_worker.runner import RunnerParts, StageRunner
 from shared import health, platform
+from shared.assembly import Services, open_services
 from shared.config import AppConfig
 from shared.decay import DAY
-from shared.lifecycle import Lifecycle
-from shared.live_config import LiveConfig, live_ttl_days
-from shared.memories import MemoryService
-from shared.embedders import build_embedder, recorded_models, space_dim
 from shared.extract.atoms import AtomRules
+from shared.embedders import space_dim
 from shared.extract.graph_rules import GraphBuilder
-from shared.queue import open_queue
-from shared.reconcile import reconcile
 from shared.search.vectors import VectorIndex
 from shared.store import fts, runtime, vectors
 from shared.store.db import Database
 from shared.store.documents import DocumentStore
-from shared.store.schema import open_database
 from shared.tasks import Enqueuer
-from shared.text.segment import Segmenter
 
 log = logging.getLogger("aokun.worker")
 
@@ -51,27 +45,28 @@ class WorkerService:
     changed config file (queue numbers, atom shelf lives, periodic intervals, forgetting and
     backup settings, idle exit) follows it."""
 
-    def __init__(self, config: AppConfig, db: Database, huey, autostarted: bool = False):
-        self.live = LiveConfig(config)
-        self.db = db
-        self.huey = huey
+    def __init__(self, services: Services, autostarted: bool = False):
+        self.services = services
+        self.live = services.live
+        self.db = services.db
+        self.huey = services.huey
         self.autostarted = autostarted
-        self.heartbeat = Heartbeat(db, config.worker.heartbeat_interval_s)
-        self.embedder = build_embedder(config.embedding, threads=config.embedding.threads,
-                                       recorded=recorded_models(db.connection()))
-        self.segmenter = Segmenter(config.text)
+        config = self.live.current
+        self.heartbeat = Heartbeat(self.db, config.worker.heartbeat_interval_s)
+        self.embedder = services.embedder
+        self.segmenter = services.segmenter
         self.atom_rules = AtomRules.load(config.atoms.rules_file)
-        graph = GraphHandler(db, GraphBuilder(self.segmenter, config.graph), self.embedder)
-        parts = RunnerParts(db=db, documents=DocumentStore(db),
+        graph = GraphHandler(self.db, GraphBuilder(self.segmenter, config.graph), self.embedder)
+        parts = RunnerParts(db=self.db, documents=DocumentStore(self.db),
                             handlers={**self._handlers(config), "graph": graph},
                             queue=config.queue, owner=self.heartbeat.worker_id)
         self.runner = StageRunner(parts)
-        self.enqueuer = Enqueuer(huey, processor=self.runner.process)
+        self.enqueuer = Enqueuer(self.huey, processor=self.runner.process)
         self.runner.enqueuer = self.enqueuer
-        self.lifecycle = Lifecycle(self.live, db)
+        self.lifecycle = services.lifecycle
         # Only for repairs at start (BM25 rows back-filled); memories are written by fronts.
-        self.memories = MemoryService(db, self.segmenter, None, live_ttl_days(self.live), memory=config.memory)
-        self.scheduler = PeriodicScheduler(db, self._jobs(config))
+        self.memories = services.memories
+        self.scheduler = PeriodicScheduler(self.db, self._jobs(config))
         self.snapshots = SettleWatch("snapshots", self._vector_state, self.snapshot_job,
                                      SNAPSHOT_SETTLE_S, SNAPSHOT_MAX_WAIT_S)
         self.idle = IdleWatch(self)
@@ -111,7 +106,8 @@ class WorkerService:
     @classmethod
     def open(cls, config: AppConfig, autostarted: bool = False) -> "WorkerService":
         """Build the worker; `autostarted` (a front started it) lets it exit when idle."""
-        service = cls(config, open_database(config.storage), open_queue(config.storage), autostarted)
+        services = open_services(config, queued=False, embed_threads=config.embedding.threads)
+        service = cls(services, autostarted)
         _warn_foreign_vectors(service.db, service.embedder)
         restored = service.memories.backfill_fts()
         if restored:
@@ -122,8 +118,7 @@ class WorkerService:
         return service
 
     def reconcile_job(self, previous: float | None, now: float) -> str:
-        config = self.config
-        report = reconcile(self.db, self.enqueuer, config.worker.heartbeat_timeout_s, queue=config.queue)
+        report = self.services.reconcile(self.enqueuer)
         return f"{report.reclaimed} reclaimed, {report.enqueued} queued"
 
     def housekeeping_job(self, previous: float | None, now: float) -> str:

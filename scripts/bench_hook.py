@@ -59,15 +59,12 @@ def write_config(folder: Path, port: int) -> Path:
 
 
 def seed(config: Path, texts: list[str]) -> None:
-    from functools import partial
-
-    from shared.extract.atoms import ttl_days
-    from shared.memories import MemoryService
-    from shared.text.segment import Segmenter
+    from shared.assembly import Services
+    from shared.live_config import LiveConfig
 
     cfg = load_config(config)
     db = open_database(cfg.storage)
-    service = MemoryService(db, Segmenter(cfg.text), None, partial(ttl_days, config=cfg.atoms))
+    service = Services(LiveConfig(cfg), db, queued=False).memories
     for i, text in enumerate(texts):
         service.memorize(text, MemoryFields(persona_id="me", pinned=i < 3, session_id=f"s{i // 20}"))
     db.close()

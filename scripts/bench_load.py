@@ -76,19 +76,16 @@ def seed(config_path: Path, size: int, rows: list[dict]) -> int:
     """Bring the store up to `size` memories in batches of one transaction each, through the
     memory service without a queue: the worker's reconciler queues their stages at its start.
     Return how many were added."""
-    from functools import partial
-
     from shared.config import load_config
-    from shared.extract.atoms import ttl_days
-    from shared.memories import MemoryService
+    from shared.assembly import Services
+    from shared.live_config import LiveConfig
     from shared.store.documents import MemoryFields
     from shared.store.schema import open_database
-    from shared.text.segment import Segmenter
 
     config = load_config(config_path)
     db = open_database(config.storage)
     try:
-        service = MemoryService(db, Segmenter(config.text), None, partial(ttl_days, config=config.atoms))
+        service = Services(LiveConfig(config), db, queued=False).memories
         have = start = service.documents.count()
         while have < size:
             batch = []

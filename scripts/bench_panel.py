@@ -109,16 +109,13 @@ def write_bench_config(work: Path) -> Path:
 
 
 def seed(config_path: Path, size: int) -> None:
-    from functools import partial
-
-    from shared.config import AtomsConfig
-    from shared.extract.atoms import ttl_days
-    from shared.memories import MemoryService
+    from shared.assembly import Services
+    from shared.live_config import LiveConfig
 
     config = load_config(config_path)
     db = open_database(config.storage)
     segmenter = Segmenter(config.text)
-    service = MemoryService(db, segmenter, None, partial(ttl_days, config=AtomsConfig()))
+    service = Services(LiveConfig(config), db, queued=False).memories
     have = service.documents.stats()["total"]
     if have >= size:
         db.close()

@@ -46,7 +46,6 @@ from shared.search.vectors import VectorIndex  # noqa: E402
 from shared.store import vectors  # noqa: E402
 from shared.store.documents import MemoryFields  # noqa: E402
 from shared.store.schema import open_database  # noqa: E402
-from shared.text.segment import Segmenter  # noqa: E402
 
 BIN = Path(sys.executable).parent
 LOCOMO = ROOT.parent / "shared" / "bench" / "data" / "locomo_dev.memories.jsonl"
@@ -110,13 +109,11 @@ def pipeline_throughput(folder: Path, sample: list[str]) -> tuple[float, float]:
 
 def _service(db, text_config):
     """The memory service without a queue (this script marks the stages itself)."""
-    from functools import partial
+    from shared.config import AppConfig
+    from shared.assembly import Services
+    from shared.live_config import LiveConfig
 
-    from shared.config import AtomsConfig
-    from shared.extract.atoms import ttl_days
-    from shared.memories import MemoryService
-
-    return MemoryService(db, Segmenter(text_config), None, partial(ttl_days, config=AtomsConfig()))
+    return Services(LiveConfig(AppConfig(text=text_config)), db, queued=False).memories
 
 
 def seed_with_vectors(folder: Path, size: int) -> Path:

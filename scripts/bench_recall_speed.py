@@ -59,13 +59,11 @@ def corpus() -> tuple[list[dict], list[str]]:
 
 def _service(db, text_config):
     """The memory service without a queue (this script marks the stages itself)."""
-    from functools import partial
+    from shared.config import AppConfig
+    from shared.assembly import Services
+    from shared.live_config import LiveConfig
 
-    from shared.config import AtomsConfig
-    from shared.extract.atoms import ttl_days
-    from shared.memories import MemoryService
-
-    return MemoryService(db, Segmenter(text_config), None, partial(ttl_days, config=AtomsConfig()))
+    return Services(LiveConfig(AppConfig(text=text_config)), db, queued=False).memories
 
 
 def seed(config_path: Path, size: int, rows: list[dict]) -> None:
@@ -120,7 +118,7 @@ def store_api_latency(config_path: Path, questions: list[str]) -> list[float]:
     from aokun_server.app import build_front
 
     front = build_front(load_config(config_path))
-    front.index.sync()
+    front.services.vector_indexes[0].sync()
     from shared.search.recall import RecallRequest
 
     front.recaller.recall(RecallRequest("warm up", 10, DocumentFilter()))

@@ -29,7 +29,6 @@ sys.path.insert(0, str(ROOT))
 from shared.config import StorageConfig, TextConfig  # noqa: E402
 from shared.store.documents import MemoryFields  # noqa: E402
 from shared.store.schema import open_database  # noqa: E402
-from shared.text.segment import Segmenter  # noqa: E402
 
 BENCH = ROOT.parent / "shared" / "bench" / "data"
 
@@ -52,13 +51,11 @@ def corpus() -> tuple[list[str], list[str]]:
 
 def _service(db, text_config):
     """The memory service without a queue (this script marks the stages itself)."""
-    from functools import partial
+    from shared.config import AppConfig
+    from shared.assembly import Services
+    from shared.live_config import LiveConfig
 
-    from shared.config import AtomsConfig
-    from shared.extract.atoms import ttl_days
-    from shared.memories import MemoryService
-
-    return MemoryService(db, Segmenter(text_config), None, partial(ttl_days, config=AtomsConfig()))
+    return Services(LiveConfig(AppConfig(text=text_config)), db, queued=False).memories
 
 
 def seed(data_dir: Path, target: int, texts: list[str]) -> None:

@@ -1,8 +1,16 @@
-"""Configuration: read once at an entry point into frozen, validated dataclasses.
+"""Configuration: the config file read into frozen, validated dataclasses.
 
 Every option has a default here and a commented line in config.example.yaml. Sections and
 keys are checked strictly: an unknown key or a bad value stops start-up with a message that
 names the key and what is allowed.
+
+A process loads the file at its entry point and keeps it in a LiveConfig
+(shared/live_config.py), which replaces the whole AppConfig when the file changes. The rule
+that shows at each call site whether a value is live: a part that follows the file holds the
+LiveConfig and reads `live.current.<section>.<key>` when it uses the value (or, for what is
+built from settings, rebuilds it when told of a change, as shared/assembly.py does for the
+recaller); a part handed a section dataclass keeps those values for its life, which is right
+only for the keys in RESTART_SECTIONS / RESTART_KEYS below.
 """
 
 from __future__ import annotations

@@ -36,12 +36,11 @@ def decay_boundaries(previous: float, now: float, hour: int, minute: int) -> lis
 
 
 class Lifecycle:
-    """The upkeep jobs. Each reads the settings current when it runs: a process passes its
-    LiveConfig, so a saved forgetting.* or backup.* key applies from the next run; a one-off
-    command passes its AppConfig."""
+    """The upkeep jobs. Each reads the process's settings when it runs (`live.current`), so a
+    saved forgetting.* or backup.* key applies from the next run."""
 
-    def __init__(self, config: AppConfig | LiveConfig, db: Database):
-        self.live = config if isinstance(config, LiveConfig) else LiveConfig(config)
+    def __init__(self, live: LiveConfig, db: Database):
+        self.live = live
         self.db = db
 
     @property

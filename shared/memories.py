@@ -17,7 +17,7 @@ import time
 from dataclasses import replace
 from typing import Callable, Protocol, Sequence
 
-from shared.config import MemoryConfig
+from shared.live_config import LiveConfig, live_ttl_days
 from shared.store import atoms, consistency, documents, fts, graph, neighbours, stages, vectors
 from shared.store.db import Database
 from shared.store.documents import Document, DocumentStore, History, MemoryFields, content_hash
@@ -40,13 +40,13 @@ class MemoryService:
     """Writes memories; reads go through DocumentStore (service.documents)."""
 
     def __init__(self, db: Database, segmenter: Segmenter, queue: StageQueue | None,
-                 ttl_for: TtlFor, clock: Callable[[], float] = time.time,
-                 memory: MemoryConfig = MemoryConfig()):
+                 live: LiveConfig, *, clock: Callable[[], float] = time.time,
+                 ttl_for: TtlFor | None = None):
         self.db = db
-        self.memory = memory
+        self.live = live  # memory.* and atoms.ttl_* are read when a memory is written
         self.segmenter = segmenter
         self.queue = queue
-        self.ttl_for = ttl_for
+        self.ttl_for = ttl_for or live_ttl_days(live)
         self.clock = clock
         self.documents = DocumentStore(db)
 
@@ -212,8 +212,9 @@ class MemoryService:
                  before_id: int | None = None) -> list[tuple[int, str]]:
         """(id, text) of the neighbours a memory is indexed with (shared/store/neighbours.py)."""
         moment = documents.epoch(fields.original_time) or stored_time
+        settings = self.live.current.memory
         return neighbours.before(tx, fields.persona_id, fields.session_id, moment,
-                                 self.memory.context_turns, self.memory.context_window_s, before_id,
+                                 settings.context_turns, settings.context_window_s, before_id,
                                  fields.participants, text)
 
     def _terms_of(self, context: Sequence[tuple[int, str]]) -> str:

@@ -182,15 +182,13 @@ def memory_service(db, text=None, clock=None, queue=None):
     (no queue: the stages are left for a reconciler, as after a front crash)."""
     import time as _time
 
-    from shared.config import AtomsConfig, TextConfig
-    from shared.extract.atoms import ttl_days
+    from shared.config import AppConfig, TextConfig
+    from shared.live_config import LiveConfig
     from shared.memories import MemoryService
     from shared.text.segment import Segmenter
 
-    atoms_config = AtomsConfig()
-    return MemoryService(db, Segmenter(text or TextConfig()), queue,
-                         lambda kind, importance, n: ttl_days(kind, importance, n, atoms_config),
-                         clock or _time.time)
+    return MemoryService(db, Segmenter(text or TextConfig()), queue, LiveConfig(AppConfig()),
+                         clock=clock or _time.time)
 
 
 def seed_memories(config: Path, persona: str, *texts: str) -> list[int]:

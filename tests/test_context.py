@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from shared.config import MemoryConfig, StorageConfig, TextConfig
+from shared.config import AppConfig, MemoryConfig, StorageConfig, TextConfig
+from shared.live_config import LiveConfig
 from shared.memories import MemoryService
 from shared.store import neighbours
 from shared.store.documents import DocumentFilter, MemoryFields
@@ -20,8 +21,8 @@ T0 = datetime(2023, 5, 8, 13, 56)
 @pytest.fixture
 def service(tmp_path):
     db = open_database(StorageConfig(data_dir=tmp_path / "data"))
-    yield MemoryService(db, Segmenter(TextConfig()), None, lambda kind, importance, n: 30.0,
-                        memory=MemoryConfig(context_turns=2, context_window_s=1800))
+    live = LiveConfig(AppConfig(memory=MemoryConfig(context_turns=2, context_window_s=1800)))
+    yield MemoryService(db, Segmenter(TextConfig()), None, live, ttl_for=lambda kind, importance, n: 30.0)
     db.close()
 
 
@@ -102,8 +103,8 @@ def test_backfill_rebuilds_rows_with_their_context(service):
 
 def test_context_turns_zero_indexes_memories_alone(tmp_path):
     db = open_database(StorageConfig(data_dir=tmp_path / "data"))
-    alone = MemoryService(db, Segmenter(TextConfig()), None, lambda *a: 30.0,
-                          memory=MemoryConfig(context_turns=0))
+    alone = MemoryService(db, Segmenter(TextConfig()), None,
+                          LiveConfig(AppConfig(memory=MemoryConfig(context_turns=0))), ttl_for=lambda *a: 30.0)
     turn(alone, "Caroline: I adopted a greyhound")
     second = turn(alone, "Melanie: lovely", minutes=1)
     assert context_of(alone, second) == ""

@@ -15,6 +15,7 @@ from helpers import mcp_session, memory_service, write_config
 from shared.config import load_config
 from shared.decay import DAY
 from shared.lifecycle import Lifecycle, decay_boundaries
+from shared.live_config import LiveConfig
 from shared.store import graph
 from shared.store.documents import MemoryFields
 from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
@@ -29,7 +30,7 @@ def life(tmp_path):
     config = load_config(write_config(tmp_path, forgetting={"decay_rate": 0.05}))
     db = open_database(config.storage)
     store = memory_service(db, config.text, clock=lambda: T0)
-    yield Lifecycle(config, db), store
+    yield Lifecycle(LiveConfig(config), db), store
     db.close()
 
 
@@ -85,7 +86,7 @@ def test_archival_and_include_archived(tmp_path):
     with mcp_session(front.server) as s:
         old = s.ok("memorize", {"content": "an old trivial note about socks", "metadata": {"importance": 0.1}})["id"]
         keep = s.ok("memorize", {"content": "an old important note about socks", "metadata": {"importance": 0.9}})["id"]
-        lifecycle = Lifecycle(front.config, front.db)
+        lifecycle = front.services.lifecycle
         assert lifecycle.archive(time.time() + 11 * DAY)["archived"] == 1
         assert [r["id"] for r in s.ok("recall", {"query": "socks"})["results"]] == [keep]
         both = s.ok("recall", {"query": "socks", "include_archived": True})["results"]

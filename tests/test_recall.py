@@ -46,7 +46,7 @@ def person(name):
 
 
 def write_graph(front, memory_id, nodes, edges, entries, api=None):
-    seg = front.segmenter
+    seg = front.services.segmenter
     specs = [EntrySpec(text, " ".join(seg.terms(text)), node, 0.8) for text, node in entries]
     with front.db.write() as tx:
         ids = graph.replace_for_memory(tx, memory_id, None, MemoryGraph(nodes, edges, specs), "h", 1.0)

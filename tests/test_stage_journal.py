@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.config import StorageConfig, TextConfig
+from shared.config import AppConfig, StorageConfig, TextConfig
+from shared.live_config import LiveConfig
 from shared.memories import MemoryService
 from shared.store import runtime, stages
 from shared.store.documents import MemoryFields
@@ -16,7 +17,7 @@ from shared.text.segment import Segmenter
 @pytest.fixture
 def store(tmp_path):
     db = open_database(StorageConfig(data_dir=tmp_path))
-    yield MemoryService(db, Segmenter(TextConfig()), None, ttl_for=lambda kind, importance, n: 30.0)
+    yield MemoryService(db, Segmenter(TextConfig()), None, LiveConfig(AppConfig()), ttl_for=lambda kind, importance, n: 30.0)
     db.close()
 
 

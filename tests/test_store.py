@@ -8,10 +8,11 @@ import textwrap
 
 import pytest
 
-from shared.config import StorageConfig, TextConfig
+from shared.config import AppConfig, StorageConfig, TextConfig
 from shared.errors import MemoryNotFound
 from shared.store import consistency
 from shared.store.db import apply_migrations
+from shared.live_config import LiveConfig
 from shared.memories import MemoryService
 from shared.store.documents import DocumentFilter, MemoryFields, marked_text
 from shared.store.schema import MIGRATIONS, open_database
@@ -21,7 +22,7 @@ from datetime import datetime
 
 def service(db) -> MemoryService:
     """The memory service without a queue (stages are left to a reconciler)."""
-    return MemoryService(db, Segmenter(TextConfig()), None, lambda kind, importance, n: 30.0)
+    return MemoryService(db, Segmenter(TextConfig()), None, LiveConfig(AppConfig()), ttl_for=lambda kind, importance, n: 30.0)
 
 
 @pytest.fixture
@@ -82,13 +83,14 @@ def test_archived_documents_leave_search_unless_asked(store):
 WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from shared.config import StorageConfig, TextConfig
+    from shared.config import AppConfig, StorageConfig, TextConfig
+    from shared.live_config import LiveConfig
     from shared.store.schema import open_database
     from shared.memories import MemoryService
     from shared.store.documents import MemoryFields
     from shared.text.segment import Segmenter
     db = open_database(StorageConfig(data_dir=Path(sys.argv[1]), busy_timeout_ms=30000))
-    store = MemoryService(db, Segmenter(TextConfig()), None, lambda *a: 30.0)
+    store = MemoryService(db, Segmenter(TextConfig()), None, LiveConfig(AppConfig()), ttl_for=lambda *a: 30.0)
     for i in range(int(sys.argv[3])):
         store.memorize(f"writer {sys.argv[2]} memory {i} 并发写入", MemoryFields(persona_id=sys.argv[2]))
 """)

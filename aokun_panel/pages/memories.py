@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from aokun_panel.pages import Page
 from aokun_panel.pages.atoms import MAX_PAGE, atom_view, chains, link, utc
-from aokun_panel.recall import panel_recall
+from shared.search.recall import RecallRequest
 from aokun_panel.render import render
 from aokun_server.models import MAX_INT64, MemoryMetadata, MemoryOut, parse_iso
 from shared.errors import AokunError, MemoryNotFound, StorageError
@@ -111,9 +111,10 @@ def routes(ctx) -> list[Route]:
         filters, scope, offset, problem = read_filters(request)
         hits, search_error = None, None
         if filters["q"] and problem is None:
-            try:
-                hits = await run_in_threadpool(panel_recall(ctx).recall, filters["q"],
-                                               ctx.config.memory.recall_top_k, scope)
+            try:  # the recaller (and its embedding model) is built on the first search
+                # Searching here is looking, not using: no access is counted.
+                asked = RecallRequest(filters["q"], ctx.config.memory.recall_top_k, scope, explain=True)
+                hits = await run_in_threadpool(ctx.services.recaller.recall, asked)
             except AokunError as exc:
                 search_error = str(exc)
         data = await ctx.reader.run(list_page, scope, filters["state"], offset)

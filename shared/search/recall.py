@@ -19,7 +19,7 @@ relation_boost to the memories about the entity it leads to; a turn by someone t
 names gains named_speaker_boost; a turn that asks loses question_turn_penalty (the turn
 answering it states the fact). MMR re-ranking is available and off
 by default (mmr_enabled); RRF is an alternative fusion. Every weight comes from
-RetrievalConfig; LiveRecaller follows a process's live settings.
+RetrievalConfig; shared/assembly.py rebuilds the Recaller when those settings change.
 """
 
 from __future__ import annotations
@@ -30,15 +30,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
-from shared.config import AppConfig, RetrievalConfig
+from shared.config import RetrievalConfig
 from shared.decay import DAY, recency
 from shared.errors import AokunError
 from shared.rules.atoms import temporal_factors
 from shared.search import answer, calibration
 from shared.search.cache import RecallCache
-from shared.live_config import LiveConfig
 from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel
-from shared.search.channels import ChannelParts, build_channels
 from shared.search.focus import asks, focus, speaker
 from shared.search.fuse import fuse_routes, normalise, ordered, rrf, spread, weighted_minmax, weighted_zscore
 from shared.search.atoms import holding_types
@@ -214,34 +212,6 @@ class Recaller:
             except AokunError as exc:
                 outcomes.append((channel, exc))
         return outcomes
-
-
-class LiveRecaller:
-    """Recall with the current retrieval settings: the Recaller (its channels, which carry
-    their weights, and its cache, whose answers were made under the old settings) is built
-    again when a retrieval key changes. A recall in flight finishes with the one it began with."""
-
-    def __init__(self, store: DocumentStore, segmenter: Segmenter, parts: ChannelParts,
-                 embed: Callable | None, live: LiveConfig):
-        self.store, self.segmenter, self.parts, self.embed = store, segmenter, parts, embed
-        self.executor = ThreadPoolExecutor(max_workers=3, thread_name_prefix="recall")
-        self.current = self._build(live.current.retrieval)
-        live.subscribe(self._settings_changed)
-
-    @property
-    def cache(self) -> RecallCache | None:
-        return self.current.cache
-
-    def recall(self, request: RecallRequest) -> list[Hit]:
-        return self.current.recall(request)
-
-    def _build(self, config: RetrievalConfig) -> Recaller:
-        channels = build_channels(replace(self.parts, config=config))
-        return Recaller(self.store, self.segmenter, channels, self.embed, config, self.executor)
-
-    def _settings_changed(self, old: AppConfig, new: AppConfig) -> None:
-        if old.retrieval != new.retrieval:
-            self.current = self._build(new.retrieval)
 
 
 class _Fusion:

@@ -1,0 +1,189 @@
+"""The one place a process is put together: front, worker, panel and admin CLI alike.
+
+`open_services` opens the store and returns `Services`, which builds each part the first time
+it is asked for and keeps it: a command that only counts rows never loads an embedding model,
+and a panel that is never searched never builds a recaller. Every part reads the process's
+LiveConfig, so a key that applies live reaches every process kind through the same code:
+- per call, through `live.current` (the memory service's memory.* and atoms.ttl_* keys,
+  the lifecycle's forgetting.* and backup.* keys, the summarizer's summarizer.* keys);
+- by rebuilding what was built from it when it changes (the recaller and its channels on
+  retrieval.*, below).
+What a process adds on top (the MCP server and its tools, the worker's stage runner and
+periodic jobs, the panel's pages) is built in its own package from these parts.
+
+Heavy parts (the embedder, FAISS, the summarizer's rules) are imported when first built, not
+when this module is imported: `aokun status` must answer without loading them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Callable
+
+from shared.config import AppConfig
+from shared.lifecycle import Lifecycle
+from shared.live_config import LiveConfig
+from shared.memories import MemoryService
+from shared.queue import open_queue
+from shared.reconcile import ReconcileReport, reconcile
+from shared.search.atoms import AtomSearch
+from shared.search.cache import RecallCache
+from shared.search.channels import ChannelParts, build_channels
+from shared.search.recall import Hit, Recaller, RecallRequest
+from shared.store.db import Database
+from shared.store.schema import open_database
+from shared.tasks import Enqueuer
+from shared.text.segment import Segmenter
+
+if TYPE_CHECKING:
+    from shared.embedders import Embedder
+    from shared.search.vectors import VectorIndex
+    from shared.summarize.summarizer import Summarizer
+
+log = logging.getLogger("aokun.assembly")
+_UNBUILT = object()
+
+
+def part(build: Callable[["Services"], Any]) -> property:
+    """A part built the first time it is asked for, once even when threads ask together."""
+    name = build.__name__
+
+    def get(self: "Services") -> Any:
+        found = self._parts.get(name, _UNBUILT)
+        if found is _UNBUILT:
+            with self._lock:
+                found = self._parts.get(name, _UNBUILT)
+                if found is _UNBUILT:
+                    found = self._parts[name] = build(self)
+        return found
+
+    return property(get, doc=build.__doc__)
+
+
+class Services:
+    """What a process needs from the store up, each part built on first use.
+
+    `queued` says whether memories written here are queued for the workers at once (fronts,
+    panel, most commands) or left for a reconciler pass (a bulk import queues once at its end;
+    a worker runs stages itself). `embed_threads` is the embedding model's thread count: one
+    for processes that embed queries, the configured count for those that embed memories."""
+
+    def __init__(self, live: LiveConfig, db: Database, *, queued: bool = True, embed_threads: int = 1):
+        self.live = live
+        self.db = db
+        self.queued = queued
+        self.embed_threads = embed_threads
+        self._lock = threading.RLock()  # re-entrant: one part is built from others
+        self._parts: dict[str, Any] = {}
+
+    @property
+    def config(self) -> AppConfig:
+        return self.live.current
+
+    @part
+    def segmenter(self) -> Segmenter:
+        return Segmenter(self.config.text)
+
+    @part
+    def huey(self) -> Any:
+        """The task queue (Huey) of this data_dir."""
+        return open_queue(self.config.storage)
+
+    @part
+    def enqueuer(self) -> Enqueuer | None:
+        return Enqueuer(self.huey) if self.queued else None
+
+    @part
+    def memories(self) -> MemoryService:
+        return MemoryService(self.db, self.segmenter, self.enqueuer, self.live)
+
+    @part
+    def lifecycle(self) -> Lifecycle:
+        return Lifecycle(self.live, self.db)
+
+    @part
+    def atom_search(self) -> AtomSearch:
+        return AtomSearch(self.db, self.segmenter)
+
+    @part
+    def embedder(self) -> "Embedder":
+        from shared.embedders import build_embedder, recorded_models
+
+        return build_embedder(self.config.embedding, threads=self.embed_threads,
+                              recorded=recorded_models(self.db.connection()))
+
+    @part
+    def vector_indexes(self) -> tuple["VectorIndex", "VectorIndex"]:
+        """The FAISS indexes of memories and of graph entries, in the embedder's space."""
+        from shared.embedders import space_dim
+        from shared.search.vectors import VectorIndex
+
+        embedder = self.embedder
+        dim = space_dim(self.config.embedding, embedder)  # never asks an API at start
+        return (VectorIndex(self.db, "document", embedder.model, dim),
+                VectorIndex(self.db, "graph_entry", embedder.model, dim))
+
+    @part
+    def recaller(self) -> "LiveRecaller":
+        index, entry_index = self.vector_indexes
+        parts = ChannelParts(self.memories.documents, self.config.retrieval, index, entry_index,
+                             self.config.graph)
+        return LiveRecaller(self.memories.documents, self.segmenter, parts,
+                            self.embedder.embed_query, self.live)
+
+    @part
+    def summarizer(self) -> "Summarizer":
+        from shared.extract.atoms import AtomRules
+        from shared.summarize.rules import RulesSummarizer
+        from shared.summarize.summarizer import Summarizer
+
+        rules = RulesSummarizer(AtomRules.load(self.config.atoms.rules_file), self.segmenter)
+        return Summarizer(self.db, rules, lambda: self.live.current.summarizer)
+
+    def reconcile(self, enqueuer: Enqueuer | None = None) -> ReconcileReport:
+        """Reclaim dead workers' leases and queue every stage waiting unqueued."""
+        config = self.config
+        return reconcile(self.db, enqueuer or self.enqueuer or Enqueuer(self.huey),
+                         config.worker.heartbeat_timeout_s, queue=config.queue)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def open_services(config: AppConfig | LiveConfig, *, queued: bool = True,
+                  embed_threads: int = 1) -> Services:
+    """Open (and migrate) the store of `config` and return the parts built from it."""
+    live = config if isinstance(config, LiveConfig) else LiveConfig(config)
+    return Services(live, open_database(live.current.storage), queued=queued,
+                    embed_threads=embed_threads)
+
+
+class LiveRecaller:
+    """Recall with the current retrieval settings: the Recaller (its channels, which carry
+    their weights, and its cache, whose answers were made under the old settings) is built
+    again when a retrieval key changes. A recall in flight finishes with the one it began with."""
+
+    def __init__(self, store, segmenter: Segmenter, parts: ChannelParts,
+                 embed: Callable | None, live: LiveConfig):
+        self.store, self.segmenter, self.parts, self.embed = store, segmenter, parts, embed
+        self.executor = ThreadPoolExecutor(max_workers=3, thread_name_prefix="recall")
+        self.current = self._build(live.current.retrieval)
+        live.subscribe(self._settings_changed)
+
+    @property
+    def cache(self) -> RecallCache | None:
+        return self.current.cache
+
+    def recall(self, request: RecallRequest) -> list[Hit]:
+        return self.current.recall(request)
+
+    def _build(self, config) -> Recaller:
+        channels = build_channels(replace(self.parts, config=config))
+        return Recaller(self.store, self.segmenter, channels, self.embed, config, self.executor)
+
+    def _settings_changed(self, old: AppConfig, new: AppConfig) -> None:
+        if old.retrieval != new.retrieval:
+            self.current = self._build(new.retrieval)

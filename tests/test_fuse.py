@@ -37,7 +37,8 @@ from shared.decay import atom_time_factor, recency  # noqa: E402
 from shared.search.cache import RecallCache  # noqa: E402
 from shared.search.fuse import fuse_routes, normalise  # noqa: E402
 from shared.search.intent import has_cue, route_weights  # noqa: E402
-from shared.search.mmr import jaccard, mmr  # noqa: E402
+from shared.search.mmr import mmr  # noqa: E402
+from shared.text.overlap import jaccard  # noqa: E402
 
 
 def test_normalise_divides_by_the_best():

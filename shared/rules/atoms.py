@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from shared.decay import DAY, atom_time_factor
-from shared.search.mmr import jaccard
+from shared.text.overlap import jaccard
 from shared.store import atoms
 from shared.store.atoms import AtomOwner, AtomRow
 from shared.store.db import savepoint

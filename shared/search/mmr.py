@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Collection, Sequence
-
-
-def jaccard(a: Collection[str], b: Collection[str]) -> float:
-    """|a ∩ b| / |a ∪ b| of two bags of words taken as sets (0.0 when both are empty)."""
-    a, b = set(a), set(b)
-    union = len(a | b)
-    return len(a & b) / union if union else 0.0
+from typing import Callable, Sequence
 
 
 def mmr(candidates: Sequence[tuple[int, float]], similarity: Callable[[int, int], float],

@@ -41,7 +41,8 @@ from shared.search.focus import asks, focus, speaker
 from shared.search.fuse import fuse_routes, normalise, ordered, rrf, spread, weighted_minmax, weighted_zscore
 from shared.search.atoms import holding_types
 from shared.search.intent import has_cue, route_weights, wanted_atom_types
-from shared.search.mmr import jaccard, mmr
+from shared.search.mmr import mmr
+from shared.text.overlap import jaccard
 from shared.search.query import Query
 from shared.store import atoms, graph, meta
 from shared.store.documents import Document, DocumentFilter, DocumentStore, unmarked

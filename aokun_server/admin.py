@@ -138,44 +138,16 @@ def cmd_repair(admin: Admin, args) -> int:
 
 
 def cmd_rebuild_index(admin: Admin, args) -> int:
-    """Re-embed every memory here, with a progress bar, claiming stages like a worker does."""
-    from tqdm import tqdm
+    """Re-embed every memory: the worker's own stage runner does it (aokun_worker.main)."""
+    from aokun_worker.main import main as worker_main
 
-    from aokun_worker.handlers import EmbedHandler
-    from aokun_worker.heartbeat import Heartbeat
-    from aokun_worker.runner import RunnerParts, StageRunner
-    from shared.store import stages, vectors
+    admin.close()  # the worker process opens the store itself
+    return worker_main(["--rebuild-index", *_config_args(args)])
 
-    embedder = admin.services.embedder
-    dim = embedder.dim
-    with admin.db.write() as tx:
-        now = time.time()
-        dropped = vectors.delete_foreign(tx, embedder.model, dim, now)
-        total = stages.restart_stage(tx, "embed", now)
-    print(f"re-embedding {total} memories with {embedder.model} ({dim} dims); "
-          f"{dropped} vectors of other models removed", file=sys.stderr)
-    # A heartbeat like a worker's, so that workers' reconcilers leave our leases alone.
-    heartbeat = Heartbeat(admin.db, admin.config.worker.heartbeat_interval_s)
-    heartbeat.start()
-    runner = StageRunner(RunnerParts(
-        db=admin.db, documents=admin.documents(),
-        handlers={"embed": EmbedHandler(embedder, admin.config.embedding.batch_size, admin.db)},
-        queue=admin.config.queue, owner=heartbeat.worker_id))
-    try:
-        with tqdm(total=total, unit="memory", file=sys.stderr) as bar:
-            while True:
-                claimed, done = runner.run_next("embed")
-                if not claimed:
-                    break
-                if not done:
-                    print("embedding failed; workers will retry the remaining stages", file=sys.stderr)
-                    return 1
-                bar.update(claimed)
-    finally:
-        heartbeat.stop()
-    print(f"rebuilt: {vectors.documents_with_vector(admin.db.connection(), embedder.model, dim)} "
-          "memories have vectors")
-    return 0
+
+def _config_args(args) -> list[str]:
+    config = getattr(args, "config", None)
+    return ["--config", str(config)] if config else []
 
 
 def cmd_maintenance(admin: Admin, args) -> int:

@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from shared.assembly import open_services
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
 
@@ -21,6 +22,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--data-dir", type=Path, help="overrides storage.data_dir")
     parser.add_argument("--autostarted", action="store_true",
                         help="started by a front: exit after worker.idle_exit_s without fronts or work")
+    parser.add_argument("--rebuild-index", action="store_true",
+                        help="re-embed every memory with the configured embedder, then exit "
+                             "(what `aokun rebuild-index` runs)")
     return parser.parse_args(argv)
 
 
@@ -40,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         config = with_data_dir(load_config(args.config), args.data_dir)
+        if args.rebuild_index:
+            return _rebuild_index(config)
         from aokun_worker.service import WorkerService
 
         service = WorkerService.open(config, autostarted=args.autostarted)
@@ -47,6 +53,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"aokun-worker: {exc}", file=sys.stderr)
         return 2
     return service.run()
+
+
+def _rebuild_index(config: AppConfig) -> int:
+    from aokun_worker.rebuild import rebuild_index
+
+    services = open_services(config, queued=False, embed_threads=config.embedding.threads)
+    try:
+        return rebuild_index(services)
+    finally:
+        services.close()
 
 
 if __name__ == "__main__":

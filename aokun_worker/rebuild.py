@@ -1,0 +1,53 @@
+"""Re-embedding every memory by hand (`aokun rebuild-index`, which starts aokun_worker.main).
+
+It claims embed stages exactly as a running worker does (the same StageRunner and
+EmbedHandler, with a heartbeat so that workers' reconcilers leave its leases alone), so a
+worker running beside it shares the work instead of fighting over it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from tqdm import tqdm
+
+from aokun_worker.handlers import EmbedHandler
+from aokun_worker.heartbeat import Heartbeat
+from aokun_worker.runner import RunnerParts, StageRunner
+from shared.assembly import Services
+from shared.store import stages, vectors
+
+
+def rebuild_index(services: Services) -> int:
+    """Drop vectors of other models, restart every embed stage and run them all here, with a
+    progress bar on stderr; the last line says how many memories have vectors."""
+    config, db, embedder = services.config, services.db, services.embedder
+    dim = embedder.dim
+    with db.write() as tx:
+        now = time.time()
+        dropped = vectors.delete_foreign(tx, embedder.model, dim, now)
+        total = stages.restart_stage(tx, "embed", now)
+    print(f"re-embedding {total} memories with {embedder.model} ({dim} dims); "
+          f"{dropped} vectors of other models removed", file=sys.stderr)
+    heartbeat = Heartbeat(db, config.worker.heartbeat_interval_s)
+    heartbeat.start()
+    runner = StageRunner(RunnerParts(
+        db=db, documents=services.memories.documents,
+        handlers={"embed": EmbedHandler(embedder, config.embedding.batch_size, db)},
+        queue=config.queue, owner=heartbeat.worker_id))
+    try:
+        with tqdm(total=total, unit="memory", file=sys.stderr) as bar:
+            while True:
+                claimed, done = runner.run_next("embed")
+                if not claimed:
+                    break
+                if not done:
+                    print("embedding failed; workers will retry the remaining stages", file=sys.stderr)
+                    return 1
+                bar.update(claimed)
+    finally:
+        heartbeat.stop()
+    print(f"rebuilt: {vectors.documents_with_vector(db.connection(), embedder.model, dim)} "
+          "memories have vectors")
+    return 0

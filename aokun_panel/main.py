@@ -7,8 +7,8 @@ import secrets
 import sys
 
 from shared.config import load_config
-from aokun_server.main import interrupt_on_stop_signals, describe
 from shared.errors import AokunError
+from shared.serving import bind_listener, describe_start_failure, interrupt_on_stop_signals
 
 DEFAULT_PORT = 8765
 
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return serve(args)
     except (AokunError, OSError) as exc:
-        print(f"aokun panel: {describe(exc)}", file=sys.stderr)
+        print(f"aokun panel: {describe_start_failure(exc)}", file=sys.stderr)
         return 2
 
 
@@ -34,7 +34,6 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from aokun_panel.app import build_app, build_context
-    from aokun_server.http import bind_listener
     from shared.live_config import LiveConfig, apply_log_level
 
     config = load_config(args.config)

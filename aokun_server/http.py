@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import errno
 import hmac
 import json
 import os
 import socket
 
 from mcp.server.mcpserver import MCPServer
-
-from shared import platform
-from shared.errors import ConfigError
 
 
 class BearerTokenGate:
@@ -42,26 +38,6 @@ async def _refuse(send) -> None:
                             (b"www-authenticate", b'Bearer realm="aokun"')]})
     await send({"type": "http.response.body", "body": body})
 
-
-def bind_listener(host: str, port: int, owner: str = "aokun-server",
-                  choose: str = "--port or server.port") -> socket.socket:
-    """A socket bound to host:port and listening, or ConfigError saying the port is taken.
-    Bound here rather than by uvicorn so that a busy port is one line, found before the slow
-    start-up, and so that "serving at" is only said of a port that is ours."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        platform.reuse_address(sock)  # rebind while old connections linger in TIME_WAIT
-        sock.bind((host, port))
-        sock.listen(2048)  # uvicorn's default backlog; connections wait here until it serves
-    except OSError as exc:
-        sock.close()
-        if exc.errno in (errno.EADDRINUSE, getattr(errno, "WSAEADDRINUSE", None)):
-            raise ConfigError(f"port {port} on {host} is in use (another {owner}?); choose "
-                              f"another with {choose}") from exc
-        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; check "
-                          "server.host and server.port (or --host and --port)") from exc
-    return sock
 
 
 def serve_http(server: MCPServer, listener: socket.socket, host: str, token: str,

@@ -8,6 +8,7 @@ import sys
 
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
+from shared.serving import bind_listener, describe_start_failure, interrupt_on_stop_signals
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -29,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         return serve(args)
     except (AokunError, OSError) as exc:
         # Start-up failures (unwritable data_dir, busy port, bad config...) are one line.
-        print(f"aokun-server: {describe(exc)}", file=sys.stderr)
+        print(f"aokun-server: {describe_start_failure(exc)}", file=sys.stderr)
         return 2
 
 
@@ -48,23 +49,12 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def interrupt_on_stop_signals() -> None:
-    """uvicorn re-raises the stop signal it caught once it has shut down; as KeyboardInterrupt
-    it reaches the `finally` that closes the front (its heartbeat row, its database),
-    where SIGTERM's default action would end the process first."""
-    import signal
-
-    from shared import platform
-
-    for stop_signal in platform.graceful_stop_signals():
-        signal.signal(stop_signal, signal.default_int_handler)
-
 
 def serve_http(config: AppConfig, host: str, port: int) -> int:
     from aokun_server import http
 
     # Bound before the slow start-up: a busy port fails at once, and nothing starts for nothing.
-    listener = http.bind_listener(host, port)
+    listener = bind_listener(host, port)
     interrupt_on_stop_signals()
     try:
         front = start_front(config, "http")
@@ -90,13 +80,6 @@ def start_front(config: AppConfig, transport: str):
     front.start_background(autostart_worker=transport == "stdio", transport=transport)
     return front
 
-
-def describe(exc: BaseException) -> str:
-    """One line for a start-up failure; OSError's own text carries an '[Errno n]' prefix."""
-    if isinstance(exc, OSError) and exc.strerror:
-        where = f" ({exc.filename})" if exc.filename else ""
-        return f"cannot start: {exc.strerror}{where}"
-    return str(exc)
 
 
 if __name__ == "__main__":

@@ -147,6 +147,7 @@ def test_disk_full_says_so_and_keeps_what_was_committed(db):
 
 def test_lock_held_past_busy_timeout_names_the_setting(tmp_path):
     db = notes_db(tmp_path / "aokun.db", busy_timeout_ms=200)
+    assert db.connection().execute("PRAGMA busy_timeout").fetchone()[0] == 200  # the setting, not the default
     other = sqlite3.connect(db.path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     try:
@@ -160,7 +161,7 @@ def test_lock_held_past_busy_timeout_names_the_setting(tmp_path):
         other.close()
     assert failure.value.kind == "locked"
     assert "longer than storage.busy_timeout_ms (200 ms); retry" in str(failure.value)
-    assert 0.15 < waited < 5
+    assert waited >= 0.15  # it waited for the lock (a deferred write would fail at once)
     with db.write() as tx:  # the lock gone, the same thread writes again
         tx.execute("INSERT INTO notes (body) VALUES ('later')")
     db.close()

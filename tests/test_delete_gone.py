@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -123,15 +124,26 @@ def test_scrubbed_delete_leaves_no_word_in_files_or_backup(store, tmp_path):
 
 
 def test_flush_with_a_reader_settles_for_less_and_the_next_flush_completes(store):
+    """The delete is not held up by a reader: the flush waits its own short wait_ms, not the
+    connection's busy_timeout, and returns while the reader still holds its snapshot."""
     db, data_dir = store
     reader = sqlite3.connect(data_dir / "aokun.db", isolation_level=None)
     try:
         reader.execute("BEGIN")
         reader.execute("SELECT COUNT(*) FROM documents_fts").fetchone()  # holds a snapshot
         delete_doomed(db, scrub=True)
-        started = time.monotonic()
-        assert fts.flush_deleted(db.connection()) is False
-        assert time.monotonic() - started < 2.0  # the delete is not held up by the reader
+        conn = db.connection()
+        configured = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+        conn.execute("PRAGMA busy_timeout = 3600000")  # an hour: a flush waiting on it never returns
+        outcome = {}
+        flush = threading.Thread(target=lambda: outcome.update(flushed=fts.flush_deleted(conn)))
+        flush.start()
+        flush.join(60)
+        assert "flushed" in outcome, "flush_deleted still waiting for the reader after 60 s"
+        assert outcome["flushed"] is False
+        assert reader.in_transaction  # returned while the reader still reads its old snapshot
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 3600000  # left as it was
+        conn.execute(f"PRAGMA busy_timeout = {configured}")
         reader.execute("COMMIT")
     finally:
         reader.close()

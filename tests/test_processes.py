@@ -129,9 +129,8 @@ def test_autostarted_worker_exits_when_no_front_is_left_but_a_manual_one_stays(t
 
         front.stop()
         assert db_rows(config, "SELECT COUNT(*) FROM fronts") == [(0,)]
-        started = time.monotonic()
-        assert auto.wait(timeout=20) == 0
-        assert 2.5 < time.monotonic() - started < 10
+        assert auto.wait(timeout=60) == 0
+        assert "autostarted worker exiting" in (tmp_path / "worker-test.log").read_text()  # idle, not failed
         assert worker_pids(config) == [manual.pid]
         assert not (tmp_path / "data" / f"worker-{auto.pid}.pid").exists()
         time.sleep(2)

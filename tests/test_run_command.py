@@ -188,10 +188,8 @@ def test_a_second_ctrl_c_kills_what_will_not_stop(tmp_path):
     run.line(re.compile(r"SIGINT received"))
     time.sleep(0.3)
     assert pid_alive(child)  # asked once, it ignores SIGTERM, and the supervisor waits
-    started = time.monotonic()
     run.proc.send_signal(signal.SIGINT)
-    assert run.finish(timeout=30) == 1
-    assert time.monotonic() - started < 10
+    assert run.finish(timeout=60) == 1  # killed at once, not after stop_timeout_s (120 s)
     assert re.search(r"^run +\| stub killed \(it had not stopped\)$", run.text(), re.M)
     assert not pid_alive(child)
 
@@ -201,7 +199,7 @@ def test_stop_timeout_kills_what_will_not_stop(tmp_path):
     child = int(run.line(STARTED).group(2))
     started = time.monotonic()
     run.proc.terminate()
-    assert run.finish(timeout=30) == 1
-    assert 1 <= time.monotonic() - started < 10
+    assert run.finish(timeout=60) == 1
+    assert time.monotonic() - started >= 1  # it waited its stop_timeout_s before killing
     assert re.search(r"^run +\| stub killed \(it had not stopped\)$", run.text(), re.M)
     assert not pid_alive(child)

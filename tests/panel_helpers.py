@@ -3,6 +3,14 @@
 Chromium is Debian's (`apt-get install chromium`; .ci/run installs it), driven by the
 playwright package; playwright's own browser download is not used. Without a Chromium the
 browser tests skip and say so (scripts/test prints it too).
+
+The browser tests take a screenshot of each page they check, into build/screenshots/ (ignored
+by git), so running the tests leaves `git status` clean. The README shows some of them from
+docs/screenshots/; to refresh those on purpose, point the tests there and commit the result:
+
+    AOKUN_SCREENSHOTS_DIR=docs/screenshots scripts/test tests/test_panel_*.py
+
+(a relative AOKUN_SCREENSHOTS_DIR is taken from the repository's root).
 """
 
 from __future__ import annotations
@@ -19,7 +27,9 @@ import pytest
 
 from helpers import BIN, free_port
 
-SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+ROOT = Path(__file__).resolve().parent.parent
+SCREENSHOTS_ENV = "AOKUN_SCREENSHOTS_DIR"
+DEFAULT_SCREENSHOTS = Path("build") / "screenshots"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chrome")
 
 
@@ -83,9 +93,17 @@ def chromium_page():
             browser.close()
 
 
+def screenshots_dir() -> Path:
+    """Where screenshot() writes: $AOKUN_SCREENSHOTS_DIR, else build/screenshots/ (relative
+    paths from the repository's root, wherever pytest runs from)."""
+    return ROOT / (os.environ.get(SCREENSHOTS_ENV) or DEFAULT_SCREENSHOTS)
+
+
 def screenshot(page, name: str) -> Path:
-    """Write the page as docs/screenshots/<name>.png (the README shows some of them)."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
+    """Write the page as <name>.png in screenshots_dir(): build/screenshots/ unless
+    AOKUN_SCREENSHOTS_DIR says otherwise (docs/screenshots to refresh the README's images)."""
+    folder = screenshots_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path

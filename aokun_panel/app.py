@@ -16,13 +16,14 @@ from aokun_panel.reader import Reader
 from aokun_panel.security import PanelGate, csrf_token
 from aokun_panel.timing import ServerTiming
 from shared.assembly import open_services
-from shared.live_config import LiveConfig
+from shared.live_config import LiveConfig, apply_log_level
 
 HERE = Path(__file__).resolve().parent
 
 
 def build_context(live: LiveConfig, token: str) -> PanelContext:
     services = open_services(live)
+    live.subscribe(lambda old, new: apply_log_level(new.server.log_level))
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.filters["age"] = _age
     return PanelContext(services=services, reader=Reader(services.db), templates=templates,

@@ -34,16 +34,14 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from aokun_panel.app import build_app, build_context
-    from shared.live_config import LiveConfig, apply_log_level
+    from shared.live_config import LiveConfig
 
     config = load_config(args.config)
     # Loopback only, whatever the config says.
     listener = bind_listener("127.0.0.1", args.port, owner="aokun panel", choose="--port")
     port = listener.getsockname()[1]
     token = secrets.token_urlsafe(24)
-    live = LiveConfig(config)
-    live.subscribe(lambda old, new: apply_log_level(new.server.log_level))
-    ctx = build_context(live, token)
+    ctx = build_context(LiveConfig(config), token)
     app = build_app(ctx, token, port)
     url = f"http://127.0.0.1:{port}/?token={token}"
     print(f"aokun panel: {url}", file=sys.stderr, flush=True)

@@ -37,6 +37,7 @@ INSTRUCTIONS = (
 class Front:
     server: AokunMCPServer
     services: Services
+    reinforcer: Reinforcer
     heartbeat: FrontHeartbeat | None = None
     watcher: ConfigWatcher | None = None
 
@@ -142,7 +143,7 @@ def build_front(config: AppConfig) -> Front:
                             exposed_tools=config.server.exposed_tools)
     register_tools(server, deps)
     live.subscribe(partial(_apply_server_settings, server, reinforcer))
-    return Front(server, services)
+    return Front(server, services, reinforcer)
 
 
 def _apply_server_settings(server: AokunMCPServer, reinforcer: Reinforcer,

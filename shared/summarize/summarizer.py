@@ -30,6 +30,10 @@ class Summarizer:
         self._rules = rules
         self._config = config
 
+    def settings(self) -> SummarizerConfig:
+        """The summarizer.* settings the next call will use."""
+        return self._config()
+
     def summarize(self, turns: list[Turn], provider: str | None = None) -> StructuredMemory:
         """The structured memory of `turns` by `provider` (None: summarizer.provider), trimmed to
         memorize's limits."""

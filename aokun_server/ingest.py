@@ -191,23 +191,15 @@ def last_time(turns: list[Turn]) -> datetime | None:
 
 def memory_fields(memory: StructuredMemory, turns: list[Turn], persona_id: str | None,
                   session_id: str | None) -> MemoryFields:
-    """The summary's fields as memorize would take them (checked by memorize's own model),
-    with the conversation's source hash and its end as original_time."""
-    from pydantic import ValidationError
-
-    from aokun_server.models import MemoryMetadata
-    from aokun_server.server import describe_validation_error
-
-    when = last_time(turns)
-    try:
-        metadata = MemoryMetadata(
-            topics=memory.topics, participants=memory.participants, key_facts=memory.key_facts,
-            sentiment=memory.sentiment, importance=float(memory.importance),
-            persona_summary=memory.persona_summary, persona_id=persona_id, session_id=session_id,
-            original_time=when.isoformat() if when is not None else None)
-    except ValidationError as exc:
-        raise InvalidInput(describe_validation_error(exc)) from None
-    return replace(metadata.to_fields(), source_hash=source_hash(turns, persona_id))
+    """The summary's fields as memorize takes them, with the conversation's source hash and
+    its end as original_time. The memory service checks them when they are stored (or by
+    MemoryService.checked), as it checks every memory's."""
+    return MemoryFields(
+        topics=tuple(memory.topics), participants=tuple(memory.participants),
+        key_facts=tuple(memory.key_facts), sentiment=memory.sentiment,
+        importance=float(memory.importance), persona_summary=memory.persona_summary,
+        persona_id=persona_id, session_id=session_id, original_time=last_time(turns),
+        source_hash=source_hash(turns, persona_id))
 
 
 # -- the command ----------------------------------------------------------------------------
@@ -245,15 +237,13 @@ def cmd_ingest(admin, args) -> int:
     memory = admin.services.summarizer.summarize(turns)
     for warning in memory.warnings:
         print(f"aokun ingest: {warning}", file=sys.stderr)
-    fields = memory_fields(memory, turns, args.persona, session)
-    limit = admin.config.server.max_content_chars
-    if len(memory.summary) > limit:
-        raise InvalidInput(f"the summary is {len(memory.summary)} characters and server.max_content_chars "
-                           f"is {limit}: lower summarizer.summary_chars")
+    service = admin.memories(queued=not args.dry_run)  # a dry run opens no queue
+    # The service's own rule, a dry run included: what it prints could be stored.
+    summary, fields = service.checked(memory.summary, memory_fields(memory, turns, args.persona, session))
     if args.dry_run:
         print(memory.model_dump_json(indent=2))
         return 0
-    doc, created = admin.memories().memorize_once(memory.summary, fields)
+    doc, created = service.memorize_once(summary, fields)
     if not created:
         print(f"already stored as {doc.id}")
         return 0

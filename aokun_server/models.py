@@ -2,7 +2,9 @@
 
 Arguments are strict pydantic models and annotated types, so the SDK rejects a wrong type, an
 unknown metadata key or an out-of-range value before a tool runs; the server
-(aokun_server/server.py) turns pydantic's report into one line naming the field. Results are
+(aokun_server/server.py) turns pydantic's report into one line naming the field. The schema
+describes the memory service's rules (shared/memory_rules.py) from the same constants, and the
+service checks again: its rule is the one that decides, for every entry point. Results are
 models too: a tool annotated `-> dict` would send no structured content.
 """
 
@@ -13,15 +15,16 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
+from shared.errors import InvalidInput
 from shared.lifecycle import ACTIONS
+from shared.memory_rules import MAX_ID_CHARS, lone_surrogate_problem
 from shared.store.atoms import ATOM_TYPES
 from shared.store.documents import (MAX_KEY_FACT_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS,
                                     MAX_SUMMARY_CHARS, Document, MemoryFields, Sentiment)
 from shared.summarize.schema import StructuredMemory
 
-# Limits on what a caller may store are the store's (shared/store/documents.py); these are the
-# tools' own.
-MAX_ID_CHARS = 200
+# Limits on what a caller may store are the memory service's (shared/memory_rules.py,
+# shared/store/documents.py); these are the tools' own.
 MAX_LIST_LIMIT = 200
 # A conversation to summarize: a long session, not a book.
 MAX_CONVERSATION_CHARS = 2_000_000
@@ -30,20 +33,12 @@ MAX_CONVERSATION_TURNS = 20_000
 MAX_INT64 = 2**63 - 1
 
 
-def lone_surrogate_problem(value: str) -> str | None:
-    """What is wrong with text that cannot be stored as UTF-8 (a lone surrogate), or None."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return f"holds an invalid character at position {exc.start} (a lone UTF-16 surrogate)"
-    return None
-
-
 def reject_lone_surrogates(name: str, value: str) -> str:
-    """Text that cannot be stored as UTF-8 (a lone surrogate) is refused, not mangled."""
+    """Text that cannot be stored as UTF-8 (a lone surrogate) is refused (InvalidInput), not
+    mangled."""
     problem = lone_surrogate_problem(value)
     if problem:
-        raise ValueError(f"{name} {problem}")
+        raise InvalidInput(f"{name} {problem}")
     return value
 
 
@@ -112,7 +107,7 @@ class MemoryMetadata(BaseModel):
             _storable(value)
             try:
                 parse_iso(value, "original_time")
-            except ValueError:
+            except InvalidInput:
                 raise ValueError("must be an ISO-8601 date or date-time such as "
                                  f"2024-05-08T13:56:00, got {value[:40]!r}") from None
         return value
@@ -128,11 +123,11 @@ class MemoryMetadata(BaseModel):
 
 
 def parse_iso(value: str, name: str) -> datetime:
-    """Parse an ISO-8601 date or date-time, or raise ValueError naming the argument."""
+    """Parse an ISO-8601 date or date-time, or raise InvalidInput naming the argument."""
     try:
         return datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"{name} must be an ISO-8601 date or date-time, got {value[:40]!r}") from None
+        raise InvalidInput(f"{name} must be an ISO-8601 date or date-time, got {value[:40]!r}") from None
 
 
 def _field_value(name: str, value):

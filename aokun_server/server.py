@@ -3,7 +3,11 @@ stdio transport.
 
 Every tool call passes through `AokunMCPServer.call_tool`, so one place decides what a failure
 looks like to the model: one line, no pydantic boilerplate, no documentation URLs, and never
-the SDK's bare "Error executing tool X".
+the SDK's bare "Error executing tool X". The rule: arguments that do not fit the schema, and
+our own errors (AokunError, which tools turn into ToolError: aokun_server/tooling.py), are the
+caller's to read, their one-line message; anything else is a bug, logged with its traceback
+(by the SDK, "Tool X raised an unexpected exception") and answered "X failed: internal error
+(TypeName); see the server log", without the exception's own text.
 
 The listed tools can change while clients are connected (server.exposed_tools, live): each is
 then told `notifications/tools/list_changed`, the way its protocol era allows (ToolListClients).
@@ -151,16 +155,14 @@ def failure_message(exc: ToolError, arg_model: type[BaseModel] | None = None) ->
 
 
 def crash_message(tool: str, exc: UnexpectedToolError) -> str:
-    """The one line an unexpected exception shows: the tool, the exception's type and text."""
+    """The one line a bug shows (any exception that is no AokunError, a result that does not
+    fit its declared model included): an internal error of which tool, and the exception's
+    type. Its text is not shown: it is the code's (paths, SQL), not the caller's to act on;
+    the server log has it, with the traceback."""
     root: BaseException = exc
     while isinstance(root, ToolError) and root.__cause__ is not None:
         root = root.__cause__
-    if isinstance(root, ValidationError):  # a result that does not fit its declared model
-        text = describe_validation_error(root)
-    else:
-        text = str(root) or "(no message)"
-    return one_line(f"{tool} failed unexpectedly: {type(root).__name__}: {text} "
-                    "(the server log has the details)")
+    return one_line(f"{tool} failed: internal error ({type(root).__name__}); see the server log")
 
 
 def one_line(text: str) -> str:

@@ -1,24 +1,76 @@
-"""What every tool shares: how it is registered (title, hints, a compact text answer), how
-its errors read, and the checks several tools make on their arguments."""
+"""What every tool shares: how it is declared (`described`: title and hints, next to the
+function) and registered (`register`: its dependencies bound, a compact text answer), how its
+errors read, and the checks several tools make on their arguments (the search filters; what
+a memory may hold is the memory service's rule, shared/memory_rules.py)."""
 
 from __future__ import annotations
 
 import functools
 import inspect
-from typing import Annotated, Callable, TypeVar, get_origin
+from dataclasses import dataclass
+from typing import Annotated, Any, Callable, TypeVar, get_origin
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from aokun_server.models import (MAX_CONVERSATION_CHARS, MAX_CONVERSATION_TURNS, parse_iso,
                                  reject_lone_surrogates)
-from shared.errors import AokunError
+from shared.errors import AokunError, InvalidInput
 from shared.store.documents import epoch
 from shared.summarize.conversation import Turn, parse_conversation
 
 F = TypeVar("F", bound=Callable)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """How a tool is shown to hosts: a human title and the behaviour hints (see `tool`)."""
+
+    title: str
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+
+
+def described(title: str, **hints: bool) -> Callable[[F], F]:
+    """Mark a tool function `fn(deps, **arguments)` with its title and hints; `register` reads
+    them. The function stays a plain function, callable (and testable) as it is."""
+
+    def mark(fn: F) -> F:
+        fn.tool_spec = ToolSpec(title, **hints)  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def register(server: MCPServer, fn: Callable, deps: Any, **annotations: Any) -> None:
+    """Add the tool function `fn(deps, **arguments)` to server with deps bound: its name,
+    docstring and arguments (after deps) are the tool's; `annotations` replaces a
+    parameter's type where it is built per server (recall's k, bounded by the config)."""
+    spec: ToolSpec = fn.tool_spec  # type: ignore[attr-defined]
+    tool(server, spec.title, read_only=spec.read_only, destructive=spec.destructive,
+         idempotent=spec.idempotent, open_world=spec.open_world)(
+        translate_errors(bound(fn, deps, **annotations)))
+
+
+def bound(fn: Callable, deps: Any, **annotations: Any) -> Callable:
+    """fn with its first parameter (the dependencies) given, its signature the rest."""
+    signature = inspect.signature(fn, eval_str=True)
+    params = [p.replace(annotation=annotations[p.name]) if p.name in annotations else p
+              for p in list(signature.parameters.values())[1:]]
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        return fn(deps, *args, **kwargs)
+
+    call.__doc__ = listed_description(fn.__doc__ or "")
+    call.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    call.__annotations__ = {**{p.name: p.annotation for p in params},
+                            "return": signature.return_annotation}
+    return call
 
 
 def tool(server: MCPServer, title: str, *, read_only: bool = False, destructive: bool = False,
@@ -62,8 +114,18 @@ def compact(result: BaseModel) -> CallToolResult:
         structured_content=result.model_dump(mode="json", by_alias=True))
 
 
+def listed_description(doc: str) -> str:
+    """A top-level tool function's docstring as the tool's description, byte for byte the one
+    clients were given when the tools were functions nested in register_tools (continuation
+    lines indented by eight spaces), so a client's cached tools/list stays valid."""
+    return "\n".join(line if number == 0 or not line else "    " + line
+                     for number, line in enumerate(doc.split("\n")))
+
+
 def translate_errors(fn: F) -> F:
-    """Turn our own errors into ToolError so the caller reads the message, not a crash."""
+    """Our own errors (AokunError: bad input, no such memory, storage...) become ToolError, so
+    the caller reads their one-line message. Anything else is a bug: it goes on to the server
+    (AokunMCPServer.call_tool), which logs it with its traceback and answers an internal error."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -71,22 +133,8 @@ def translate_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except AokunError as exc:
             raise ToolError(str(exc)) from exc
-        except ValidationError:
-            raise  # a result that does not fit its model is our bug, not the caller's input
-        except ValueError as exc:
-            raise ToolError(str(exc)) from exc
 
     return wrapper  # type: ignore[return-value]
-
-
-def checked_content(content: str, limit: int) -> str:
-    reject_lone_surrogates("content", content)
-    if not content.strip():
-        raise ToolError("content is empty: give the text to remember")
-    if len(content) > limit:
-        raise ToolError(f"content is {len(content)} characters; the limit is {limit} "
-                        "(server.max_content_chars)")
-    return content
 
 
 def checked_id(value: str | None, name: str) -> str | None:
@@ -94,7 +142,7 @@ def checked_id(value: str | None, name: str) -> str | None:
         return None
     reject_lone_surrogates(name, value)
     if not value.strip():
-        raise ToolError(f"{name} is empty; leave it out to search every {name.split('_')[0]}")
+        raise InvalidInput(f"{name} is empty; leave it out to search every {name.split('_')[0]}")
     return value
 
 
@@ -109,14 +157,14 @@ def time_bound(value: str | None, name: str) -> float | None:
 def conversation_turns(conversation) -> list[Turn]:
     """summarize_memory's conversation as turns, within the size limits."""
     if isinstance(conversation, str) and len(conversation) > MAX_CONVERSATION_CHARS:
-        raise ToolError(f"conversation is {len(conversation)} characters; the limit is "
+        raise InvalidInput(f"conversation is {len(conversation)} characters; the limit is "
                         f"{MAX_CONVERSATION_CHARS}: summarize it in parts")
     if isinstance(conversation, list) and len(conversation) > MAX_CONVERSATION_TURNS:
-        raise ToolError(f"conversation has {len(conversation)} turns; the limit is "
+        raise InvalidInput(f"conversation has {len(conversation)} turns; the limit is "
                         f"{MAX_CONVERSATION_TURNS}: summarize it in parts")
     turns = parse_conversation(conversation)
     if sum(len(t.speaker) + len(t.text) for t in turns) > MAX_CONVERSATION_CHARS:
-        raise ToolError(f"conversation holds more than {MAX_CONVERSATION_CHARS} characters: "
+        raise InvalidInput(f"conversation holds more than {MAX_CONVERSATION_CHARS} characters: "
                         "summarize it in parts")
     for number, turn in enumerate(turns, 1):
         reject_lone_surrogates(f"conversation turn {number}", turn.speaker + turn.text)

@@ -1,8 +1,8 @@
 """`aokun export` and `aokun import`: your memories in and out (shared/transfer/).
 
-Imports write through the memory service, each row checked by memorize's own rules (the
-metadata model, lone surrogates, server.max_content_chars), and are queued for the workers
-like every CLI write.
+Imports write through the memory service, each row checked by the service's rules — the same
+as memorize's, the panel's and ingest's (shared/memory_rules.py) — and are queued for the
+workers like every CLI write.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 from shared.errors import AokunError, InvalidInput
-from shared.store.documents import MemoryFields, unmarked
 
 EXPORT_FORMATS = ("jsonl", "markdown")
 IMPORT_FORMATS = ("auto", "jsonl", "mcp-memory", "markdown")
@@ -71,8 +70,7 @@ def cmd_import(admin, args) -> int:
     def report(where: str, problem: str) -> None:
         tqdm.write(f"aokun import: {where}: {problem}; skipped", file=sys.stderr)
 
-    importer = Importer(service, row_checker(admin.config.server.max_content_chars), report,
-                        persona_id=args.persona, lookup=lambda i: service.documents.get_many([i]).get(i))
+    importer = Importer(service, report, persona_id=args.persona, lookup=lambda i: service.documents.get_many([i]).get(i))
     try:
         with tqdm(total=len(rows), unit="row", file=sys.stderr, disable=not show) as bar:
             counts = importer.run(rows, bar.update)
@@ -92,31 +90,3 @@ def queue_imported(admin) -> None:
     except AokunError as exc:
         print(f"aokun import: the memories are stored but could not be queued ({exc}); a worker's "
               "reconciler queues them when it starts", file=sys.stderr)
-
-
-def row_checker(max_chars: int):
-    """An import row checked as memorize checks its arguments; InvalidInput in one line."""
-    from pydantic import ValidationError
-
-    from aokun_server.models import MemoryMetadata, lone_surrogate_problem
-
-    def check(content: str, metadata: dict) -> tuple[str, MemoryFields]:
-        problem = lone_surrogate_problem(content)
-        if problem:
-            raise InvalidInput(f"text {problem}")
-        if not content.strip():
-            raise InvalidInput("text is empty")
-        # The limit is on what a caller writes: the time marker of an exported text is ours.
-        if len(unmarked(content)) > max_chars:
-            raise InvalidInput(f"text is {len(unmarked(content))} characters; the limit is {max_chars} "
-                               "(server.max_content_chars)")
-        try:
-            fields = MemoryMetadata.model_validate(metadata).to_fields()
-        except ValidationError as exc:
-            # Imported here: the server module loads the MCP SDK (~1 s), which good rows never need.
-            from aokun_server.server import describe_validation_error
-
-            raise InvalidInput(describe_validation_error(exc)) from None
-        return content, fields
-
-    return check

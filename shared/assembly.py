@@ -102,7 +102,7 @@ class Services:
 
     @part
     def lifecycle(self) -> Lifecycle:
-        return Lifecycle(self.live, self.db)
+        return Lifecycle(self.live, self.memories)
 
     @part
     def atom_search(self) -> AtomSearch:

@@ -2,7 +2,8 @@
 
 Each job takes `now` (tests inject it, nothing waits) and returns what it changed. Workers run
 them on schedule through their periodic jobs; memory_maintenance and `aokun maintenance` run
-them by hand.
+them by hand. Memories themselves (their importance, the archived flag) change through the
+memory service, the one way to change a memory; atoms, graph entries, meta and backups here.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from pathlib import Path
 
 from shared import __version__
 from shared.config import AppConfig
-from shared.decay import DAY, decayed_importance
+from shared.decay import DAY
+from shared.errors import InvalidInput
 from shared.live_config import LiveConfig
+from shared.memories import MemoryService
 from shared.store import atoms, documents, graph, meta, vectors
-from shared.store.db import Database
 
 # The maintenance actions, in the order "all" runs them (tools, CLI and models use this).
 ACTIONS = ("decay", "archive", "atoms", "backup", "reconcile", "all")
@@ -39,9 +41,10 @@ class Lifecycle:
     """The upkeep jobs. Each reads the process's settings when it runs (`live.current`), so a
     saved forgetting.* or backup.* key applies from the next run."""
 
-    def __init__(self, live: LiveConfig, db: Database):
+    def __init__(self, live: LiveConfig, memories: MemoryService):
         self.live = live
-        self.db = db
+        self.memories = memories
+        self.db = memories.db
 
     @property
     def config(self) -> AppConfig:
@@ -58,26 +61,14 @@ class Lifecycle:
         due = decay_boundaries(previous, now, f.decay_hour, f.decay_minute)
         if not due:
             return {"days": 0, "memories": 0}
-        window_start = now - f.access_decay_window_days * DAY
-        with self.db.write() as tx:
-            rows = documents.decay_inputs(tx)
-            updates = []
-            for memory_id, importance, accesses, last_access in rows:
-                recent = last_access is not None and last_access >= window_start
-                for _ in due:
-                    importance, accesses = decayed_importance(
-                        importance, accesses, recent, f.decay_rate, f.access_count_decay_multiplier)
-                updates.append((importance, accesses, memory_id))
-            documents.set_decayed(tx, updates)
-            meta.put(tx, meta.DECAY_APPLIED_AT, due[-1])
-        return {"days": len(due), "memories": len(updates)}
+        decayed = self.memories.apply_decay(len(due), f, now, applied_at=due[-1])
+        return {"days": len(due), "memories": decayed}
 
     def archive(self, now: float) -> dict:
         f = self.config.forgetting
         if not f.auto_cleanup_enabled:
             return {"archived": 0, "enabled": False}
-        with self.db.write() as tx:
-            ids = documents.archive_stale(tx, now - f.cleanup_days_threshold * DAY,
+        ids = self.memories.archive_stale(now - f.cleanup_days_threshold * DAY,
                                           f.cleanup_importance_threshold)
         return {"archived": len(ids), "ids": ids[:100]}
 
@@ -130,7 +121,7 @@ def _version_number(version: str) -> int:
 def run_action(action: str, lifecycle: Lifecycle, reconcile_queue, now: float) -> dict:
     """One maintenance action (or all of them) by hand; {action: what it changed}."""
     if action not in ACTIONS:
-        raise ValueError(f"action must be one of {', '.join(ACTIONS)}; got {action!r}")
+        raise InvalidInput(f"action must be one of {', '.join(ACTIONS)}; got {action!r}")
     steps = {
         "decay": lambda: lifecycle.decay(now),
         "archive": lambda: lifecycle.archive(now),

@@ -8,6 +8,10 @@ MCP tools, the admin CLI, the panel and importers all go through it. The write p
    anyway: the failure is logged, the rows are marked not queued, and the reconciler queues
    them (at every front and worker start, and every queue.reconcile_interval_s).
 Deleting cascades over every aggregate in one transaction and returns a receipt per table.
+
+The service checks what it is given (shared/memory_rules.py: content, fields, ids, edits) and
+refuses with InvalidInput, so every entry point gets the same answer for the same input. The
+upkeep jobs (shared/lifecycle.py) change importance and the archived flag through it too.
 """
 
 from __future__ import annotations
@@ -17,8 +21,11 @@ import time
 from dataclasses import replace
 from typing import Callable, Protocol, Sequence
 
+from shared import memory_rules as rules
+from shared.decay import DAY, decayed_importance
+from shared.errors import InvalidInput
 from shared.live_config import LiveConfig, live_ttl_days
-from shared.store import atoms, consistency, documents, fts, graph, neighbours, stages, vectors
+from shared.store import atoms, consistency, documents, fts, graph, meta, neighbours, stages, vectors
 from shared.store.db import Database
 from shared.store.documents import Document, DocumentStore, History, MemoryFields, content_hash
 from shared.store.stages import StageKey
@@ -50,6 +57,14 @@ class MemoryService:
         self.clock = clock
         self.documents = DocumentStore(db)
 
+    # -- the rules ----------------------------------------------------------------------------
+
+    def checked(self, content: str, fields: MemoryFields) -> tuple[str, MemoryFields]:
+        """A new memory's content and fields as the service would store them, or InvalidInput
+        (the length limit is server.max_content_chars as the process reads it now)."""
+        return (rules.check_content(content, self.live.current.server.max_content_chars),
+                rules.check_fields(fields))
+
     # -- writes -------------------------------------------------------------------------------
 
     def memorize(self, content: str, fields: MemoryFields) -> Document:
@@ -64,6 +79,7 @@ class MemoryService:
         callers with the same source store it once. With a history (an import), the memory
         keeps the times, archived flag and accesses it had where it came from, and its
         conversation context is found at its creation time; its stages are queued now."""
+        content, fields = self.checked(content, fields)
         now = self.clock()
         stored = history.create_time if history is not None else now
         text = documents.stored_text(content, fields.original_time, stored)
@@ -84,6 +100,7 @@ class MemoryService:
         now = self.clock()
         prepared = []
         for content, fields in items:
+            content, fields = self.checked(content, fields)
             text = documents.stored_text(content, fields.original_time, now)
             prepared.append((text, self.index_tokens(text, fields), fields))
         with self.db.write() as tx:
@@ -95,6 +112,12 @@ class MemoryService:
     def edit(self, memory_id: int, content: str | None, changes: dict) -> Document:
         """Replace content and/or some fields, re-indexed in the same transaction. The old
         version is read inside that transaction, so two edits never both see the same base."""
+        rules.check_memory_id(memory_id)
+        if content is not None:
+            content = rules.check_content(content, self.live.current.server.max_content_chars)
+        changes = rules.check_changes(changes)
+        if content is None and not changes:
+            raise InvalidInput("nothing to change: give content and/or metadata")
         with self.db.write() as tx:
             old = documents.get(tx, memory_id)
             fields = replace(old.fields, **changes)
@@ -124,6 +147,8 @@ class MemoryService:
         return doc
 
     def set_pinned(self, memory_id: int, pinned: bool) -> Document:
+        rules.check_memory_id(memory_id)
+        rules.check_field("pinned", pinned)
         with self.db.write() as tx:
             documents.get(tx, memory_id)
             documents.set_pinned(tx, memory_id, pinned, self.clock())
@@ -132,6 +157,7 @@ class MemoryService:
     def delete(self, memory_id: int) -> dict[str, int]:
         """Delete a memory and everything derived from it; return {table: rows removed}.
         Its words leave the full-text indexes and the WAL too (shared/store/fts.py)."""
+        rules.check_memory_id(memory_id)
         with self.db.write() as tx:
             documents.get(tx, memory_id)
             now = self.clock()
@@ -153,6 +179,33 @@ class MemoryService:
         if ids:
             with self.db.write() as tx:
                 documents.touch(tx, ids, now)
+
+    # -- upkeep (shared/lifecycle.py decides when) ---------------------------------------------
+
+    def apply_decay(self, days: int, forgetting, now: float, applied_at: float) -> int:
+        """`days` daily importance decays of every unpinned memory (shared/decay.py; one
+        recalled within forgetting.access_decay_window_days decays more slowly), with
+        `applied_at` recorded as the last decay in the same transaction, so none is applied
+        twice. Returns how many memories decayed."""
+        window_start = now - forgetting.access_decay_window_days * DAY
+        with self.db.write() as tx:
+            updates = []
+            for memory_id, importance, accesses, last_access in documents.decay_inputs(tx):
+                recent = last_access is not None and last_access >= window_start
+                for _ in range(days):
+                    importance, accesses = decayed_importance(
+                        importance, accesses, recent, forgetting.decay_rate,
+                        forgetting.access_count_decay_multiplier)
+                updates.append((importance, accesses, memory_id))
+            documents.set_decayed(tx, updates)
+            meta.put(tx, meta.DECAY_APPLIED_AT, applied_at)
+        return len(updates)
+
+    def archive_stale(self, created_before: float, importance_below: float) -> list[int]:
+        """Archive the unpinned memories created before a time and less important than a
+        level (they leave recall); return their ids."""
+        with self.db.write() as tx:
+            return documents.archive_stale(tx, created_before, importance_below)
 
     # -- repair ---------------------------------------------------------------------------------
 

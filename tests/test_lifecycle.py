@@ -30,7 +30,7 @@ def life(tmp_path):
     config = load_config(write_config(tmp_path, forgetting={"decay_rate": 0.05}))
     db = open_database(config.storage)
     store = memory_service(db, config.text, clock=lambda: T0)
-    yield Lifecycle(LiveConfig(config), db), store
+    yield Lifecycle(LiveConfig(config), store), store
     db.close()
 
 

@@ -120,7 +120,7 @@ def test_restart_keys_keep_their_running_values(tmp_path, caplog, monkeypatch):
     config = write_config(tmp_path, storage={"busy_timeout_ms": 10000})
     live = LiveConfig(load_config(config))
     db = open_database(live.current.storage)
-    lifecycle = Lifecycle(live, db)
+    lifecycle = Lifecycle(live, memory_service(db))
     watcher = live.watch()
     caplog.set_level(logging.WARNING, logger="aokun.config")
     try:

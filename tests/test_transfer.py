@@ -28,8 +28,8 @@ COLUMNS = ("text, content_hash, topics, participants, key_facts, sentiment, impo
 
 
 def transfer(config: Path, *args) -> subprocess.CompletedProcess:
-    """The export / import command as `aokun` runs it (python -m aokun_server.admin)."""
-    return subprocess.run([sys.executable, "-m", "aokun_server.admin", *map(str, args),
+    """The export / import command as `aokun` runs it (python -m aokun_admin.main)."""
+    return subprocess.run([sys.executable, "-m", "aokun_admin.main", *map(str, args),
                            "--config", str(config)], capture_output=True, text=True, timeout=180)
 
 
@@ -257,12 +257,13 @@ def test_bad_rows_are_reported_by_line_and_skipped(tmp_path):
     assert all(e.startswith("aokun import: ") and e.endswith("; skipped") for e in errors)
     assert "not JSON: Unterminated string" in errors[0]
     assert "importance: must be at most 1 (got 1.5)" in errors[1]
-    assert "text is empty" in errors[2]
+    # The memory service's rules, in its words: the same as memorize's.
+    assert "content is empty: give the text to remember" in errors[2]
     assert "unknown key 'txt'; a row holds id, text, topics" in errors[3]
     assert "archived needs create_time (epoch seconds) in the same row" in errors[4]
     assert "not a JSON object" in errors[5]
     assert "original_time: must be an ISO-8601 date" in errors[6]
-    assert "text is 20001 characters; the limit is 20000 (server.max_content_chars)" in errors[7]
+    assert "content is 20001 characters; the limit is 20000 (server.max_content_chars)" in errors[7]
     stored = db_rows(config, "SELECT text, topics FROM documents ORDER BY id")
     assert [s[0] for s in stored][1] == "[2024-02-03] Another good row, about sourdough bread"
     assert stored[0][0].endswith("] A good row about growing tomatoes on the balcony")

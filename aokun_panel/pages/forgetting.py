@@ -9,6 +9,7 @@ settings page would refuse is refused here with the same message.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from pathlib import Path
 
@@ -20,9 +21,11 @@ from aokun_panel.pages import Page
 from aokun_panel.render import render
 from shared.config import AppConfig, build_config
 from shared.decay import ATOM_CURVES, atom_time_factor, importance_over_days
-from shared.errors import ConfigError
+from shared.errors import AokunError, InvalidInput
 from shared.extract.atoms import ttl_days
 from shared.store.atoms import ATOM_TYPES
+
+log = logging.getLogger("aokun.panel")
 
 PAGE = Page("/forgetting", "Forgetting")
 CURVE_DAYS = 90
@@ -34,10 +37,6 @@ DECAY_KEYS = {"forgetting": ("decay_rate", "access_decay_window_days", "access_c
                              "cleanup_importance_threshold")}
 ATOM_KEYS = {"atoms": tuple(f"ttl_{t}_days" for t in ATOM_TYPES),
              "forgetting": ("atom_forget_delay_days", "atom_purge_delay_days")}
-
-
-class BadInput(ValueError):
-    """A query value the page cannot use; its message is shown as is."""
 
 
 def tried_config(current: AppConfig, query, keys: dict[str, tuple[str, ...]]) -> AppConfig:
@@ -71,7 +70,7 @@ def _memory_input(query, name: str, default, low: float, high: float | None, who
         value = math.nan
     if not (value >= low and (high is None or value <= high)):
         span = f"from {low} to {high}" if high is not None else f"of at least {low}"
-        raise BadInput(f"{name} must be a {'whole ' if whole else ''}number {span}, got {raw[:40]!r}")
+        raise InvalidInput(f"{name} must be a {'whole ' if whole else ''}number {span}, got {raw[:40]!r}")
     return value
 
 
@@ -139,8 +138,11 @@ def routes(ctx) -> list[Route]:
         async def handler(request: Request):
             try:
                 return JSONResponse(build(ctx.config, request.query_params))
-            except (ConfigError, BadInput) as error:
+            except AokunError as error:  # a setting the loader refuses, a value out of range
                 return JSONResponse({"error": str(error)}, status_code=400)
+            except Exception:
+                log.exception("%s failed (a bug)", request.url.path)
+                return JSONResponse({"error": "internal error; see the panel's log"}, status_code=500)
         return handler
 
     async def page(request: Request):

@@ -1,9 +1,13 @@
 """Memories: search (the real recall, explained as score bars), a filtered list, and one memory
 with its atoms, graph facts and stages; edit, pin and delete through the memory service, the
-same calls the MCP tools make, so messages and receipts read the same."""
+same calls the MCP tools make, so messages and receipts read the same: the service's rules
+decide (an oversized edit is refused with memorize's message). Our own errors (AokunError)
+are refused with their one-line message; anything else is a bug, logged with its traceback
+and answered as an internal error (500)."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -17,12 +21,15 @@ from aokun_panel.pages.atoms import MAX_PAGE, atom_view, chains, link, utc
 from shared.search.recall import RecallRequest
 from aokun_panel.render import render
 from aokun_server.models import MAX_INT64, MemoryMetadata, MemoryOut, parse_iso
-from shared.errors import AokunError, MemoryNotFound, StorageError
+from shared.errors import AokunError, InvalidInput, MemoryNotFound, StorageError
 from shared.store import atoms, documents, graph_browse, stages
 from shared.store.documents import DocumentFilter, unmarked
 from shared.store.graph import NODE_TYPES
 
+log = logging.getLogger("aokun.panel")
+
 PAGE = Page("/memories", "Memories")
+INTERNAL_ERROR = "internal error; see the panel's log"
 PAGE_SIZE = 50
 COUNT_CAP = 10_000     # a list counts its matches up to here ("10000+"): never a whole table
 PERSONAS_SHOWN = 500
@@ -81,7 +88,7 @@ def read_filters(request: Request) -> tuple[dict, DocumentFilter, int, str | Non
     for name in ("since", "until"):
         try:
             bounds[name] = _bound(filters[name], name)
-        except ValueError as exc:
+        except InvalidInput as exc:
             problem, bounds[name] = str(exc), None
     if bounds["since"] is not None and bounds["until"] is not None and bounds["since"] > bounds["until"]:
         problem = f"since ({filters['since']}) is after until ({filters['until']})"
@@ -160,15 +167,8 @@ def routes(ctx) -> list[Route]:
 
 
 def _edit(ctx, memory_id: int, args: EditArgs) -> dict:
-    from aokun_server.tools import checked_content
-
-    content = args.content
-    if content is not None:
-        content = checked_content(content, ctx.config.server.max_content_chars)
     changes = args.metadata.changes() if args.metadata is not None else {}
-    if content is None and not changes:
-        raise ValueError("nothing to change: give content and/or metadata")
-    doc = ctx.memories.edit(memory_id, content, changes)
+    doc = ctx.memories.edit(memory_id, args.content, changes)
     return {"id": doc.id, "status": "updated", "memory": MemoryOut.of(doc).model_dump()}
 
 
@@ -191,19 +191,18 @@ def _memory_id(request: Request) -> int:
 
 async def _write(fn, ctx, request: Request, *args) -> JSONResponse:
     """Run a write on the request's memory in a thread; our errors become one-line JSON
-    refusals."""
-    from mcp.server.mcpserver.exceptions import ToolError
-
+    refusals, anything else (a bug) is logged and answered as an internal error."""
     try:
         return JSONResponse(await run_in_threadpool(fn, ctx, _memory_id(request), *args))
     except MemoryNotFound as exc:
         return _refused(str(exc), 404)
     except StorageError as exc:
         return _refused(str(exc), 503)
-    except ValidationError:
-        raise  # a result that does not fit its model is our bug, not the user's input
-    except (AokunError, ToolError, ValueError) as exc:
+    except AokunError as exc:
         return _refused(str(exc), 400)
+    except Exception:
+        log.exception("%s %s failed (a bug)", request.method, request.url.path)
+        return _refused(INTERNAL_ERROR, 500)
 
 
 def _describe(exc: ValidationError) -> str:

@@ -3,7 +3,8 @@
 Every row is one memorize_once: its check for the row's source_hash and its insert are one
 transaction, so a row is stored once however often the file is imported, and an import killed
 at any point and run again stores each row exactly once (the rows before the kill are found,
-the rest written). A bad row is reported with where it is and skipped; a storage failure
+the rest written). A bad row — one the memory service refuses, by the rules it applies to every memory
+(shared/memory_rules.py) — is reported with where it is and skipped; a storage failure
 (disk full, database locked) stops the import, which a re-run then continues.
 """
 
@@ -13,15 +14,15 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Protocol
 
 from shared.errors import InvalidInput
+from shared.memory_rules import fields_from_metadata
 from shared.store.documents import Document, History, MemoryFields, content_hash
 from shared.transfer.rows import BadRow, Row, source_hash
-
-# (content, metadata) -> (content, fields), as memorize checks them; InvalidInput when bad.
-Check = Callable[[str, dict], tuple[str, MemoryFields]]
 
 
 class Service(Protocol):
     """What an import needs of the memory service (shared.memories.MemoryService)."""
+
+    def checked(self, content: str, fields: MemoryFields) -> tuple[str, MemoryFields]: ...
 
     def memorize_once(self, content: str, fields: MemoryFields,
                       history: History | None = None) -> tuple[Document, bool]: ...
@@ -40,10 +41,9 @@ class ImportCounts:
 class Importer:
     """Imports rows for one persona (or each row's own), reporting bad rows as it goes."""
 
-    def __init__(self, service: Service, check: Check, report: Callable[[str, str], None],
+    def __init__(self, service: Service, report: Callable[[str, str], None],
                  persona_id: str | None = None, lookup: Callable[[int], Document | None] | None = None):
         self.service = service
-        self.check = check
         self.report = report
         self.persona_id = persona_id
         self.lookup = lookup
@@ -61,8 +61,8 @@ class Importer:
         metadata = dict(item.metadata)
         if self.persona_id is not None:
             metadata["persona_id"] = self.persona_id
-        try:
-            content, fields = self.check(item.content, metadata)
+        try:  # the service's rules, before the row is looked up (the same answer for every row)
+            content, fields = self.service.checked(item.content, fields_from_metadata(metadata))
         except InvalidInput as exc:
             return self._skip(item.where, str(exc))
         if self._already_here(item, content, fields):

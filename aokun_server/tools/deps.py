@@ -1,0 +1,33 @@
+"""What the tools depend on, passed to each explicitly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from shared.assembly import LiveRecaller
+from shared.lifecycle import Lifecycle
+from shared.live_config import LiveConfig
+from shared.memories import MemoryService
+from shared.search.atoms import AtomSearch
+from shared.search.vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from aokun_server.pipeline import Reinforcer
+    from shared.summarize.summarizer import Summarizer
+
+
+@dataclass(frozen=True)
+class ToolDeps:
+    """What the tools need, built once at start-up. Settings are read from `live` at each
+    call, so a changed config file applies from the next call on."""
+
+    memories: MemoryService
+    recaller: LiveRecaller
+    index: VectorIndex
+    reinforcer: "Reinforcer"
+    atom_search: AtomSearch
+    lifecycle: Lifecycle
+    reconcile_queue: Callable[[], dict]
+    live: LiveConfig
+    summarizer: "Summarizer"

@@ -1,0 +1,42 @@
+"""The tools that operate the store: memory_maintenance and memory_stats. Each is
+`tool(deps, **arguments)`."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from aokun_server.models import DocumentCounts, MaintenanceResult, StatsResult
+from aokun_server.params import Action
+from aokun_server.pipeline import pipeline_figures, summarizer_figures
+from aokun_server.tooling import described
+from aokun_server.tools.deps import ToolDeps
+from shared.lifecycle import run_action
+from shared.store import consistency
+
+
+# Archives memories and expires / forgets / purges atoms; each backup is a new file.
+@described("Run memory upkeep", destructive=True)
+def memory_maintenance(deps: ToolDeps, action: Action) -> MaintenanceResult:
+    """Run upkeep now instead of waiting for the worker's schedule; call it only when the
+    user or an operator asks. decay (importance decay due since the last run), archive
+    (old and unimportant memories leave recall), atoms (expire / forget / purge atoms past
+    their time), backup, reconcile (re-queue unfinished work), or all. Reports what each
+    step changed."""
+    changed = run_action(action, deps.lifecycle, deps.reconcile_queue, time.time())
+    return MaintenanceResult(action=action, changed=changed)
+
+
+@described("Memory statistics", read_only=True)
+def memory_stats(deps: ToolDeps) -> StatsResult:
+    """Counts of memories, background work (pending, failed stages), vectors and rows in
+    every table, with warnings. Call it to check the memory server's health, or why a new
+    memory is not found by meaning yet (its vector still waits for a worker)."""
+    store, live = deps.memories.documents, deps.live
+    path = store.db.path
+    size = sum(os.path.getsize(p) for p in (path, path.with_name(path.name + "-wal"))
+               if p.exists())
+    figures = pipeline_figures(store.db, deps.index, live.current.worker)
+    return StatsResult(documents=DocumentCounts(**store.stats()), tables=consistency.all_table_counts(store.db),
+                       database={"path": str(path), "size_bytes": size},
+                       summarizer=summarizer_figures(store.db, live.current.summarizer), **figures)

@@ -1,0 +1,143 @@
+"""The tools that search: recall, search_atoms, list_memories, and how their answers read.
+Each is `tool(deps, **arguments)`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.types import CallToolResult, TextContent
+
+from aokun_server.models import (AtomOut, AtomsResult, ListResult, MemoryOut, RecallHit,
+                                 RecallResult, reject_lone_surrogates)
+from aokun_server.params import (AtomQuery, AtomTypes, Explain, IncludeArchived, ListLimit,
+                                 MaxChars, MinScore, Offset, PersonaFilter, Query, SessionFilter,
+                                 Since, Until)
+from aokun_server.tooling import checked_id, described, time_bound
+from aokun_server.tools.deps import ToolDeps
+from shared.errors import InvalidInput
+from shared.search import answer
+from shared.search.atoms import AtomHit
+from shared.search.recall import Hit, RecallRequest, floors
+from shared.store.documents import DocumentFilter
+
+MAX_QUERY_CHARS = 100_000
+# k's type as registered is built per server (register_tools: bounded by memory.recall_max_k);
+# called directly, a tool takes any k.
+K = Annotated[int | None, "replaced by k_param when registered"]
+
+
+# Read-only as hosts mean it: no memory changes; recall only records the access
+# (access_count, last access), which slows the recalled memories' decay.
+@described("Recall memories", read_only=True)
+def recall(deps: ToolDeps, query: Query, k: K = None, session_id: SessionFilter = None,
+           persona_id: PersonaFilter = None, include_archived: IncludeArchived = False,
+           since: Since = None, until: Until = None, explain: Explain = False,
+           min_score: MinScore = None, max_chars: MaxChars = None
+           ) -> Annotated[CallToolResult, RecallResult]:
+    """Look up what you were told in earlier conversations. Call it before answering
+    whenever the user refers to their past, people, preferences or plans, or when context
+    from earlier sessions would help. Returns the memories relevant enough to query (score:
+    the probability that a memory is relevant; at least min_score), best first, at most k;
+    nothing when none is, which means you were not told about it. The text answer is
+    one line a memory: [id · score] its text, which starts with when it happened; the
+    structured answer has every field. The same text stored twice comes back once, the
+    other ids in duplicates.
+
+    Filter by session_id or persona_id to stay within one conversation or one user;
+    since / until bound when the memory happened (original_time). max_chars keeps the text
+    answer within a budget. explain=true adds, per result, the channels that found it and
+    the score parts."""
+    live = deps.live
+    reject_lone_surrogates("query", query)
+    if not query.strip():
+        raise InvalidInput("query is empty: say what to look for")
+    start, end = time_bound(since, "since"), time_bound(until, "until")
+    if start is not None and end is not None and start > end:
+        raise InvalidInput(f"since ({since}) is after until ({until})")
+    scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
+                           persona_id=checked_id(persona_id, "persona_id"),
+                           include_archived=include_archived, since=start, until=end)
+    floor = floors(live.current.retrieval, min_score)
+    hits = deps.recaller.recall(RecallRequest(
+        query[:MAX_QUERY_CHARS], k or live.current.memory.recall_top_k, scope, explain,
+        max_chars=max_chars, **floor))
+    deps.reinforcer.touch([h.document.id for h in hits])
+    return recall_answer(hits, floor["min_score"], max_chars)
+
+
+@described("Search facts and plans", read_only=True)
+def search_atoms(deps: ToolDeps, query: AtomQuery = None, k: K = None, types: AtomTypes = None,
+                 persona_id: PersonaFilter = None, session_id: SessionFilter = None,
+                 min_score: MinScore = None) -> Annotated[CallToolResult, AtomsResult]:
+    """Find typed facts distilled from memories: planned (plans with deadlines), preference,
+    factual, relational, episodic, unknown. Call it for questions like "what are my
+    upcoming plans" (types=["planned"], no query: plans still ahead, soonest deadline
+    first) or "what do I like" (types=["preference"]). With a query, atoms matching it
+    come first, scored by relevance times how valid they still are, those below min_score
+    left out; with types, the other still-valid atoms of those types fill the remaining
+    places (score 0: listed for types, not found by the query, so min_score does not
+    apply; newest first after dated plans). k: default 5. Active atoms only; give a
+    query, types or both."""
+    text = ""
+    if query is not None:
+        reject_lone_surrogates("query", query)
+        text = query.strip()[:MAX_QUERY_CHARS]
+    if not text and not types:
+        raise InvalidInput('give a query, or types to list (e.g. types=["planned"] for upcoming plans)')
+    floor = deps.live.current.retrieval.min_score if min_score is None else min_score
+    hits = deps.atom_search.search(text or None, k or 5, types,
+                                   checked_id(persona_id, "persona_id"),
+                                   checked_id(session_id, "session_id"))
+    return atoms_answer([h for h in hits if h.score == 0 or h.score >= floor], floor,
+                        bool(text), types)
+
+
+@described("List memories", read_only=True)
+def list_memories(deps: ToolDeps, limit: ListLimit = 20, offset: Offset = 0,
+                  session_id: SessionFilter = None, persona_id: PersonaFilter = None) -> ListResult:
+    """Browse stored memories, newest first, with the total count for paging (archived ones
+    included). Call it to review what is stored, e.g. to find a memory's id before editing
+    or deleting it; to find memories about something, use recall."""
+    scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
+                           persona_id=checked_id(persona_id, "persona_id"),
+                           include_archived=True)
+    docs, total = deps.memories.documents.list(limit, offset, scope)
+    return ListResult(memories=[MemoryOut.of(d) for d in docs], total=total,
+                      limit=limit, offset=offset)
+
+
+# The tools whose k is bounded by the running server's memory.recall_max_k.
+WITH_K = (recall, search_atoms)
+
+
+def _hit(hit: Hit) -> RecallHit:
+    doc, f = hit.document, hit.document.fields
+    return RecallHit(
+        id=doc.id, text=doc.text, persona_summary=f.persona_summary, score=round(hit.score, 6),
+        importance=f.importance, pinned=f.pinned,
+        original_time=f.original_time.isoformat() if f.original_time else None,
+        topics=list(f.topics), participants=list(f.participants),
+        session_id=f.session_id, persona_id=f.persona_id, explain=hit.explain,
+        duplicates=list(hit.duplicates))
+
+
+def recall_answer(hits: list[Hit], min_score: float, max_chars: int | None) -> CallToolResult:
+    """Every field as structured content; as text, one line a memory (shared/search/answer.py)."""
+    result = RecallResult(results=[_hit(h) for h in hits])
+    return CallToolResult(
+        content=[TextContent(type="text", text=answer.text_of(hits, min_score, max_chars))],
+        structured_content=result.model_dump(mode="json"))
+
+
+def atoms_answer(hits: list[AtomHit], min_score: float, asked: bool,
+                 types: list[str] | None) -> CallToolResult:
+    """The atoms as structured content and as one line of JSON; when there are none, a
+    sentence saying why."""
+    result = AtomsResult(atoms=[AtomOut.of(h.row, h.score, h.time_factor) for h in hits])
+    text = result.model_dump_json(exclude_none=True)
+    if not hits:
+        kinds = f" of type {', '.join(types)}" if types else ""
+        text = (f"No active atom{kinds} is relevant enough to this query (min_score {min_score:g})."
+                if asked else f"No active atom{kinds}.")
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=result.model_dump(mode="json"))

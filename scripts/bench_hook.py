@@ -6,7 +6,7 @@ real worker embed them and build their atoms and graph (skip with --no-worker), 
 hook --runs times per case, each with a different LoCoMo question as the prompt:
 
 - prompt, no front: recall in the hook's own process (BM25 + graph keywords; jieba loads);
-- prompt, with a running HTTP front (`aokun hook` and `python -m aokun_server.hook`);
+- prompt, with a running HTTP front (`aokun hook` and `python -m aokun_admin.hook`);
 - session-start (the profile: SQL reads only).
 
     .venv/bin/python scripts/bench_hook.py [--memories 300] [--runs 7] [--no-worker]
@@ -136,14 +136,14 @@ def main() -> int:
         if not args.no_worker:
             print(f"worker: every stage done in {process(config, len(texts)):.0f} s")
         aokun = [str(BIN / "aokun"), "hook"]
-        module = [sys.executable, "-m", "aokun_server.hook"]
+        module = [sys.executable, "-m", "aokun_admin.hook"]
         common = ["--persona", "me", "--verbose"]
         print(f"{args.runs} runs each, wall clock of the whole hook process:")
         case("prompt, no front", aokun + ["prompt", "--config", str(config)] + common,
              prompts, "UserPromptSubmit")
         case("session-start, aokun hook", aokun + ["session-start", "--config", str(config)] + common,
              prompts, "SessionStart")
-        case("session-start, python -m aokun_server.hook", module + ["session-start", "--config", str(config)]
+        case("session-start, python -m aokun_admin.hook", module + ["session-start", "--config", str(config)]
              + common, prompts, "SessionStart")
         front = subprocess.Popen([str(BIN / "aokun-server"), "--config", str(config), "--transport", "http"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -153,13 +153,13 @@ def main() -> int:
             timed(aokun + ["prompt", "--config", str(config)] + common, json.dumps({"prompt": "warm up"}))
             case("prompt, running front, aokun hook", aokun + ["prompt", "--config", str(config)] + common,
                  prompts, "UserPromptSubmit")
-            case("prompt, running front, python -m aokun_server.hook",
+            case("prompt, running front, python -m aokun_admin.hook",
                  module + ["prompt", "--config", str(config)] + common, prompts, "UserPromptSubmit")
         finally:
             front.terminate()
             front.wait(30)
-        imports = [sys.executable, "-c", "import aokun_server.admin"]
-        case("(floor) python -c 'import aokun_server.admin'", imports, prompts[:3], "UserPromptSubmit")
+        imports = [sys.executable, "-c", "import aokun_admin.main"]
+        case("(floor) python -c 'import aokun_admin.main'", imports, prompts[:3], "UserPromptSubmit")
         case("(floor) python -c pass", [sys.executable, "-c", "pass"], prompts[:3], "UserPromptSubmit")
     return 0
 

@@ -13,8 +13,8 @@ import pytest
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from aokun_server.admin import Admin, _with_config
-from aokun_server.mcp_config import add_parser, cmd_mcp_config, http_url
+from aokun_admin.main import Admin, _with_config
+from aokun_admin.mcp_config import add_parser, cmd_mcp_config, http_url
 from helpers import db_rows, free_port, http_server, mcp_session, write_config
 from shared.config import load_config
 from shared.errors import ConfigError

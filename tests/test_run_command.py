@@ -27,7 +27,7 @@ PANEL_URL = re.compile(r"^panel +\| aokun panel: (http://127\.0\.0\.1:\d+/\?toke
 
 
 class Run:
-    """`aokun run` (python -m aokun_server.admin run) with its output collected."""
+    """`aokun run` (python -m aokun_admin.main run) with its output collected."""
 
     def __init__(self, command: list[str], cwd: Path):
         self.lines: list[str] = []
@@ -38,7 +38,7 @@ class Run:
 
     @classmethod
     def aokun_run(cls, config: Path, panel_port: int, *extra: str) -> "Run":
-        return cls([sys.executable, "-m", "aokun_server.admin", "run", "--config", str(config),
+        return cls([sys.executable, "-m", "aokun_admin.main", "run", "--config", str(config),
                     "--panel-port", str(panel_port), *extra], config.parent)
 
     def _read(self) -> None:
@@ -172,7 +172,7 @@ STUBBORN = textwrap.dedent("""
 def supervise_stubborn(tmp_path, stop_timeout_s: float) -> Run:
     script = textwrap.dedent(f"""
         import sys
-        from aokun_server.run_all import Supervisor
+        from aokun_admin.run_all import Supervisor
         child = [sys.executable, "-c", {STUBBORN!r}]
         sys.exit(Supervisor([("stub", child)], sys.stdout, stop_timeout_s={stop_timeout_s}).run())
     """)

@@ -20,7 +20,7 @@ from starlette.routing import Route
 from aokun_panel.pages import Page
 from aokun_panel.render import render
 from shared.config import SECRET_KEYS
-from shared.config_file import as_json, config_target, example_settings, save_settings
+from aokun_panel.config_file import as_json, config_target, example_settings, save_settings
 from shared.errors import ConfigError
 
 PAGE = Page("/settings", "Settings")

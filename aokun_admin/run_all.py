@@ -67,7 +67,7 @@ def children(config: Path | None, panel_port: int) -> list[tuple[str, list[str]]
 
 
 def startup_text(host: str, port: int, config: Path | None, panel_port: int) -> str:
-    from aokun_server.mcp_config import http_url
+    from aokun_admin.mcp_config import http_url
 
     server = " ".join(map(str, stdio_command(config)))
     return (
@@ -81,7 +81,7 @@ def startup_text(host: str, port: int, config: Path | None, panel_port: int) -> 
 
 def stdio_command(config: Path | None) -> list[str]:
     """The command line a host launches for stdio, as `aokun mcp-config` writes it."""
-    from aokun_server.mcp_config import server_command
+    from aokun_admin.mcp_config import server_command
 
     command, args = server_command()
     return [command, *args] + (["--config", str(config)] if config is not None else [])

@@ -9,10 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-from aokun_server.admin_health import cmd_doctor, cmd_status, cmd_stop, embedder_space
-from aokun_server import hook, run_all
+from aokun_admin.health import cmd_doctor, cmd_status, cmd_stop, embedder_space
+from aokun_admin import hook, run_all
 from aokun_server.ingest import cmd_ingest, ingest_parser
-from aokun_server.mcp_config import add_parser as mcp_config_parser, cmd_mcp_config
+from aokun_admin.mcp_config import add_parser as mcp_config_parser, cmd_mcp_config
 from aokun_server.transfer_cli import add_parsers as add_transfer_parsers, cmd_export, cmd_import
 from shared.assembly import Services, open_services
 from shared.config import AppConfig, load_config

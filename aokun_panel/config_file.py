@@ -19,17 +19,20 @@ import typing
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
+from aokun_panel import yaml_roundtrip as rt
 from shared import platform
-from shared import yaml_roundtrip as rt
 from shared.config import DEFAULT_CONFIG_NAME, AppConfig, build_config, needs_restart
 from shared.errors import ConfigError
 
 # The packaged copy of the top-level config.example.yaml (the file people copy), so that an
 # installed package has it too; tests/test_install.py keeps the two identical.
-EXAMPLE_PATH = Path(__file__).resolve().parent / "resources" / "config.example.yaml"
+# The commented example the settings page shows, shipped with shared/ (packages are installed
+# as plain folders, so the resource is a real file).
+EXAMPLE_PATH = Path(str(resources.files("shared.resources").joinpath("config.example.yaml")))
 NEW_FILE_MODE = 0o644
 _SAVE_LOCK = threading.Lock()  # one save at a time in this process: read, change, replace
 

@@ -230,7 +230,8 @@ def test_an_edit_drops_the_old_words_by_the_next_upkeep(tmp_path):
     ~0.5 s at 100k memories, so the worker's hourly housekeeping does it."""
     from helpers import memory_service
     from shared.config import load_config
-    from shared.queue import open_queue
+    from shared.assembly import Services
+    from shared.live_config import LiveConfig
     from shared.store.documents import MemoryFields
     from aokun_worker.service import WorkerService
 
@@ -243,7 +244,7 @@ def test_an_edit_drops_the_old_words_by_the_next_upkeep(tmp_path):
     data_dir = config.storage.data_dir
     if not fts.scrubs_in_place(db.connection()):
         assert fts_blobs_holding(db.connection(), NEEDLES[0]) == ["documents_fts"]
-        service = WorkerService(config, db, open_queue(config.storage))
+        service = WorkerService(Services(LiveConfig(config), db, queued=False))
         assert "scrubbed" in service.housekeeping_job(None, time.time())
     for needle in NEEDLES:
         assert fts_blobs_holding(db.connection(), needle) == []

@@ -18,8 +18,9 @@ from aokun_worker.periodic import PeriodicJob, PeriodicScheduler
 from aokun_worker.runner import RunnerParts, StageRunner
 from fake_openai import FakeEmbeddingsServer
 from helpers import db_rows, start_worker, stop, wait_for, write_config
-from shared.config import EmbeddingConfig, QueueConfig, StorageConfig, TextConfig, load_config
+from shared.config import AppConfig, EmbeddingConfig, QueueConfig, StorageConfig, TextConfig, load_config
 from shared.embedders import build_embedder
+from shared.live_config import LiveConfig
 from shared.memories import MemoryService
 from shared.queue import open_queue
 from shared.reconcile import reconcile
@@ -48,7 +49,7 @@ def db(tmp_path):
 
 
 def memory_service(db, queue=None) -> MemoryService:
-    return MemoryService(db, Segmenter(TextConfig()), queue, ttl_for=lambda kind, importance, n: 30.0)
+    return MemoryService(db, Segmenter(TextConfig()), queue, LiveConfig(AppConfig()), ttl_for=lambda kind, importance, n: 30.0)
 
 
 def embed_runner(db, fake_api, **queue) -> StageRunner:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+from aokun_server.pipeline import Reinforcer
 from shared.assembly import LiveRecaller
 from shared.lifecycle import Lifecycle
 from shared.live_config import LiveConfig
@@ -13,7 +14,6 @@ from shared.search.atoms import AtomSearch
 from shared.search.vectors import VectorIndex
 
 if TYPE_CHECKING:
-    from aokun_server.pipeline import Reinforcer
     from shared.summarize.summarizer import Summarizer
 
 
@@ -25,7 +25,7 @@ class ToolDeps:
     memories: MemoryService
     recaller: LiveRecaller
     index: VectorIndex
-    reinforcer: "Reinforcer"
+    reinforcer: Reinforcer
     atom_search: AtomSearch
     lifecycle: Lifecycle
     reconcile_queue: Callable[[], dict]

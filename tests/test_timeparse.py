@@ -202,3 +202,71 @@ def test_dates_without_a_year_and_days_alone(text, due):
 @pytest.mark.parametrize("text", ["每月5号还款", "他住在14号楼", "坐地铁2号线", "I was at 5 stores"])
 def test_numbers_that_are_not_days(text):
     assert deadline(text, TUESDAY_IN_DECEMBER) is None
+
+
+# -- One parse read two ways: what the two former parsers disagreed on -------------------------
+
+
+@pytest.mark.parametrize("text, due", [
+    # A day already past tells when something happened, not when the plan is due.
+    ("上周三约好下周五见面", end_of(2024, 3, 15)),
+    ("Last Friday I said we'd go next week", end_of(2024, 3, 17)),
+    ("last Saturday", None),
+    ("上周六去了公园", None),
+    ("I adopted a cat 3 days ago", None),
+    ("上个月底搬的家", None),
+    ("2024年3月1日交了房租", None),  # not rolled on to next year
+    # Habits name no day.
+    ("我每周三游泳", None),
+    ("I swim every Tuesday", None),
+    # Of two expressions of one kind, the later: the plan is valid until then.
+    ("周三没空，周五去", end_of(2024, 3, 8)),
+    ("I'll see you this Saturday or next Sunday", end_of(2024, 3, 17)),
+    # A year said is the year meant.
+    ("2025年3月去日本", end_of(2025, 3, 31)),
+    ("We move in March 2025", end_of(2025, 3, 31)),
+    ("明年底前还清", end_of(2025, 12, 31)),
+    # Steps of two.
+    ("下下个星期三复查", end_of(2024, 3, 20)),
+    ("Next March we marry", end_of(2025, 3, 31)),
+    # An impossible date does not hide the next one.
+    ("on February 30th or March 1st", end_of(2025, 3, 1)),
+])
+def test_deadlines_read_from_the_shared_parse(text, due):
+    assert deadline(text, WEDNESDAY) == due
+
+
+@pytest.mark.parametrize("text, past, mentions", [
+    # One expression where the year and the month were read apart.
+    ("明年三月去日本", False, [("明年三月", datetime(2025, 3, 1), "month")]),
+    ("去年三月去了日本", True, [("去年三月", datetime(2023, 3, 1), "month")]),
+    # A date's day followed by 以后 is that date, not a span of days.
+    ("3月15日以后再说", False, [("3月15日", datetime(2024, 3, 15), "day")]),
+    # Spans of years are years; "a couple of" and "from now" are counts.
+    ("I'll be back in 2 years", False, [("in 2 years", datetime(2026, 1, 1), "year")]),
+    ("We met a couple of days ago", True, [("a couple of days ago", datetime(2024, 3, 4), "day")]),
+    ("The visa comes three weeks from now", False, [("three weeks from now", datetime(2024, 3, 25), "week")]),
+    # The whole expression, and the day where one is named.
+    ("下个月5号复诊", False, [("下个月5号", datetime(2024, 4, 5), "day")]),
+    ("The lease ends at the end of next month", False, [("end of next month", datetime(2024, 4, 1), "month")]),
+    ("下下个礼拜交", False, [("下下个礼拜", datetime(2024, 3, 18), "week")]),
+    # "next March" said in March is next year's; "last March" last year's.
+    ("next March we marry", False, [("next March", datetime(2025, 3, 1), "month")]),
+    ("last March we met", True, [("last March", datetime(2023, 3, 1), "month")]),
+    # Not a month, and not a date: the verb; a vague 周末, the 14th and an hour count.
+    ("this may take a while", True, []),
+    ("周末去爬山，14号交报告，两个小时后开会", False, []),
+])
+def test_date_mentions_read_from_the_shared_parse(text, past, mentions):
+    found = date_mentions(text, WEDNESDAY, past=past)
+    assert [(m.text, m.day, m.precision) for m in found] == mentions
+
+
+@pytest.mark.parametrize("text", ["下周三开会", "明年三月去日本", "下个月5号复诊", "next Friday",
+                                  "in two weeks", "this weekend", "下下周", "the week after next"])
+def test_a_plan_is_due_within_what_its_mention_names(text):
+    """Both readings come from one parse: the deadline falls in the period the mention labels."""
+    [mention] = date_mentions(text, WEDNESDAY)
+    due = deadline(text, WEDNESDAY)
+    assert mention.day <= due
+    assert deadline(mention.label(), WEDNESDAY).date() >= mention.day.date()

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from shared.config import EmbeddingConfig
+
+if TYPE_CHECKING:
+    from shared.store.interface import Session
 
 log = logging.getLogger("aokun.embedding")
 
@@ -87,12 +90,11 @@ def build_embedder(config: EmbeddingConfig, threads: int, env: dict | None = Non
     return SerialEmbedder(local_embedder(choice.name, threads))
 
 
-def recorded_models(conn) -> dict[str, int]:
-    """Stored vectors per model, over every kind (what build_embedder's `recorded` takes)."""
-    from shared.store import vectors
-
+def recorded_models(s: "Session") -> dict[str, int]:
+    """Stored vectors per model, over every kind (what build_embedder's `recorded` takes),
+    from a store or one of its sessions."""
     counts: dict[str, int] = {}
-    for _kind, model, _dim, count in vectors.space_figures(conn):
+    for _kind, model, _dim, count in s.vectors.space_figures():
         counts[model] = counts.get(model, 0) + count
     return counts
 

@@ -11,15 +11,14 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from shared.decay import DAY, atom_time_factor
 from shared.text.overlap import jaccard
-from shared.store import atoms
+from shared.errors import StorageError
 from shared.store.atoms import AtomOwner, AtomRow
-from shared.store.db import savepoint
+from shared.store.interface import Session
 
 TtlFor = Callable[[str, float, int], float]  # (type, importance, reinforcements) -> days
 
@@ -32,71 +31,71 @@ class AtomsOutcome:
     needs_repair: int = 0
 
 
-def retract(conn: sqlite3.Connection, memory_id: int, ttl_for: TtlFor, now: float) -> None:
+def retract(tx: Session, memory_id: int, ttl_for: TtlFor, now: float) -> None:
     """Undo what a memory's stored atoms did to other memories' atoms, then remove them."""
-    for target in atoms.reinforced_by(conn, memory_id):
+    for target in tx.atoms.reinforced_by(memory_id):
         count = max(target["reinforcement_count"] - 1, 0)
-        atoms.set_reinforcement(conn, target["id"], count, target["confidence"],
-                                ttl_for(target["type"], target["importance"], count), now, restart=False)
-    atoms.reactivate_superseded_by(conn, memory_id, now)
+        tx.atoms.set_reinforcement(target["id"], count, target["confidence"],
+                                   ttl_for(target["type"], target["importance"], count), now, restart=False)
+    tx.atoms.reactivate_superseded_by(memory_id, now)
 
 
-def store_atoms(conn: sqlite3.Connection, owner: AtomOwner, rows: Sequence[AtomRow], ttl_for: TtlFor,
+def store_atoms(tx: Session, owner: AtomOwner, rows: Sequence[AtomRow], ttl_for: TtlFor,
                 reinforce_jaccard: float, now: float) -> AtomsOutcome:
     """A memory's atoms, replaced (inside the stage's transaction)."""
-    retract(conn, owner.memory_id, ttl_for, now)
-    atoms.delete_for_memory(conn, owner.memory_id)
+    retract(tx, owner.memory_id, ttl_for, now)
+    tx.atoms.delete_for_memory(owner.memory_id)
     outcome = AtomsOutcome()
     fresh = []
     for row in rows:
-        target = _reinforce(conn, owner, row, ttl_for, reinforce_jaccard, now)
+        target = _reinforce(tx, owner, row, ttl_for, reinforce_jaccard, now)
         if target is None:
             fresh.append(row)
             continue
         outcome.reinforced += 1
         # Provenance: this memory said it too. Dormant, so never searched or counted twice.
-        atoms.insert(conn, owner, row, now, state="dormant", superseded_by=target)
-    for row, atom_id in _insert_batch(conn, owner, fresh, now, outcome):
+        tx.atoms.insert(owner, row, now, state="dormant", superseded_by=target)
+    for row, atom_id in _insert_batch(tx, owner, fresh, now, outcome):
         if row.subject and row.attribute and row.value:
-            outcome.superseded += atoms.supersede(conn, owner.persona_id, row.subject, row.attribute,
-                                                  row.value, atom_id, now)
+            outcome.superseded += tx.atoms.supersede(owner.persona_id, row.subject, row.attribute,
+                                                     row.value, atom_id, now)
     return outcome
 
 
-def _reinforce(conn, owner: AtomOwner, row: AtomRow, ttl_for: TtlFor, threshold: float,
+def _reinforce(tx: Session, owner: AtomOwner, row: AtomRow, ttl_for: TtlFor, threshold: float,
                now: float) -> int | None:
     """Reinforce the most similar active atom if similar enough; return its id."""
     terms = set(row.tokens.split())
-    candidates = atoms.similar_active(conn, sorted(terms), owner.persona_id, owner.memory_id)
+    candidates = tx.atoms.similar_active(sorted(terms), owner.persona_id, owner.memory_id)
     best = max(candidates, key=lambda c: jaccard(terms, c["tokens"].split()), default=None)
     if best is None or jaccard(terms, best["tokens"].split()) < threshold:
         return None
     count = best["reinforcement_count"] + 1
-    atoms.set_reinforcement(conn, best["id"], count, max(best["confidence"], row.confidence),
-                            ttl_for(best["type"], owner.importance, count), now, restart=True)
+    tx.atoms.set_reinforcement(best["id"], count, max(best["confidence"], row.confidence),
+                               ttl_for(best["type"], owner.importance, count), now, restart=True)
     return best["id"]
 
 
-def _insert_batch(conn, owner: AtomOwner, rows: Sequence[AtomRow], now: float,
+def _insert_batch(tx: Session, owner: AtomOwner, rows: Sequence[AtomRow], now: float,
                   outcome: AtomsOutcome) -> list[tuple[AtomRow, int]]:
     """Rows in as a batch; if the batch fails, row by row; a row that still fails is kept
     flagged needs_repair instead of losing the fact."""
     try:
-        with savepoint(conn, "atoms_batch"):
-            stored = [(row, atoms.insert(conn, owner, row, now)) for row in rows]
+        with tx.savepoint("atoms_batch"):
+            stored = [(row, tx.atoms.insert(owner, row, now)) for row in rows]
         outcome.inserted += len(stored)
         return stored
-    except sqlite3.Error:
+    except StorageError:
         pass
     stored = []
     for row in rows:
         try:
-            with savepoint(conn, "atoms_row"):
-                stored.append((row, atoms.insert(conn, owner, row, now)))
+            with tx.savepoint("atoms_row"):
+                stored.append((row, tx.atoms.insert(owner, row, now)))
             outcome.inserted += 1
-        except sqlite3.Error:
-            atoms.insert(conn, owner, AtomRow("unknown", str(row.text)[:2000], str(row.tokens), 0.0),
-                         now, needs_repair=True)
+        except StorageError:
+            tx.atoms.insert(owner, AtomRow("unknown", str(row.text)[:2000], str(row.tokens), 0.0),
+                            now, needs_repair=True)
             outcome.needs_repair += 1
     return stored
 

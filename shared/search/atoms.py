@@ -10,8 +10,7 @@ from typing import Callable, Sequence
 
 from shared.rules.atoms import time_factor
 from shared.search.bm25 import squash
-from shared.store import atoms
-from shared.store.db import Database
+from shared.store.interface import Store
 from shared.store.match import MAX_QUERY_TERMS
 from shared.text.segment import Segmenter
 
@@ -32,8 +31,8 @@ def holding_types(rows: Sequence, types: Sequence[str], now: float) -> set[int]:
 
 
 class AtomSearch:
-    def __init__(self, db: Database, segmenter: Segmenter, clock: Callable[[], float] = time.time):
-        self.db, self.segmenter, self.clock = db, segmenter, clock
+    def __init__(self, store: Store, segmenter: Segmenter, clock: Callable[[], float] = time.time):
+        self.store, self.segmenter, self.clock = store, segmenter, clock
 
     def search(self, query: str | None, k: int, types: Sequence[str] | None = None,
                persona_id: str | None = None, session_id: str | None = None) -> list[AtomHit]:
@@ -47,14 +46,14 @@ class AtomSearch:
         hits = self._matching(terms, k, types, persona_id, session_id, now) if terms else []
         if types and len(hits) < k:
             seen = [h.row["id"] for h in hits]
-            rows = atoms.still_valid_of_types(self.db.connection(), types, persona_id, session_id,
-                                              now, k - len(hits), exclude=seen)
+            rows = self.store.atoms.still_valid_of_types(types, persona_id, session_id, now, k - len(hits),
+                                                         exclude=seen)
             hits += [AtomHit(dict(row), 0.0, time_factor(row, now)) for row in rows]
         return hits
 
     def _matching(self, terms: list[str], k: int, types: Sequence[str] | None, persona_id: str | None,
                   session_id: str | None, now: float) -> list[AtomHit]:
-        rows = atoms.search(self.db.connection(), terms, persona_id, session_id, types, max(4 * k, 20))
+        rows = self.store.atoms.search(terms, persona_id, session_id, types, max(4 * k, 20))
         hits = []
         for row in rows:
             factor = time_factor(row, now)

@@ -7,7 +7,8 @@ from typing import Sequence
 
 from shared.search.channel import DOCUMENT_ROUTE
 from shared.search.query import Query
-from shared.store.documents import DocumentFilter, DocumentStore
+from shared.store.documents import DocumentFilter
+from shared.store.interface import Store
 
 STRENGTH_DEPTH = 5  # memories whose terms strength() reads
 
@@ -31,14 +32,14 @@ def squash(raw: float) -> float:
 class Bm25Channel:
     name, route, needs_vector = "bm25", DOCUMENT_ROUTE, False
 
-    def __init__(self, store: DocumentStore, weight: float, context_weight: float = 1.0):
+    def __init__(self, store: Store, weight: float, context_weight: float = 1.0):
         self.store = store
         self.weight = weight
         self.context_weight = context_weight
 
     def search(self, query: Query, scope: DocumentFilter, depth: int) -> list[tuple[int, float]]:
-        return [(doc_id, squash(raw)) for doc_id, raw in self.store.bm25(query.terms, scope, depth,
-                                                                      self.context_weight)]
+        return [(doc_id, squash(raw)) for doc_id, raw in self.store.documents.bm25(
+            query.terms, scope, depth, self.context_weight)]
 
     def strength(self, query: Query, ranking: Sequence[tuple[int, float]]) -> float:
         """The largest share of the query's terms that one of the best few memories holds.
@@ -47,7 +48,7 @@ class Bm25Channel:
         terms = set(query.terms)
         if not terms or not ranking:
             return 0.0
-        held = self.store.terms_of([i for i, _ in ranking[:STRENGTH_DEPTH]]).values()
+        held = self.store.documents.terms_of([i for i, _ in ranking[:STRENGTH_DEPTH]]).values()
         return max((sum(holds(set(tokens), t) for t in terms) / len(terms) for tokens in held), default=0.0)
 
     def indexed(self, ids: Sequence[int]) -> set[int]:

@@ -11,14 +11,14 @@ from shared.search.bm25 import Bm25Channel
 from shared.search.channel import Channel
 from shared.search.graph import GraphKeywordChannel, GraphVectorChannel
 from shared.search.vectors import VectorChannel, VectorIndex
-from shared.store.documents import DocumentStore
+from shared.store.interface import Store
 
 
 @dataclass(frozen=True)
 class ChannelParts:
     """What channels are built from."""
 
-    store: DocumentStore
+    store: Store
     config: RetrievalConfig
     document_index: VectorIndex
     entry_index: VectorIndex

@@ -44,8 +44,8 @@ from shared.search.intent import has_cue, route_weights, wanted_atom_types
 from shared.search.mmr import mmr
 from shared.text.overlap import jaccard
 from shared.search.query import Query
-from shared.store import atoms, graph, meta
-from shared.store.documents import Document, DocumentFilter, DocumentStore, unmarked
+from shared.store.documents import Document, DocumentFilter, unmarked
+from shared.store.interface import Store
 from shared.text.segment import Segmenter
 
 log = logging.getLogger("aokun.recall")
@@ -100,7 +100,7 @@ class _Found:
 class Recaller:
     """Runs the channels concurrently and fuses them; caches answers per write epoch."""
 
-    def __init__(self, store: DocumentStore, segmenter: Segmenter, channels: Sequence[Channel],
+    def __init__(self, store: Store, segmenter: Segmenter, channels: Sequence[Channel],
                  embed: Callable | None, config: RetrievalConfig,
                  executor: ThreadPoolExecutor | None = None, clock: Callable[[], float] = time.time):
         self.store = store
@@ -117,7 +117,7 @@ class Recaller:
         fitted to request.max_chars; nothing when nothing scores high enough."""
         if self.cache is None:
             return self._recall(request)
-        epoch = meta.recall_epoch(self.store.db.connection())
+        epoch = self.store.meta.recall_epoch()
         key = request
         hits = self.cache.get(key, epoch)
         if hits is None:
@@ -131,7 +131,7 @@ class Recaller:
         fusion = self.candidates(request)
         if fusion is None:
             return []
-        return answer.fit(fusion.hits(self.store.terms_of), request.max_chars)
+        return answer.fit(fusion.hits(self.store.documents.terms_of), request.max_chars)
 
     def candidates(self, request: RecallRequest) -> _Fusion | None:
         """Every candidate the channels found, with the channels that have not taken it in yet
@@ -142,18 +142,17 @@ class Recaller:
         found = self._run_channels(query, request.scope, max(self.config.candidate_depth, request.k))
         related = self._related(found, query, request.scope)
         candidates = sorted({i for r in found.rankings.values() for i, _ in r} | set(related))
-        documents = self.store.get_many(candidates)
+        documents = self.store.documents.get_many(candidates)
         if not documents:
             return None
-        conn = self.store.db.connection()
         now = self.clock()
         strongest = {name: found.channels[name].strength(query, ranking)
                      for name, ranking in found.rankings.items()}
-        validity = atoms.validity_rows(conn, list(documents))
+        validity = self.store.atoms.validity_rows(list(documents))
         wanted = wanted_atom_types(request.query, self.config) if self.config.atom_type_boost > 0 else ()
         typed = holding_types(validity, wanted, now) if wanted else set()
         return _Fusion(self.config, documents, found, temporal_factors(validity, now),
-                       graph.memory_confidence(conn, list(documents)), now, request,
+                       self.store.graph.memory_confidence(list(documents)), now, request,
                        self._pending(found, list(documents)), strongest, typed, related)
 
     def _related(self, found: _Found, query: Query, scope: DocumentFilter) -> dict[int, float]:

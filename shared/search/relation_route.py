@@ -12,15 +12,14 @@ reach the memories about them.
 from __future__ import annotations
 
 import re
-import sqlite3
 from dataclasses import dataclass
 from functools import lru_cache
 
 from shared.extract.entities import NOT_NAMES
 from shared.extract.graph_rules import canonical
 from shared.extract.relation_words import vocabulary
-from shared.store import graph
 from shared.store.graph import SELF_CANONICAL
+from shared.store.interface import Session
 
 MAX_NAME_CHARS_ZH = 6
 MAX_TARGETS = 20
@@ -80,9 +79,9 @@ def _chinese_names(before: str, aliases: dict[str, str]) -> tuple[str, ...]:
     return tuple(canonical(tail[i:], aliases) for i in range(len(tail) - 1))
 
 
-def resolve(conn: sqlite3.Connection, chain: Chain, persona_id: str | None) -> list[tuple[int, float]]:
+def resolve(s: Session, chain: Chain, persona_id: str | None) -> list[tuple[int, float]]:
     """(node, confidence) of the entities a chain leads to."""
-    named = graph.entity_nodes_named(conn, list(chain.names), persona_id)
+    named = s.graph.entity_nodes_named(list(chain.names), persona_id)
     start = next((named[n] for n in chain.names if n in named), [])
     frontier = [(node, 1.0) for node in start]
     v = vocabulary()
@@ -91,7 +90,7 @@ def resolve(conn: sqlite3.Connection, chain: Chain, persona_id: str | None) -> l
         backward = [k for k in v.kinds if v.inverse(k) in wanted]
         strength = dict(frontier)
         reached: dict[int, float] = {}
-        for node, confidence in graph.related(conn, list(strength), sorted(wanted), backward, MAX_TARGETS):
+        for node, confidence in s.graph.related(list(strength), sorted(wanted), backward, MAX_TARGETS):
             reached[node] = max(reached.get(node, 0.0), confidence * max(strength.values()))
         frontier = sorted(reached.items(), key=lambda kv: -kv[1])[:MAX_TARGETS]
         if not frontier:

@@ -21,9 +21,8 @@ from shared import platform
 from shared.search import snapshot
 from shared.search.channel import DOCUMENT_ROUTE
 from shared.search.query import Query
-from shared.store import meta, vectors
-from shared.store.db import Database
-from shared.store.documents import DocumentFilter, DocumentStore
+from shared.store.documents import DocumentFilter
+from shared.store.interface import Session, Store
 
 log = logging.getLogger("aokun.vectors")
 
@@ -43,12 +42,12 @@ class VectorIndex:
     """The in-memory index of one space (kind, model, dim); safe to use from many threads.
     dim 0: not known yet (taken from the first stored vector of the model).
 
-    Its snapshot lives beside the database by default: a snapshot belongs to the database
-    file it was made from, whichever process (front, panel, worker) opens that file."""
+    Its snapshot lives in the store's cache_dir: a snapshot belongs to the store (the
+    incarnation of it) it was made from, whichever process (front, panel, worker) opens it."""
 
-    def __init__(self, db: Database, kind: str, model: str, dim: int):
-        self.db, self.kind, self.model, self.dim = db, kind, model, dim
-        self.snapshot_path = snapshot.path_for(db.path.parent, kind)
+    def __init__(self, store: Store, kind: str, model: str, dim: int):
+        self.store, self.kind, self.model, self.dim = store, kind, model, dim
+        self.snapshot_path = snapshot.path_for(store.cache_dir, kind)
         self._lock = threading.RLock()
         self._index = None
         self.kind_of_index = ""
@@ -59,26 +58,26 @@ class VectorIndex:
 
     def sync(self) -> None:
         """Bring the index up to date with SQLite (cheap when nothing changed)."""
-        if vectors.current_seq(self.db.connection()) == self._seq:
+        if self.store.vectors.current_seq() == self._seq:
             return
-        with self._lock, self.db.snapshot() as conn:
-            seq = vectors.current_seq(conn)
+        with self._lock, self.store.read() as s:
+            seq = s.vectors.current_seq()
             if seq == self._seq:
                 return
             if not self.dim:
                 # An API model of unstated dimension: learn it from its first stored vector.
-                self.dim = vectors.stored_dim(conn, self.kind, self.model)
+                self.dim = s.vectors.stored_dim(self.kind, self.model)
                 if not self.dim:
                     return
             if self._index is None:
-                self._start(conn, seq)
-            elif self._seq < vectors.tombstone_floor(conn) or self._outgrown():
-                self._rebuild(conn)
+                self._start(s, seq)
+            elif self._seq < s.vectors.tombstone_floor() or self._outgrown():
+                self._rebuild(s)
             else:
-                self._apply_changes(conn)
+                self._apply_changes(s)
             self._seq = seq
 
-    def _start(self, conn, seq: int) -> None:
+    def _start(self, s: Session, seq: int) -> None:
         """The first sync: from the snapshot and the changes since, else from every vector."""
         import faiss  # loaded before the clock starts: the log times the index
 
@@ -86,39 +85,39 @@ class VectorIndex:
 
         started = time.perf_counter()
         loaded = snapshot.load(self.snapshot_path, self.kind, self.model, self.dim,
-                               self._store_state(conn, seq))
+                               self._store_state(s, seq))
         if loaded.index is None:
             log.log(logging.INFO if loaded.missing else logging.WARNING,
                     "%s vectors: snapshot %s not used (%s); building the index from SQLite",
                     self.kind, self.snapshot_path, loaded.refused)
-            self._rebuild(conn)
+            self._rebuild(s)
             return
         self._index, self.kind_of_index = loaded.index, snapshot.base_type(loaded.index)
         self._seq = since = loaded.header.seq
-        changes = vectors.changes_since(conn, self.kind, since)
+        changes = s.vectors.changes_since(self.kind, since)
         if self._outgrown():
-            self._rebuild(conn)
+            self._rebuild(s)
         elif changes:
-            self._apply_changes(conn)
+            self._apply_changes(s)
         log.info("%s vectors: loaded snapshot %s (%d vectors at change %d), applied %d changes "
                  "since: %d vectors, in %.0f ms", self.kind, self.snapshot_path, loaded.header.count,
                  since, changes, len(self), 1000 * (time.perf_counter() - started))
 
-    def _store_state(self, conn, seq: int) -> snapshot.StoreState:
-        return snapshot.StoreState(store_id=meta.store_id(conn), db_file=snapshot.file_id(self.db.path),
-                                   seq=seq, tombstone_floor=vectors.tombstone_floor(conn))
+    def _store_state(self, s: Session, seq: int) -> snapshot.StoreState:
+        return snapshot.StoreState(store_id=s.meta.store_id(), db_file=self.store.incarnation(),
+                                   seq=seq, tombstone_floor=s.vectors.tombstone_floor())
 
-    def _rebuild(self, conn) -> None:
+    def _rebuild(self, s: Session) -> None:
         import faiss
 
-        count = vectors.space_count(conn, self.kind, self.model, self.dim)
+        count = s.vectors.space_count(self.kind, self.model, self.dim)
         if count >= FP16_FROM:
             base = faiss.IndexScalarQuantizer(self.dim, faiss.ScalarQuantizer.QT_fp16,
                                               faiss.METRIC_INNER_PRODUCT)
         else:
             base = faiss.IndexFlatIP(self.dim)
         index = faiss.IndexIDMap2(base)
-        for ids, matrix in vectors.iter_space(conn, self.kind, self.model, self.dim):
+        for ids, matrix in s.vectors.iter_space(self.kind, self.model, self.dim):
             index.add_with_ids(matrix, ids)
         self._index, self.kind_of_index = index, type(base).__name__
 
@@ -126,12 +125,12 @@ class VectorIndex:
         """A float32 index that has grown well past the fp16 threshold is rebuilt once."""
         return self.kind_of_index == "IndexFlatIP" and len(self) >= 2 * FP16_FROM
 
-    def _apply_changes(self, conn) -> None:
-        changed = vectors.owners_changed_since(conn, self.kind, self._seq)
+    def _apply_changes(self, s: Session) -> None:
+        changed = s.vectors.owners_changed_since(self.kind, self._seq)
         if changed:
             # remove_ids rewrites the whole flat index: one call per sync, never per id.
             self._index.remove_ids(np.asarray(changed, dtype=np.int64))
-        for ids, matrix in vectors.iter_changes(conn, self.kind, self.model, self.dim, self._seq):
+        for ids, matrix in s.vectors.iter_changes(self.kind, self.model, self.dim, self._seq):
             self._index.add_with_ids(matrix, ids)
 
     def save_snapshot(self, min_changes_fraction: float = 0.0) -> str:
@@ -139,10 +138,10 @@ class VectorIndex:
         at most `min_changes_fraction` of its vectors' worth of changes to apply; say what was
         done. Workers call this; a file lock keeps two from writing it at once."""
         with platform.exclusive_file_lock(snapshot.lock_path(self.snapshot_path.parent)):
-            store_id = meta.store_id(self.db.connection())
+            store_id = self.store.meta.store_id()
             if store_id is None:
-                with self.db.write() as tx:
-                    store_id = meta.ensure_store_id(tx)
+                with self.store.write() as tx:
+                    store_id = tx.meta.ensure_store_id()
             lag = self._snapshot_lag()
             if lag is not None and lag[0] <= min_changes_fraction * lag[1]:
                 return f"{self.kind} snapshot serves ({lag[0]} changes behind, {lag[1]} vectors)"
@@ -152,7 +151,7 @@ class VectorIndex:
                     return f"no {self.kind} vectors to snapshot"
                 header = snapshot.write(self.snapshot_path, self._index, snapshot.Header(
                     kind=self.kind, model=self.model, dim=self.dim, seq=self._seq, store_id=store_id,
-                    db_file=snapshot.file_id(self.db.path), count=len(self)))
+                    db_file=self.store.incarnation(), count=len(self)))
             return f"{self.kind} snapshot written: {header.count} vectors at change {header.seq}"
 
     def _snapshot_lag(self) -> tuple[int, int] | None:
@@ -161,13 +160,13 @@ class VectorIndex:
             header = snapshot.read_header(self.snapshot_path)
         except (OSError, ValueError):
             return None
-        with self.db.snapshot() as conn:
+        with self.store.read() as s:
             if not self.dim:
-                self.dim = vectors.stored_dim(conn, self.kind, self.model)
-            state = self._store_state(conn, vectors.current_seq(conn))
+                self.dim = s.vectors.stored_dim(self.kind, self.model)
+            state = self._store_state(s, s.vectors.current_seq())
             if snapshot.unusable(header, self.kind, self.model, self.dim, state):
                 return None
-            return vectors.changes_since(conn, self.kind, header.seq), header.count
+            return s.vectors.changes_since(self.kind, header.seq), header.count
 
     def search(self, query: np.ndarray, limit: int, allowed: Sequence[int] | None = None
                ) -> list[tuple[int, float]]:
@@ -192,7 +191,7 @@ class ScopeIds:
     """The ids a filter admits, cached until anything is written (the recall epoch):
     fetching a persona's ids on every recall costs more than the vector search itself."""
 
-    def __init__(self, store: DocumentStore, fetch: Callable[[DocumentFilter], Sequence[int]],
+    def __init__(self, store: Store, fetch: Callable[[DocumentFilter], Sequence[int]],
                  size: int = 64):
         self.store = store
         self.fetch = fetch
@@ -201,7 +200,7 @@ class ScopeIds:
         self._lock = threading.Lock()
 
     def get(self, scope: DocumentFilter) -> np.ndarray:
-        epoch = meta.recall_epoch(self.store.db.connection())
+        epoch = self.store.meta.recall_epoch()
         with self._lock:
             hit = self._cached.get(scope)
         if hit is not None and hit[0] == epoch:
@@ -224,11 +223,11 @@ class VectorChannel:
 
     name, route, needs_vector = "vector", DOCUMENT_ROUTE, True
 
-    def __init__(self, store: DocumentStore, index: VectorIndex, weight: float):
+    def __init__(self, store: Store, index: VectorIndex, weight: float):
         self.store = store
         self.index = index
         self.weight = weight
-        self.scope_ids = ScopeIds(store, store.ids_in_scope)
+        self.scope_ids = ScopeIds(store, store.documents.ids_in_scope)
 
     def search(self, query: Query, scope: DocumentFilter, depth: int) -> list[tuple[int, float]]:
         """(id, cosine mapped to [0, 1]) best first; nothing (and no embedding) while the
@@ -242,7 +241,7 @@ class VectorChannel:
         else:
             # Archived or out-of-range hits are dropped afterwards: fetch a margin more.
             hits = self.index.search(vector, depth * 3 + 20)
-        admitted = self.store.filter_ids([i for i, _ in hits], scope)
+        admitted = self.store.documents.filter_ids([i for i, _ in hits], scope)
         return [(i, cosine_to_unit(c)) for i, c in hits if i in admitted][:depth]
 
     def strength(self, query: Query, ranking: Sequence[tuple[int, float]]) -> float:
@@ -251,4 +250,4 @@ class VectorChannel:
 
     def indexed(self, ids: Sequence[int]) -> set[int]:
         """Memories with a vector in this space (the others wait for a worker)."""
-        return vectors.owners_with_vectors(self.store.db.connection(), "document", self.index.model, ids)
+        return self.store.vectors.owners_with_vectors("document", self.index.model, ids)

@@ -9,13 +9,12 @@ from typing import TYPE_CHECKING, Callable
 
 from shared.config import SummarizerConfig
 from shared.errors import InvalidInput, StorageError
-from shared.store import usage
 from shared.summarize.conversation import Turn
 from shared.summarize.llm import LlmSummarizer, SummarizerError, Usage
 from shared.summarize.schema import StructuredMemory
 
 if TYPE_CHECKING:
-    from shared.store.db import Database
+    from shared.store.interface import Store
     from shared.summarize.rules import RulesSummarizer
 
 log = logging.getLogger(__name__)
@@ -25,8 +24,8 @@ PROVIDERS = ("rules", "llm")
 class Summarizer:
     """Reads the live summarizer config on every call (providers and endpoints can change)."""
 
-    def __init__(self, db: "Database", rules: "RulesSummarizer", config: Callable[[], SummarizerConfig]):
-        self._db = db
+    def __init__(self, store: "Store", rules: "RulesSummarizer", config: Callable[[], SummarizerConfig]):
+        self._store = store
         self._rules = rules
         self._config = config
 
@@ -63,9 +62,9 @@ class Summarizer:
         if not config.model.strip():
             return []  # nothing was sent: there is no model to count it against
         try:
-            with self._db.write() as conn:
-                usage.record(conn, config.model, spent.prompt_tokens, spent.completion_tokens,
-                             failed, time.time())
+            with self._store.write() as tx:
+                tx.usage.record(config.model, spent.prompt_tokens, spent.completion_tokens, failed,
+                                time.time())
         except StorageError as exc:
             log.warning("llm token usage not recorded: %s", exc)
             return [f"token usage not recorded: {exc}"]

@@ -33,8 +33,8 @@ from shared.search.atoms import AtomSearch
 from shared.search.cache import RecallCache
 from shared.search.channels import ChannelParts, build_channels
 from shared.search.recall import Hit, Recaller, RecallRequest
-from shared.store.db import Database
-from shared.store.schema import open_database
+from shared.store.interface import Store
+from shared.store.schema import open_store
 from shared.tasks import Enqueuer
 from shared.text.segment import Segmenter
 
@@ -71,9 +71,9 @@ class Services:
     a worker runs stages itself). `embed_threads` is the embedding model's thread count: one
     for processes that embed queries, the configured count for those that embed memories."""
 
-    def __init__(self, live: LiveConfig, db: Database, *, queued: bool = True, embed_threads: int = 1):
+    def __init__(self, live: LiveConfig, store: Store, *, queued: bool = True, embed_threads: int = 1):
         self.live = live
-        self.db = db
+        self.store = store
         self.queued = queued
         self.embed_threads = embed_threads
         self._lock = threading.RLock()  # re-entrant: one part is built from others
@@ -98,7 +98,7 @@ class Services:
 
     @part
     def memories(self) -> MemoryService:
-        return MemoryService(self.db, self.segmenter, self.enqueuer, self.live)
+        return MemoryService(self.store, self.segmenter, self.enqueuer, self.live)
 
     @part
     def lifecycle(self) -> Lifecycle:
@@ -106,14 +106,14 @@ class Services:
 
     @part
     def atom_search(self) -> AtomSearch:
-        return AtomSearch(self.db, self.segmenter)
+        return AtomSearch(self.store, self.segmenter)
 
     @part
     def embedder(self) -> "Embedder":
         from shared.embedders import build_embedder, recorded_models
 
         return build_embedder(self.config.embedding, threads=self.embed_threads,
-                              recorded=recorded_models(self.db.connection()))
+                              recorded=recorded_models(self.store))
 
     @part
     def vector_indexes(self) -> tuple["VectorIndex", "VectorIndex"]:
@@ -123,15 +123,14 @@ class Services:
 
         embedder = self.embedder
         dim = space_dim(self.config.embedding, embedder)  # never asks an API at start
-        return (VectorIndex(self.db, "document", embedder.model, dim),
-                VectorIndex(self.db, "graph_entry", embedder.model, dim))
+        return (VectorIndex(self.store, "document", embedder.model, dim),
+                VectorIndex(self.store, "graph_entry", embedder.model, dim))
 
     @part
     def recaller(self) -> "LiveRecaller":
         index, entry_index = self.vector_indexes
-        parts = ChannelParts(self.memories.documents, self.config.retrieval, index, entry_index,
-                             self.config.graph)
-        return LiveRecaller(self.memories.documents, self.segmenter, parts,
+        parts = ChannelParts(self.store, self.config.retrieval, index, entry_index, self.config.graph)
+        return LiveRecaller(self.store, self.segmenter, parts,
                             self.embedder.embed_query, self.live)
 
     @part
@@ -141,23 +140,23 @@ class Services:
         from shared.summarize.summarizer import Summarizer
 
         rules = RulesSummarizer(AtomRules.load(self.config.atoms.rules_file), self.segmenter)
-        return Summarizer(self.db, rules, lambda: self.live.current.summarizer)
+        return Summarizer(self.store, rules, lambda: self.live.current.summarizer)
 
     def reconcile(self, enqueuer: Enqueuer | None = None) -> ReconcileReport:
         """Reclaim dead workers' leases and queue every stage waiting unqueued."""
         config = self.config
-        return reconcile(self.db, enqueuer or self.enqueuer or Enqueuer(self.huey),
+        return reconcile(self.store, enqueuer or self.enqueuer or Enqueuer(self.huey),
                          config.worker.heartbeat_timeout_s, queue=config.queue)
 
     def close(self) -> None:
-        self.db.close()
+        self.store.close()
 
 
 def open_services(config: AppConfig | LiveConfig, *, queued: bool = True,
                   embed_threads: int = 1) -> Services:
     """Open (and migrate) the store of `config` and return the parts built from it."""
     live = config if isinstance(config, LiveConfig) else LiveConfig(config)
-    return Services(live, open_database(live.current.storage), queued=queued,
+    return Services(live, open_store(live.current.storage), queued=queued,
                     embed_threads=embed_threads)
 
 
@@ -166,7 +165,7 @@ class LiveRecaller:
     their weights, and its cache, whose answers were made under the old settings) is built
     again when a retrieval key changes. A recall in flight finishes with the one it began with."""
 
-    def __init__(self, store, segmenter: Segmenter, parts: ChannelParts,
+    def __init__(self, store: Store, segmenter: Segmenter, parts: ChannelParts,
                  embed: Callable | None, live: LiveConfig):
         self.store, self.segmenter, self.parts, self.embed = store, segmenter, parts, embed
         self.executor = ThreadPoolExecutor(max_workers=3, thread_name_prefix="recall")

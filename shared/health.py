@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Callable
 
 from shared import platform
-from shared.store import runtime, stages
-from shared.store.db import Database
+from shared.store.interface import Session, Store
+from shared.store.runtime import ProcessRow
 
 log = logging.getLogger("aokun.health")
 
@@ -25,7 +25,7 @@ def pipeline_warnings(queue: dict, live_workers: int, newest_heartbeat: float | 
                       now: float) -> list[str]:
     """One line per reason the stage rows will not reach 'done' by themselves, or have not.
 
-    `queue` is stages.queue_figures(); `newest_heartbeat` the newest heartbeat of any worker
+    `queue` is store.stages.queue_figures(); `newest_heartbeat` the newest heartbeat of any worker
     (None if no worker ever beat on this store)."""
     warnings = []
     waiting = queue.get("pending", 0) + queue.get("running", 0)
@@ -103,16 +103,16 @@ class FrontHeartbeat:
     Start it before looking for a worker: an autostarted worker that decides to exit does so
     in one transaction with its check that no front is alive."""
 
-    def __init__(self, db: Database, interval: float, transport: str):
-        self.db = db
+    def __init__(self, store: Store, interval: float, transport: str):
+        self.store = store
         self.transport = transport
         self.front_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._repeater = Repeater("front-heartbeat", interval, self.beat)
 
     def beat(self) -> bool:
-        with self.db.write() as tx:
-            runtime.front_beat(tx, self.front_id, os.getpid(), socket.gethostname(),
-                               self.transport, time.time())
+        with self.store.write() as tx:
+            tx.runtime.front_beat(self.front_id, os.getpid(), socket.gethostname(), self.transport,
+                                  time.time())
         return False
 
     def start(self) -> None:
@@ -125,8 +125,8 @@ class FrontHeartbeat:
     def stop(self) -> None:
         self._repeater.stop()
         try:
-            with self.db.write() as tx:
-                runtime.remove_front(tx, self.front_id)
+            with self.store.write() as tx:
+                tx.runtime.remove_front(self.front_id)
         except Exception:  # the row ages out; workers judge fronts by heartbeat age and pid
             log.exception("could not remove front heartbeat row %s", self.front_id)
 
@@ -137,9 +137,9 @@ class IdleExit:
     """For a worker a front started: once no front has been alive for `idle_s` seconds and no
     stage is pending or running, mark this worker as stopping and call `on_idle` (once)."""
 
-    def __init__(self, db: Database, worker_id: str, idle_s: float, alive_s: float,
+    def __init__(self, store: Store, worker_id: str, idle_s: float, alive_s: float,
                  on_idle: Callable[[], None]):
-        self.db = db
+        self.store = store
         self.worker_id = worker_id
         self.idle_s = idle_s
         self.alive_s = alive_s
@@ -157,21 +157,21 @@ class IdleExit:
     def check(self) -> bool:
         """Exit if idle; True once on_idle has been called."""
         now = time.time()
-        if not self._idle(self.db.connection(), now):
+        if not self._idle(self.store, now):
             return False
         # Check again and step down in one write transaction: a front that starts now either
         # beat before it (and is seen) or finds this worker stopping and starts another.
-        with self.db.write() as tx:
+        with self.store.write() as tx:
             if not self._idle(tx, now):
                 return False
-            runtime.mark_stopping(tx, self.worker_id)
+            tx.runtime.mark_stopping(self.worker_id)
         log.info("no front alive for %s and no stage pending: autostarted worker exiting",
                  format_age(now - self.last_front_seen))
         self.on_idle()
         return True
 
-    def _idle(self, conn, now: float) -> bool:
-        fronts = runtime.front_rows(conn)
+    def _idle(self, s: Session, now: float) -> bool:
+        fronts = s.runtime.front_rows()
         if any(row.alive(now - self.alive_s) for row in fronts):
             self.last_front_seen = now
             return False
@@ -179,7 +179,7 @@ class IdleExit:
         self.last_front_seen = max([self.last_front_seen] + [row.heartbeat_time for row in fronts])
         if now - self.last_front_seen < self.idle_s:
             return False
-        queue = stages.queue_figures(conn, now)
+        queue = s.stages.queue_figures(now)
         return queue["pending"] + queue["running"] == 0
 
 
@@ -207,7 +207,7 @@ def read_pid_files(data_dir: Path) -> dict[int, Path]:
     return found
 
 
-def local_workers(data_dir: Path, rows: list[runtime.ProcessRow], alive_since: float) -> dict[int, str]:
+def local_workers(data_dir: Path, rows: list[ProcessRow], alive_since: float) -> dict[int, str]:
     """{pid: what it is} of this data_dir's worker processes on this host: those with a fresh
     heartbeat row, and those whose pid file names a live aokun-worker (one that has not beaten
     yet, or hangs). Pid files of processes that are gone are removed."""

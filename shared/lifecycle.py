@@ -18,7 +18,7 @@ from shared.decay import DAY
 from shared.errors import InvalidInput
 from shared.live_config import LiveConfig
 from shared.memories import MemoryService
-from shared.store import atoms, documents, graph, meta, vectors
+from shared.store import meta
 
 # The maintenance actions, in the order "all" runs them (tools, CLI and models use this).
 ACTIONS = ("decay", "archive", "atoms", "backup", "reconcile", "all")
@@ -44,7 +44,7 @@ class Lifecycle:
     def __init__(self, live: LiveConfig, memories: MemoryService):
         self.live = live
         self.memories = memories
-        self.db = memories.db
+        self.store = memories.store
 
     @property
     def config(self) -> AppConfig:
@@ -53,7 +53,7 @@ class Lifecycle:
     def decay(self, now: float) -> dict:
         """Apply every daily decay due since the last one (catching up after downtime)."""
         f = self.config.forgetting
-        previous = meta.get(self.db.connection(), meta.DECAY_APPLIED_AT)
+        previous = self.store.meta.get(meta.DECAY_APPLIED_AT)
         if previous is None:  # a new store: start counting from the last decay time
             self._set_meta(meta.DECAY_APPLIED_AT,
                            (decay_boundaries(now - DAY, now, f.decay_hour, f.decay_minute) or [now])[-1])
@@ -75,31 +75,30 @@ class Lifecycle:
     def sweep_atoms(self, now: float) -> dict:
         """active -> expired -> forgotten -> purged (with graph output), each after its delay."""
         f = self.config.forgetting
-        with self.db.write() as tx:
-            expired = atoms.expire(tx, now)
-            forgotten = atoms.forget(tx, now - f.atom_forget_delay_days * DAY, now)
-            purged = atoms.purge(tx, now - f.atom_purge_delay_days * DAY, now)
-            entries = graph.entries_of_atoms(tx, purged)
-            vectors.delete_owners(tx, "graph_entry", entries, now)
-            removed = graph.delete_entries(tx, entries)
+        with self.store.write() as tx:
+            expired = tx.atoms.expire(now)
+            forgotten = tx.atoms.forget(now - f.atom_forget_delay_days * DAY, now)
+            purged = tx.atoms.purge(now - f.atom_purge_delay_days * DAY, now)
+            entries = tx.graph.entries_of_atoms(purged)
+            tx.vectors.delete_owners("graph_entry", entries, now)
+            removed = tx.graph.delete_entries(entries)
         return {"expired": len(expired), "forgotten": len(forgotten), "purged": len(purged), **removed}
 
     def backup(self, now: float, reason: str = "manual") -> dict:
-        from shared.store.backup import backup_database, prune_backups
+        from shared.store.backup import prune_backups
 
         directory = self.backup_dir()
-        path = backup_database(self.db, directory, now, reason)
+        path = self.store.backup(directory, now, reason)
         pruned = prune_backups(directory, self.config.backup.keep_days, now, keep=path)
         return {"path": str(path), "pruned": len(pruned)}
 
     def backup_if_version_changed(self, now: float) -> dict | None:
         """A full backup the first time this package version opens a store with data in it."""
-        conn = self.db.connection()
         version = _version_number(__version__)
-        if meta.get(conn, meta.PACKAGE_VERSION) == version:
+        if self.store.meta.get(meta.PACKAGE_VERSION) == version:
             return None
         report = None
-        if documents.table_counts(conn)["documents"]:
+        if self.store.documents.count():
             report = self.backup(now, reason="upgrade")
         self._set_meta(meta.PACKAGE_VERSION, version)
         return report
@@ -108,8 +107,8 @@ class Lifecycle:
         return self.config.backup.dir or self.config.storage.data_dir / "backups"
 
     def _set_meta(self, key: str, value: float) -> None:
-        with self.db.write() as tx:
-            meta.put(tx, key, value)
+        with self.store.write() as tx:
+            tx.meta.put(key, value)
 
 
 def _version_number(version: str) -> int:

@@ -25,10 +25,12 @@ from shared import memory_rules as rules
 from shared.decay import DAY, decayed_importance
 from shared.errors import InvalidInput
 from shared.live_config import LiveConfig, live_ttl_days
-from shared.store import atoms, consistency, documents, fts, graph, meta, neighbours, stages, vectors
-from shared.store.db import Database
-from shared.store.documents import Document, DocumentStore, History, MemoryFields, content_hash
-from shared.store.stages import StageKey
+from shared.store import meta
+from shared.store.documents import (Document, History, MemoryFields, content_hash, epoch, stored_text,
+                                    unmarked)
+from shared.store.fts import FTS_TABLES
+from shared.store.interface import Session, Store
+from shared.store.stages import STAGES, StageKey
 from shared.rules.atoms import TtlFor, retract
 from shared.text.segment import Segmenter
 
@@ -44,18 +46,17 @@ class StageQueue(Protocol):
 
 
 class MemoryService:
-    """Writes memories; reads go through DocumentStore (service.documents)."""
+    """Writes memories; reads go to the store itself (service.store.documents)."""
 
-    def __init__(self, db: Database, segmenter: Segmenter, queue: StageQueue | None,
+    def __init__(self, store: Store, segmenter: Segmenter, queue: StageQueue | None,
                  live: LiveConfig, *, clock: Callable[[], float] = time.time,
                  ttl_for: TtlFor | None = None):
-        self.db = db
+        self.store = store
         self.live = live  # memory.* and atoms.ttl_* are read when a memory is written
         self.segmenter = segmenter
         self.queue = queue
         self.ttl_for = ttl_for or live_ttl_days(live)
         self.clock = clock
-        self.documents = DocumentStore(db)
 
     # -- the rules ----------------------------------------------------------------------------
 
@@ -82,16 +83,16 @@ class MemoryService:
         content, fields = self.checked(content, fields)
         now = self.clock()
         stored = history.create_time if history is not None else now
-        text = documents.stored_text(content, fields.original_time, stored)
+        text = stored_text(content, fields.original_time, stored)
         tokens = self.index_tokens(text, fields)
-        with self.db.write() as tx:
-            existing = documents.find_by_source(tx, fields.source_hash) if fields.source_hash else None
+        with self.store.write() as tx:
+            existing = tx.documents.find_by_source(fields.source_hash) if fields.source_hash else None
             if existing is not None:
-                return documents.get(tx, existing), False
+                return tx.documents.get(existing), False
             memory_id = self._insert(tx, text, tokens, fields, now, stored)
             if history is not None:
-                documents.set_history(tx, memory_id, history)
-            doc = documents.get(tx, memory_id)
+                tx.documents.set_history(memory_id, history)
+            doc = tx.documents.get(memory_id)
         self._submit([doc])
         return doc, True
 
@@ -101,12 +102,12 @@ class MemoryService:
         prepared = []
         for content, fields in items:
             content, fields = self.checked(content, fields)
-            text = documents.stored_text(content, fields.original_time, now)
+            text = stored_text(content, fields.original_time, now)
             prepared.append((text, self.index_tokens(text, fields), fields))
-        with self.db.write() as tx:
+        with self.store.write() as tx:
             ids = [self._insert(tx, text, tokens, fields, now) for text, tokens, fields in prepared]
         self._submit_keys([StageKey(i, stage, content_hash(text))
-                           for i, (text, _, _) in zip(ids, prepared) for stage in stages.STAGES])
+                           for i, (text, _, _) in zip(ids, prepared) for stage in STAGES])
         return ids
 
     def edit(self, memory_id: int, content: str | None, changes: dict) -> Document:
@@ -118,29 +119,29 @@ class MemoryService:
         changes = rules.check_changes(changes)
         if content is None and not changes:
             raise InvalidInput("nothing to change: give content and/or metadata")
-        with self.db.write() as tx:
-            old = documents.get(tx, memory_id)
+        with self.store.write() as tx:
+            old = tx.documents.get(memory_id)
             fields = replace(old.fields, **changes)
             now = self.clock()
             text = self._edited_text(old, content, fields, "original_time" in changes)
-            documents.update(tx, memory_id, text, self.index_tokens(text, fields), fields, now,
-                             self._context_terms(tx, memory_id))
+            tx.documents.update(memory_id, text, self.index_tokens(text, fields), fields, now,
+                                self._context_terms(tx, memory_id))
             text_changed = content_hash(text) != old.content_hash
-            carried = self._refresh_carriers(tx, neighbours.dependents(tx, memory_id)) if text_changed else []
-            scrub = text_changed and fts.scrubs_in_place(tx)
+            carried = self._refresh_carriers(tx, tx.neighbours.dependents(memory_id)) if text_changed else []
+            scrub = text_changed and tx.fts.scrubs_in_place()
             if text_changed:
                 # The vector of the old text is stale (a recall must not find it meanwhile).
-                vectors.delete_for_memory(tx, memory_id, now, kind="document")
+                tx.vectors.delete_for_memory(memory_id, now, kind="document")
             if scrub:
                 # The old words leave the index now where that is cheap; elsewhere (a full
                 # index rewrite, ~0.5 s at 100k memories) the worker's hourly upkeep does it.
-                fts.scrub_terms(tx, ["documents_fts"])
+                tx.fts.scrub_terms(["documents_fts"])
             redo = text_changed or bool(DERIVED_FIELDS & changes.keys())
             if redo:
-                stages.reset_for_memory(tx, memory_id, content_hash(text), now)
-            doc = documents.get(tx, memory_id)
+                tx.stages.reset_for_memory(memory_id, content_hash(text), now)
+            doc = tx.documents.get(memory_id)
         if scrub:
-            fts.flush_deleted(self.db.connection())
+            self.store.flush_deleted()
         if redo:
             self._submit([doc])
         self._submit_keys(carried)
@@ -149,36 +150,36 @@ class MemoryService:
     def set_pinned(self, memory_id: int, pinned: bool) -> Document:
         rules.check_memory_id(memory_id)
         rules.check_field("pinned", pinned)
-        with self.db.write() as tx:
-            documents.get(tx, memory_id)
-            documents.set_pinned(tx, memory_id, pinned, self.clock())
-            return documents.get(tx, memory_id)
+        with self.store.write() as tx:
+            tx.documents.get(memory_id)
+            tx.documents.set_pinned(memory_id, pinned, self.clock())
+            return tx.documents.get(memory_id)
 
     def delete(self, memory_id: int) -> dict[str, int]:
         """Delete a memory and everything derived from it; return {table: rows removed}.
         Its words leave the full-text indexes and the WAL too (shared/store/fts.py)."""
         rules.check_memory_id(memory_id)
-        with self.db.write() as tx:
-            documents.get(tx, memory_id)
+        with self.store.write() as tx:
+            tx.documents.get(memory_id)
             now = self.clock()
-            receipt = dict(vectors.delete_for_memory(tx, memory_id, now))
-            receipt.update(graph.delete_for_memory(tx, memory_id))
+            receipt = dict(tx.vectors.delete_for_memory(memory_id, now))
+            receipt.update(tx.graph.delete_for_memory(memory_id))
             retract(tx, memory_id, self.ttl_for, now)
-            receipt.update(atoms.delete_for_memory(tx, memory_id))
-            receipt.update(stages.delete_for_memory(tx, memory_id, now))
-            carriers = neighbours.unlink(tx, memory_id)
-            receipt.update(documents.delete(tx, memory_id))
+            receipt.update(tx.atoms.delete_for_memory(memory_id))
+            receipt.update(tx.stages.delete_for_memory(memory_id, now))
+            carriers = tx.neighbours.unlink(memory_id)
+            receipt.update(tx.documents.delete(memory_id))
             carried = self._refresh_carriers(tx, carriers)
-            fts.scrub_terms(tx, [table for table in fts.FTS_TABLES if receipt.get(table)])
-        fts.flush_deleted(self.db.connection())
+            tx.fts.scrub_terms([table for table in FTS_TABLES if receipt.get(table)])
+        self.store.flush_deleted()
         self._submit_keys(carried)
         return receipt
 
     def touch(self, ids: Sequence[int], now: float) -> None:
         """Access reinforcement for recalled memories."""
         if ids:
-            with self.db.write() as tx:
-                documents.touch(tx, ids, now)
+            with self.store.write() as tx:
+                tx.documents.touch(ids, now)
 
     # -- upkeep (shared/lifecycle.py decides when) ---------------------------------------------
 
@@ -188,49 +189,49 @@ class MemoryService:
         `applied_at` recorded as the last decay in the same transaction, so none is applied
         twice. Returns how many memories decayed."""
         window_start = now - forgetting.access_decay_window_days * DAY
-        with self.db.write() as tx:
+        with self.store.write() as tx:
             updates = []
-            for memory_id, importance, accesses, last_access in documents.decay_inputs(tx):
+            for memory_id, importance, accesses, last_access in tx.documents.decay_inputs():
                 recent = last_access is not None and last_access >= window_start
                 for _ in range(days):
                     importance, accesses = decayed_importance(
                         importance, accesses, recent, forgetting.decay_rate,
                         forgetting.access_count_decay_multiplier)
                 updates.append((importance, accesses, memory_id))
-            documents.set_decayed(tx, updates)
-            meta.put(tx, meta.DECAY_APPLIED_AT, applied_at)
+            tx.documents.set_decayed(updates)
+            tx.meta.put(meta.DECAY_APPLIED_AT, applied_at)
         return len(updates)
 
     def archive_stale(self, created_before: float, importance_below: float) -> list[int]:
         """Archive the unpinned memories created before a time and less important than a
         level (they leave recall); return their ids."""
-        with self.db.write() as tx:
-            return documents.archive_stale(tx, created_before, importance_below)
+        with self.store.write() as tx:
+            return tx.documents.archive_stale(created_before, importance_below)
 
     # -- repair ---------------------------------------------------------------------------------
 
     def retry_failed(self) -> int:
         """Failed stages get a fresh set of attempts and are queued (aokun repair --apply)."""
-        with self.db.write() as tx:
-            retried = stages.retry_failed(tx, self.clock())
+        with self.store.write() as tx:
+            retried = tx.stages.retry_failed(self.clock())
         self.queue_ready()
         return retried
 
     def redo_missing(self, missing: dict[str, list[int]]) -> int:
         """Stages whose output is missing run again (aokun repair --apply)."""
-        with self.db.write() as tx:
-            redone = consistency.redo_missing(tx, missing, self.clock())
+        with self.store.write() as tx:
+            redone = tx.consistency.redo_missing(missing, self.clock())
         self.queue_ready()
         return redone
 
     def queue_ready(self) -> int:
         """Queue every due pending stage that nothing has queued; return how many."""
         now = self.clock()
-        keys = stages.ready_to_enqueue(self.db.connection(), now, include_enqueued=False)
+        keys = self.store.stages.ready_to_enqueue(now, include_enqueued=False)
         if not keys or not self._submit_keys(keys):
             return 0
-        with self.db.write() as tx:
-            stages.mark_enqueued(tx, keys, now)
+        with self.store.write() as tx:
+            tx.stages.mark_enqueued(keys, now)
         return len(keys)
 
     def backfill_fts(self, batch: int = 500) -> int:
@@ -238,16 +239,16 @@ class MemoryService:
         migration 7 or 8 that is every document); return how many. In batches, each checked
         again inside its transaction: a front and a worker may back-fill at once."""
         restored = 0
-        missing = self.documents.missing_fts()
+        missing = self.store.documents.missing_fts()
         for start in range(0, len(missing), batch):
-            with self.db.write() as tx:
-                for doc in documents.get_many(tx, missing[start:start + batch]).values():
-                    if documents.has_fts_row(tx, doc.id):
+            with self.store.write() as tx:
+                for doc in tx.documents.get_many(missing[start:start + batch]).values():
+                    if tx.documents.has_fts_row(doc.id):
                         continue
                     context = self._context(tx, doc.text, doc.fields, doc.create_time, before_id=doc.id)
-                    neighbours.link(tx, doc.id, [i for i, _ in context])
-                    documents.add_fts_row(tx, doc.id, self.index_tokens(doc.text, doc.fields),
-                                          self._terms_of(context), doc.fields)
+                    tx.neighbours.link(doc.id, [i for i, _ in context])
+                    tx.documents.add_fts_row(doc.id, self.index_tokens(doc.text, doc.fields),
+                                             self._terms_of(context), doc.fields)
                     restored += 1
         return restored
 
@@ -261,61 +262,61 @@ class MemoryService:
         extra += [fact for fact in fields.key_facts if fact.strip() not in text]
         return " ".join(self.segmenter.terms("\n".join([text, *extra])))
 
-    def _context(self, tx, text: str, fields: MemoryFields, stored_time: float,
+    def _context(self, tx: Session, text: str, fields: MemoryFields, stored_time: float,
                  before_id: int | None = None) -> list[tuple[int, str]]:
         """(id, text) of the neighbours a memory is indexed with (shared/store/neighbours.py)."""
-        moment = documents.epoch(fields.original_time) or stored_time
+        moment = epoch(fields.original_time) or stored_time
         settings = self.live.current.memory
-        return neighbours.before(tx, fields.persona_id, fields.session_id, moment,
-                                 settings.context_turns, settings.context_window_s, before_id,
-                                 fields.participants, text)
+        return tx.neighbours.before(fields.persona_id, fields.session_id, moment,
+                                    settings.context_turns, settings.context_window_s, before_id,
+                                    fields.participants, text)
 
     def _terms_of(self, context: Sequence[tuple[int, str]]) -> str:
         """BM25 terms of neighbours' texts, oldest first, without their time markers (the
         memory's own marker already carries its time)."""
-        texts = [documents.unmarked(text) for _, text in reversed(context)]
+        texts = [unmarked(text) for _, text in reversed(context)]
         return " ".join(self.segmenter.terms("\n".join(texts))) if texts else ""
 
-    def _context_terms(self, tx, memory_id: int) -> str:
-        return self._terms_of(neighbours.of(tx, memory_id))
+    def _context_terms(self, tx: Session, memory_id: int) -> str:
+        return self._terms_of(tx.neighbours.of(memory_id))
 
-    def _refresh_carriers(self, tx, carriers: Sequence[int]) -> list[StageKey]:
+    def _refresh_carriers(self, tx: Session, carriers: Sequence[int]) -> list[StageKey]:
         """Memories whose context held a changed or deleted memory: their context terms are
         rebuilt from the neighbours they still have, and their vectors (embedded with the
         old context) are dropped and made again. Returns the embed stages to queue."""
         now = self.clock()
         keys = []
         for carrier in carriers:
-            documents.set_context(tx, carrier, self._context_terms(tx, carrier))
-            vectors.delete_for_memory(tx, carrier, now, kind="document")
-            version = documents.get(tx, carrier).content_hash
-            stages.restart(tx, carrier, "embed", version, now)
+            tx.documents.set_context(carrier, self._context_terms(tx, carrier))
+            tx.vectors.delete_for_memory(carrier, now, kind="document")
+            version = tx.documents.get(carrier).content_hash
+            tx.stages.restart(carrier, "embed", version, now)
             keys.append(StageKey(carrier, "embed", version))
         return keys
 
-    def _insert(self, tx, text: str, tokens: str, fields: MemoryFields, now: float,
+    def _insert(self, tx: Session, text: str, tokens: str, fields: MemoryFields, now: float,
                 stored: float | None = None) -> int:
         """A new memory with its stage rows; `stored` is when it was stored, if not now (an
         import), which is where its conversation context is looked for."""
         context = self._context(tx, text, fields, now if stored is None else stored)
-        memory_id = documents.insert(tx, text, tokens, fields, now, self._terms_of(context))
-        neighbours.link(tx, memory_id, [i for i, _ in context])
-        stages.create_for_memory(tx, memory_id, content_hash(text), now)
+        memory_id = tx.documents.insert(text, tokens, fields, now, self._terms_of(context))
+        tx.neighbours.link(memory_id, [i for i, _ in context])
+        tx.stages.create_for_memory(memory_id, content_hash(text), now)
         if self.queue is None:
             # Nothing will queue it now: leave it to the reconciler.
-            stages.mark_enqueued(tx, [StageKey(memory_id, s, content_hash(text)) for s in stages.STAGES], None)
+            tx.stages.mark_enqueued([StageKey(memory_id, s, content_hash(text)) for s in STAGES], None)
         return memory_id
 
     def _edited_text(self, old: Document, content: str | None, fields: MemoryFields,
                      time_changed: bool) -> str:
         if content is not None:
-            return documents.stored_text(content, fields.original_time, old.create_time)
+            return stored_text(content, fields.original_time, old.create_time)
         if time_changed:
-            return documents.stored_text(documents.unmarked(old.text), fields.original_time, old.create_time)
+            return stored_text(unmarked(old.text), fields.original_time, old.create_time)
         return old.text
 
     def _submit(self, docs: Sequence[Document]) -> None:
-        self._submit_keys([StageKey(d.id, stage, d.content_hash) for d in docs for stage in stages.STAGES])
+        self._submit_keys([StageKey(d.id, stage, d.content_hash) for d in docs for stage in STAGES])
 
     def _submit_keys(self, keys: list[StageKey]) -> bool:
         """Queue stages after their commit; True if queued. Never raises: the rows are the
@@ -328,8 +329,8 @@ class MemoryService:
         except Exception as exc:
             log.warning("could not queue %d stage(s) (the reconciler will): %s", len(keys), exc)
             try:
-                with self.db.write() as tx:
-                    stages.mark_enqueued(tx, keys, None)
+                with self.store.write() as tx:
+                    tx.stages.mark_enqueued(keys, None)
             except Exception:
                 log.exception("could not record the failed queueing; the reconciler's full pass"
                               " will queue them")

@@ -14,8 +14,7 @@ import time
 from dataclasses import dataclass
 
 from shared.config import QueueConfig
-from shared.store import runtime, stages
-from shared.store.db import Database
+from shared.store.interface import Store
 from shared.tasks import Enqueuer
 
 log = logging.getLogger("aokun.reconcile")
@@ -32,23 +31,22 @@ class ReconcileReport:
     """Stages taken back from a dead or stuck worker that had no attempts left."""
 
 
-def reconcile(db: Database, enqueuer: Enqueuer, heartbeat_timeout_s: float,
+def reconcile(store: Store, enqueuer: Enqueuer, heartbeat_timeout_s: float,
               now: float | None = None, queue: QueueConfig = QueueConfig()) -> ReconcileReport:
     """Reclaim abandoned stages and queue every pending stage that has no message."""
     now = time.time() if now is None else now
-    with db.write() as tx:
-        live = runtime.live_workers(tx, now - heartbeat_timeout_s)
-        reclaimed, failed = stages.reclaim_abandoned(tx, now, live, queue.max_retries)
+    with store.write() as tx:
+        live = tx.runtime.live_workers(now - heartbeat_timeout_s)
+        reclaimed, failed = tx.stages.reclaim_abandoned(now, live, queue.max_retries)
     if failed:
         log.warning("%d stage(s) failed for good: all %d attempts used, the last one's lease ran"
                     " out (worker killed or stuck); see `aokun doctor`", failed, queue.max_retries)
     queue_empty = enqueuer.pending_count() == 0
-    keys = stages.ready_to_enqueue(db.connection(), now, include_enqueued=queue_empty,
-                                   limit=MAX_MESSAGES)
+    keys = store.stages.ready_to_enqueue(now, include_enqueued=queue_empty, limit=MAX_MESSAGES)
     if keys:
         enqueuer.enqueue(keys)
-        with db.write() as tx:
-            stages.mark_enqueued(tx, keys, now)
+        with store.write() as tx:
+            tx.stages.mark_enqueued(keys, now)
     if len(keys) >= MAX_MESSAGES:
         # A big backlog: drain messages work through the rest in batches, chaining themselves.
         for stage in sorted({k.stage for k in keys}):

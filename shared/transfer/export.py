@@ -14,65 +14,62 @@ from pathlib import Path
 from typing import Iterator, Sequence, TextIO
 
 from shared.errors import InvalidInput
-from shared.store import atoms as atom_store
-from shared.store.db import Database
-from shared.store.documents import Document, DocumentFilter, DocumentStore
+from shared.store.documents import Document, DocumentFilter
+from shared.store.interface import Session, Store
 from shared.transfer import jsonl, render
 
 CHUNK = 500
 
 
-def export_jsonl(db: Database, path: Path, persona_id: str | None, with_atoms: bool, now: float) -> int:
+def export_jsonl(store: Store, path: Path, persona_id: str | None, with_atoms: bool, now: float) -> int:
     """Write every memory (of one persona when given) to path; return how many."""
     if path.is_dir():
         raise InvalidInput(f"{path} is a folder: the JSONL export is one file (a folder is --format markdown)")
-    with db.snapshot():
-        ids = _ids(db, persona_id)
+    with store.read() as s:
+        ids = _ids(s, persona_id)
         with _replacing(path) as out:
             out.write(jsonl.line(jsonl.header(persona_id, len(ids), with_atoms, now)))
-            for doc, atoms in _memories(db, ids, with_atoms):
+            for doc, atoms in _memories(s, ids, with_atoms):
                 out.write(jsonl.line(jsonl.memory_record(doc, atoms)))
     return len(ids)
 
 
-def export_markdown(db: Database, folder: Path, persona_id: str | None, with_atoms: bool,
+def export_markdown(store: Store, folder: Path, persona_id: str | None, with_atoms: bool,
                     now: float) -> dict[str | None, int]:
     """Write one Markdown file per persona into folder; return {persona: memories}."""
     if folder.exists() and not folder.is_dir():
         raise InvalidInput(f"{folder} is a file: the Markdown export writes a folder, one file per persona")
     folder.mkdir(parents=True, exist_ok=True)
-    with db.snapshot():
+    with store.read() as s:
         by_persona: dict[str | None, list[int]] = {}
-        for doc, _ in _memories(db, _ids(db, persona_id), with_atoms=False):
+        for doc, _ in _memories(s, _ids(s, persona_id), with_atoms=False):
             by_persona.setdefault(doc.fields.persona_id, []).append(doc.id)
         for persona, ids in by_persona.items():
             with _replacing(folder / render.file_name(persona)) as out:
                 out.write(render.head(persona, len(ids), now))
-                for doc, atoms in _memories(db, ids, with_atoms):
+                for doc, atoms in _memories(s, ids, with_atoms):
                     out.write(render.section(doc, atoms))
     return {persona: len(ids) for persona, ids in by_persona.items()}
 
 
-def _ids(db: Database, persona_id: str | None) -> list[int]:
+def _ids(s: Session, persona_id: str | None) -> list[int]:
     scope = DocumentFilter(persona_id=persona_id, include_archived=True)
-    return sorted(DocumentStore(db).ids_in_scope(scope))
+    return sorted(s.documents.ids_in_scope(scope))
 
 
-def _memories(db: Database, ids: Sequence[int], with_atoms: bool) -> Iterator[tuple[Document, list[dict] | None]]:
+def _memories(s: Session, ids: Sequence[int], with_atoms: bool) -> Iterator[tuple[Document, list[dict] | None]]:
     """(memory, its atoms when asked) in id order; reads in chunks."""
-    store = DocumentStore(db)
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start:start + CHUNK]
-        docs = store.get_many(chunk)
+        docs = s.documents.get_many(chunk)
         for memory_id in chunk:
             if memory_id in docs:
-                yield docs[memory_id], _atoms(db, memory_id) if with_atoms else None
+                yield docs[memory_id], _atoms(s, memory_id) if with_atoms else None
 
 
-def _atoms(db: Database, memory_id: int) -> list[dict]:
+def _atoms(s: Session, memory_id: int) -> list[dict]:
     """A memory's atoms, but not the provenance rows a reinforcement leaves (state dormant)."""
-    return [jsonl.atom_record(row) for row in atom_store.of_memory(db.connection(), memory_id)
-            if row["state"] != "dormant"]
+    return [jsonl.atom_record(row) for row in s.atoms.of_memory(memory_id) if row["state"] != "dormant"]
 
 
 @contextmanager

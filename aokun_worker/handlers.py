@@ -7,7 +7,6 @@ the other way round.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any, Protocol, Sequence
 
 from shared.config import AtomsConfig
@@ -16,10 +15,10 @@ from shared.errors import AokunError
 from shared.extract.atoms import AtomRules, draft_atoms, speaker_of, ttl_days
 from shared.extract.graph_rules import GraphBuilder, StoredFact
 from shared.rules.atoms import store_atoms
-from shared.store import atoms, graph, neighbours, stages, vectors
 from shared.store.atoms import AtomOwner, AtomRow
-from shared.store.db import Database
 from shared.store.documents import Document
+from shared.store.interface import Session, Store
+from shared.store.vectors import VectorRow
 from shared.text.segment import Segmenter
 
 # Atom states whose fact still belongs in the graph.
@@ -33,7 +32,7 @@ class StageHandler(Protocol):
     def compute(self, documents: Sequence[Document]) -> Sequence[Any]:
         """One result per document, in order; raise to fail the whole batch."""
 
-    def store(self, tx: sqlite3.Connection, document: Document, result: Any, now: float) -> None:
+    def store(self, tx: Session, document: Document, result: Any, now: float) -> None:
         """Write one document's result (inside the stage's completing transaction)."""
 
 
@@ -55,19 +54,19 @@ class EmbedHandler:
 
     stage = "embed"
 
-    def __init__(self, embedder: Embedder, batch_size: int, db: Database | None = None):
+    def __init__(self, embedder: Embedder, batch_size: int, store: Store | None = None):
         self.embedder = embedder
         self.batch_size = batch_size
-        self.db = db  # where the context is read; without it memories are embedded alone
+        self._store = store  # where the context is read; without it memories are embedded alone
 
     def compute(self, documents: Sequence[Document]):
-        contexts = (neighbours.texts_of(self.db.connection(), [d.id for d in documents])
-                    if self.db is not None else {})
+        contexts = (self._store.neighbours.texts_of([d.id for d in documents])
+                    if self._store is not None else {})
         return self.embedder.embed_passages(
             [embedding_text(d, contexts.get(d.id, [])[:EMBED_CONTEXT_TURNS][::-1]) for d in documents])
 
-    def store(self, tx, document: Document, result, now: float) -> None:
-        vectors.upsert(tx, vectors.VectorRow(
+    def store(self, tx: Session, document: Document, result, now: float) -> None:
+        tx.vectors.upsert(VectorRow(
             kind="document", owner_id=document.id, memory_id=document.id,
             model=self.embedder.model, vector=result, content_hash=document.content_hash), now)
 
@@ -86,7 +85,7 @@ class AtomsHandler:
                          d.subject, d.attribute, d.value, d.deadline, d.ttl_days)
                  for d in draft_atoms(doc, self.rules, self.config)] for doc in documents]
 
-    def store(self, tx, document: Document, result, now: float) -> None:
+    def store(self, tx: Session, document: Document, result, now: float) -> None:
         f = document.fields
         owner = AtomOwner(document.id, f.persona_id, f.session_id, f.importance, document.content_hash)
         store_atoms(tx, owner, result, self.ttl_for, self.config.reinforce_jaccard, now)
@@ -106,8 +105,8 @@ class GraphHandler:
     stage = "graph"
     batch_size = 16
 
-    def __init__(self, db: Database, builder: GraphBuilder, embedder: Embedder):
-        self.db, self.builder, self.embedder = db, builder, embedder
+    def __init__(self, store: Store, builder: GraphBuilder, embedder: Embedder):
+        self._store, self.builder, self.embedder = store, builder, embedder  # store() is the method
 
     def compute(self, documents: Sequence[Document]):
         graphs = [self.builder.build(doc, speaker_of(doc), self._facts(doc)) for doc in documents]
@@ -121,18 +120,17 @@ class GraphHandler:
 
     def _facts(self, document: Document) -> list[StoredFact]:
         """The memory's stored atoms, read by id (never re-derived from the text)."""
-        conn = self.db.connection()
-        if not stages.is_done(conn, document.id, "atoms", document.content_hash):
+        if not self._store.stages.is_done(document.id, "atoms", document.content_hash):
             raise AtomsNotReady(f"memory {document.id}: the atoms stage has not finished for this "
                                 "version yet; the graph stage waits for it")
         return [StoredFact(row["id"], row["text"], row["confidence"])
-                for row in atoms.of_memory(conn, document.id) if row["state"] in _GRAPHED_STATES]
+                for row in self._store.atoms.of_memory(document.id) if row["state"] in _GRAPHED_STATES]
 
-    def store(self, tx, document: Document, result, now: float) -> None:
+    def store(self, tx: Session, document: Document, result, now: float) -> None:
         memory_graph, entry_vectors = result
-        vectors.delete_for_memory(tx, document.id, now, kind="graph_entry")
-        entry_ids = graph.replace_for_memory(tx, document.id, document.fields.persona_id,
-                                             memory_graph, document.content_hash, now)
+        tx.vectors.delete_for_memory(document.id, now, kind="graph_entry")
+        entry_ids = tx.graph.replace_for_memory(document.id, document.fields.persona_id,
+                                                memory_graph, document.content_hash, now)
         for entry_id, vector in zip(entry_ids, entry_vectors):
-            vectors.upsert(tx, vectors.VectorRow("graph_entry", entry_id, document.id,
-                                                 self.embedder.model, vector, document.content_hash), now)
+            tx.vectors.upsert(VectorRow("graph_entry", entry_id, document.id, self.embedder.model,
+                                        vector, document.content_hash), now)

@@ -14,8 +14,7 @@ import threading
 import time
 import uuid
 
-from shared.store import runtime
-from shared.store.db import Database
+from shared.store.interface import Store
 
 log = logging.getLogger("aokun.worker")
 
@@ -23,8 +22,8 @@ log = logging.getLogger("aokun.worker")
 class Heartbeat:
     """Beats every `interval` seconds from start() until stop()."""
 
-    def __init__(self, db: Database, interval: float = 5.0):
-        self.db = db
+    def __init__(self, store: Store, interval: float = 5.0):
+        self.store = store
         self.interval = interval
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._stop = threading.Event()
@@ -38,14 +37,14 @@ class Heartbeat:
         self._stop.set()
         self._thread.join(timeout=self.interval + 1)
         try:
-            with self.db.write() as tx:
-                runtime.remove_worker(tx, self.worker_id)
+            with self.store.write() as tx:
+                tx.runtime.remove_worker(self.worker_id)
         except Exception as exc:  # the row goes stale and is taken for dead, then pruned
             log.warning("cannot remove worker %s from the workers table: %s", self.worker_id, exc)
 
     def _beat(self) -> None:
-        with self.db.write() as tx:
-            runtime.beat(tx, self.worker_id, os.getpid(), socket.gethostname(), time.time())
+        with self.store.write() as tx:
+            tx.runtime.beat(self.worker_id, os.getpid(), socket.gethostname(), time.time())
 
     def _run(self) -> None:
         failed = 0

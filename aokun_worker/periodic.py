@@ -17,8 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from shared.store import runtime
-from shared.store.db import Database
+from shared.store.interface import Store
 
 log = logging.getLogger("aokun.periodic")
 
@@ -32,9 +31,9 @@ class PeriodicJob:
 
 
 class PeriodicScheduler:
-    def __init__(self, db: Database, jobs: Sequence[PeriodicJob], tick_s: float = 1.0,
+    def __init__(self, store: Store, jobs: Sequence[PeriodicJob], tick_s: float = 1.0,
                  clock: Callable[[], float] = time.time):
-        self.db = db
+        self.store = store
         self.jobs = list(jobs)
         self.tick_s = tick_s
         self.clock = clock
@@ -52,7 +51,7 @@ class PeriodicScheduler:
     def run_due(self) -> list[str]:
         """Run every job that is due now; return the names of those run. A job that fails
         (or cannot be claimed) is logged and does not keep the others from running."""
-        last_runs = runtime.periodic_runs(self.db.connection())
+        last_runs = self.store.runtime.periodic_runs()
         ran = []
         for job in self.jobs:
             previous = last_runs.get(job.name)
@@ -68,15 +67,15 @@ class PeriodicScheduler:
 
     def _claim_and_run(self, job: PeriodicJob) -> bool:
         now = self.clock()
-        with self.db.write() as tx:
-            due, previous = runtime.claim_periodic(tx, job.name, job.interval_s, now)
+        with self.store.write() as tx:
+            due, previous = tx.runtime.claim_periodic(job.name, job.interval_s, now)
         if not due:
             return False  # another worker took this run
         try:
             summary = job.run(previous, now)
         except Exception:
-            with self.db.write() as tx:
-                runtime.restore_periodic(tx, job.name, previous)
+            with self.store.write() as tx:
+                tx.runtime.restore_periodic(job.name, previous)
             raise
         log.info("periodic %s: %s", job.name, summary)
         return True

@@ -16,25 +16,23 @@ from aokun_worker.handlers import EmbedHandler
 from aokun_worker.heartbeat import Heartbeat
 from aokun_worker.runner import RunnerParts, StageRunner
 from shared.assembly import Services
-from shared.store import stages, vectors
 
 
 def rebuild_index(services: Services) -> int:
     """Drop vectors of other models, restart every embed stage and run them all here, with a
     progress bar on stderr; the last line says how many memories have vectors."""
-    config, db, embedder = services.config, services.db, services.embedder
+    config, store, embedder = services.config, services.store, services.embedder
     dim = embedder.dim
-    with db.write() as tx:
+    with store.write() as tx:
         now = time.time()
-        dropped = vectors.delete_foreign(tx, embedder.model, dim, now)
-        total = stages.restart_stage(tx, "embed", now)
+        dropped = tx.vectors.delete_foreign(embedder.model, dim, now)
+        total = tx.stages.restart_stage("embed", now)
     print(f"re-embedding {total} memories with {embedder.model} ({dim} dims); "
           f"{dropped} vectors of other models removed", file=sys.stderr)
-    heartbeat = Heartbeat(db, config.worker.heartbeat_interval_s)
+    heartbeat = Heartbeat(store, config.worker.heartbeat_interval_s)
     heartbeat.start()
     runner = StageRunner(RunnerParts(
-        db=db, documents=services.memories.documents,
-        handlers={"embed": EmbedHandler(embedder, config.embedding.batch_size, db)},
+        store=store, handlers={"embed": EmbedHandler(embedder, config.embedding.batch_size, store)},
         queue=config.queue, owner=heartbeat.worker_id))
     try:
         with tqdm(total=total, unit="memory", file=sys.stderr) as bar:
@@ -48,6 +46,6 @@ def rebuild_index(services: Services) -> int:
                 bar.update(claimed)
     finally:
         heartbeat.stop()
-    print(f"rebuilt: {vectors.documents_with_vector(db.connection(), embedder.model, dim)} "
+    print(f"rebuilt: {store.vectors.documents_with_vector(embedder.model, dim)} "
           "memories have vectors")
     return 0

@@ -11,7 +11,6 @@ soon as a write gets through, instead of leaving the stages running until the le
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
@@ -19,16 +18,14 @@ from typing import Callable, Mapping, Sequence
 from aokun_worker.handlers import StageHandler
 from shared.config import QueueConfig
 from shared.errors import AokunError, StorageError
-from shared.store import stages
-from shared.store.db import Database, savepoint
-from shared.store.documents import DocumentStore
-from shared.store.stages import StageKey
+from shared.store.interface import Session, Store
+from shared.store.stages import STAGES, StageKey, dependents
 from shared.tasks import DRAIN, Enqueuer
 
 log = logging.getLogger("aokun.worker")
 
 # The database would not take a write: busy past busy_timeout, disk full, I/O error...
-STORAGE_ERRORS = (StorageError, sqlite3.Error)
+STORAGE_ERRORS = (StorageError,)
 # Pauses between tries to record a finished batch; each try also waits busy_timeout in SQLite.
 COMPLETE_RETRY_DELAYS_S = (0.1, 0.3)
 # Giving the leases back is retried, at most this far apart, until it gets through.
@@ -39,8 +36,7 @@ Failure = tuple[StageKey, str]
 
 @dataclass(frozen=True)
 class RunnerParts:
-    db: Database
-    documents: DocumentStore
+    store: Store
     handlers: Mapping[str, StageHandler]
     queue: QueueConfig
     owner: str
@@ -59,8 +55,8 @@ class StageRunner:
         for a drain message, the next waiting batch of each named stage."""
         # A stage named runs its dependents after it (they read its fresh output).
         named = set(stage_names)
-        named |= {later for stage in stage_names for later in stages.dependents(stage)}
-        for stage in stages.STAGES:
+        named |= {later for stage in stage_names for later in dependents(stage)}
+        for stage in STAGES:
             if stage not in named:
                 continue
             if memory_id == DRAIN:
@@ -87,8 +83,8 @@ class StageRunner:
         p = self.parts
         started = time.monotonic()
         try:
-            with p.db.write() as tx:
-                keys = stages.claim_more(tx, stage, p.owner, p.clock(), p.queue.lease_s, handler.batch_size)
+            with p.store.write() as tx:
+                keys = tx.stages.claim_more(stage, p.owner, p.clock(), p.queue.lease_s, handler.batch_size)
         except STORAGE_ERRORS as exc:
             # The rows stay pending; the reconciler queues them again.
             log.warning("cannot lease the next %s batch (%s); the reconciler will queue it", stage, exc)
@@ -98,11 +94,11 @@ class StageRunner:
     def _claim(self, key: StageKey, batch_size: int) -> list[StageKey]:
         p = self.parts
         now = p.clock()
-        with p.db.write() as tx:
-            keys = [key] if stages.claim(tx, key, p.owner, now, p.queue.lease_s) else []
+        with p.store.write() as tx:
+            keys = [key] if tx.stages.claim(key, p.owner, now, p.queue.lease_s) else []
             if batch_size > 1:
-                keys += stages.claim_more(tx, key.stage, p.owner, now, p.queue.lease_s,
-                                          batch_size - len(keys))
+                keys += tx.stages.claim_more(key.stage, p.owner, now, p.queue.lease_s,
+                                             batch_size - len(keys))
         return keys
 
     def _run_claimed(self, handler: StageHandler, keys: list[StageKey], claimed_at: float) -> int:
@@ -112,7 +108,7 @@ class StageRunner:
         lease_end = claimed_at + self.parts.queue.lease_s
         self._chain_drain(handler, len(keys))
         try:
-            docs = self.parts.documents.get_many([k.memory_id for k in keys])
+            docs = self.parts.store.documents.get_many([k.memory_id for k in keys])
             live = [k for k in keys if k.memory_id in docs]
             results = list(handler.compute([docs[k.memory_id] for k in live])) if live else []
             if len(results) != len(live):
@@ -159,7 +155,7 @@ class StageRunner:
         recorded; return (stages done, [(key, backoff)] to retry)."""
         p = self.parts
         done, failures = 0, []
-        with p.db.write() as tx:
+        with p.store.write() as tx:
             now = p.clock()
             for key in keys:
                 if key not in results:
@@ -173,22 +169,25 @@ class StageRunner:
             retries = self._record_failures(tx, failures, now)
         return done, retries
 
-    def _store_one(self, tx: sqlite3.Connection, handler: StageHandler, key: StageKey, document,
+    def _store_one(self, tx: Session, handler: StageHandler, key: StageKey, document,
                    result, now: float) -> tuple[bool, str | None]:
         """Store one memory's result in a savepoint, so that a row that cannot be stored fails
         only its own stage: (done, error). Not done and no error: the lease was lost or the
         memory edited meanwhile, and nothing was written."""
         try:
-            with savepoint(tx, "stage_result"):
+            with tx.savepoint("stage_result"):
                 # complete() first: it fails if the memory was edited or the lease lost.
-                completed = stages.complete(tx, key, self.parts.owner, now)
+                completed = tx.stages.complete(key, self.parts.owner, now)
                 if completed:
                     handler.store(tx, document, result, now)
             return completed, None
         except Exception as exc:
-            if not tx.in_transaction:
-                raise  # SQLite rolled the whole transaction back (disk full, I/O): not this row's
-            return False, describe(exc)
+            if not tx.transaction_alive():
+                raise  # the engine rolled the whole transaction back (disk full, I/O): not this row's
+            # A statement the store refused is recorded in the engine's own words, as the row's
+            # error ("IntegrityError: ..."), not as the store's wrapping of it.
+            cause = exc.__cause__ if isinstance(exc, StorageError) and exc.__cause__ is not None else exc
+            return False, describe(cause)
 
     def _release(self, keys: list[StageKey], error: str, lease_end: float) -> None:
         """Record a failed attempt of each stage (pending after a backoff, or failed for good),
@@ -197,7 +196,7 @@ class StageRunner:
         pause, tries = COMPLETE_RETRY_DELAYS_S[0], 0
         while True:
             try:
-                with self.parts.db.write() as tx:
+                with self.parts.store.write() as tx:
                     retries = self._record_failures(tx, failures, self.parts.clock())
                 break
             except STORAGE_ERRORS as exc:
@@ -214,12 +213,12 @@ class StageRunner:
             log.info("released %d %s stage(s) after %d more tries", len(keys), keys[0].stage, tries)
         self._enqueue_retries(retries)
 
-    def _record_failures(self, tx: sqlite3.Connection, failures: list[Failure],
+    def _record_failures(self, tx: Session, failures: list[Failure],
                          now: float) -> list[tuple[StageKey, float]]:
         p = self.parts
         retries = []
         for key, error in failures:
-            delay = stages.fail(tx, key, p.owner, error, now, p.queue.max_retries, self.retry_delay)
+            delay = tx.stages.fail(key, p.owner, error, now, p.queue.max_retries, self.retry_delay)
             if delay is not None:
                 retries.append((key, delay))
         return retries
@@ -237,15 +236,15 @@ class StageRunner:
 
     def _forget_enqueued(self, keys: list[StageKey]) -> None:
         try:
-            with self.parts.db.write() as tx:
-                stages.mark_enqueued(tx, keys, None)
+            with self.parts.store.write() as tx:
+                tx.stages.mark_enqueued(keys, None)
         except STORAGE_ERRORS as exc:
             log.warning("cannot mark %d stage(s) as unqueued (%s); the reconciler queues them"
                         " once the queue is empty", len(keys), exc)
 
     def _log_failure(self, keys: list[StageKey], exc: Exception) -> None:
         ids = [k.memory_id for k in keys]
-        if isinstance(exc, (AokunError, sqlite3.Error)):
+        if isinstance(exc, AokunError):
             log.warning("%s stage failed for memories %s: %s", keys[0].stage, ids, describe(exc))
         else:
             log.exception("%s stage crashed for memories %s", keys[0].stage, ids)

@@ -22,9 +22,9 @@ from shared.extract.atoms import AtomRules
 from shared.embedders import space_dim
 from shared.extract.graph_rules import GraphBuilder
 from shared.search.vectors import VectorIndex
-from shared.store import fts, runtime, vectors
-from shared.store.db import Database
-from shared.store.documents import DocumentStore
+from shared.store.fts import FTS_TABLES
+from shared.store.interface import Store
+from shared.store.vectors import KINDS
 from shared.tasks import Enqueuer
 
 log = logging.getLogger("aokun.worker")
@@ -48,17 +48,16 @@ class WorkerService:
     def __init__(self, services: Services, autostarted: bool = False):
         self.services = services
         self.live = services.live
-        self.db = services.db
+        self.store = services.store
         self.huey = services.huey
         self.autostarted = autostarted
         config = self.live.current
-        self.heartbeat = Heartbeat(self.db, config.worker.heartbeat_interval_s)
+        self.heartbeat = Heartbeat(self.store, config.worker.heartbeat_interval_s)
         self.embedder = services.embedder
         self.segmenter = services.segmenter
         self.atom_rules = AtomRules.load(config.atoms.rules_file)
-        graph = GraphHandler(self.db, GraphBuilder(self.segmenter, config.graph), self.embedder)
-        parts = RunnerParts(db=self.db, documents=DocumentStore(self.db),
-                            handlers={**self._handlers(config), "graph": graph},
+        graph = GraphHandler(self.store, GraphBuilder(self.segmenter, config.graph), self.embedder)
+        parts = RunnerParts(store=self.store, handlers={**self._handlers(config), "graph": graph},
                             queue=config.queue, owner=self.heartbeat.worker_id)
         self.runner = StageRunner(parts)
         self.enqueuer = Enqueuer(self.huey, processor=self.runner.process)
@@ -66,7 +65,7 @@ class WorkerService:
         self.lifecycle = services.lifecycle
         # Only for repairs at start (BM25 rows back-filled); memories are written by fronts.
         self.memories = services.memories
-        self.scheduler = PeriodicScheduler(self.db, self._jobs(config))
+        self.scheduler = PeriodicScheduler(self.store, self._jobs(config))
         self.snapshots = SettleWatch("snapshots", self._vector_state, self.snapshot_job,
                                      SNAPSHOT_SETTLE_S, SNAPSHOT_MAX_WAIT_S)
         self.idle = IdleWatch(self)
@@ -78,7 +77,7 @@ class WorkerService:
 
     def _handlers(self, config: AppConfig) -> dict:
         """The stage handlers built from live settings (the graph's are restart-only)."""
-        return {"embed": EmbedHandler(self.embedder, config.queue.embed_batch_size, self.db),
+        return {"embed": EmbedHandler(self.embedder, config.queue.embed_batch_size, self.store),
                 "atoms": AtomsHandler(self.atom_rules, self.segmenter, config.atoms)}
 
     def _jobs(self, config: AppConfig) -> list[PeriodicJob]:
@@ -108,7 +107,7 @@ class WorkerService:
         """Build the worker; `autostarted` (a front started it) lets it exit when idle."""
         services = open_services(config, queued=False, embed_threads=config.embedding.threads)
         service = cls(services, autostarted)
-        _warn_foreign_vectors(service.db, service.embedder)
+        _warn_foreign_vectors(service.store, service.embedder)
         restored = service.memories.backfill_fts()
         if restored:
             log.warning("back-filled %d missing BM25 rows", restored)
@@ -122,30 +121,30 @@ class WorkerService:
         return f"{report.reclaimed} reclaimed, {report.enqueued} queued"
 
     def housekeeping_job(self, previous: float | None, now: float) -> str:
-        with self.db.write() as tx:
-            pruned = vectors.prune_tombstones(tx, now - TOMBSTONE_KEEP_S)
-            gone = runtime.prune_workers(tx, now - TOMBSTONE_KEEP_S)
-            fronts = runtime.prune_fronts(tx, now - TOMBSTONE_KEEP_S)
+        with self.store.write() as tx:
+            pruned = tx.vectors.prune_tombstones(now - TOMBSTONE_KEEP_S)
+            gone = tx.runtime.prune_workers(now - TOMBSTONE_KEEP_S)
+            fronts = tx.runtime.prune_fronts(now - TOMBSTONE_KEEP_S)
         # Words that edits and re-run stages replaced leave the full-text indexes (deletes
         # drop theirs at once; on SQLite < 3.44 doing so per edit would rewrite the index).
-        with self.db.write() as tx:
-            fts.scrub_terms(tx, fts.FTS_TABLES)
-        fts.flush_deleted(self.db.connection())
+        with self.store.write() as tx:
+            tx.fts.scrub_terms(FTS_TABLES)
+        self.store.flush_deleted()
         return (f"{pruned} vector tombstones, {gone} dead worker rows and {fronts} dead front rows"
                 " pruned; replaced words scrubbed from the full-text indexes")
 
     def _vector_state(self) -> tuple[int, int]:
         """What a snapshot depends on: the change sequence, and the tombstone floor (pruning
         can make a snapshot unusable without any new vector)."""
-        conn = self.db.connection()
-        return vectors.current_seq(conn), vectors.tombstone_floor(conn)
+        with self.store.read() as s:
+            return s.vectors.current_seq(), s.vectors.tombstone_floor()
 
     def snapshot_job(self) -> str:
         """Bring each FAISS snapshot up to date, so a front starts from it; the index is
         built (from the old snapshot and the changes since) only while writing."""
         dim = space_dim(self.config.embedding, self.embedder)
-        return "; ".join(VectorIndex(self.db, kind, self.embedder.model, dim)
-                         .save_snapshot(SNAPSHOT_STALE_FRACTION) for kind in vectors.KINDS)
+        return "; ".join(VectorIndex(self.store, kind, self.embedder.model, dim)
+                         .save_snapshot(SNAPSHOT_STALE_FRACTION) for kind in KINDS)
 
     def run(self) -> int:
         """Consume until SIGTERM or SIGINT (both let running jobs finish) or, for an
@@ -160,8 +159,8 @@ class WorkerService:
         pid_path = health.write_pid_file(self.config.storage.data_dir)
         try:
             if self.autostarted:
-                with self.db.write() as tx:
-                    runtime.mark_autostarted(tx, self.heartbeat.worker_id)
+                with self.store.write() as tx:
+                    tx.runtime.mark_autostarted(self.heartbeat.worker_id)
             # Reclaim leases of dead workers at once, before taking any new work.
             self.reconcile_job(None, time.time())
             self.scheduler.start()
@@ -174,7 +173,7 @@ class WorkerService:
             self.snapshots.stop()
             self.heartbeat.stop()
             pid_path.unlink(missing_ok=True)
-            self.db.close()
+            self.store.close()
             log.info("worker %s stopped", self.heartbeat.worker_id)
         return 0
 
@@ -239,16 +238,16 @@ class IdleWatch:
         service = self.service
         if not service.autostarted or idle_s <= 0 or self._on_idle is None:
             return
-        self._exit = health.IdleExit(service.db, service.heartbeat.worker_id, idle_s,
+        self._exit = health.IdleExit(service.store, service.heartbeat.worker_id, idle_s,
                                      service.config.worker.heartbeat_timeout_s, on_idle=self._on_idle)
         if old is not None:
             self._exit.last_front_seen = old.last_front_seen
         self._exit.start()
 
 
-def _warn_foreign_vectors(db: Database, embedder) -> None:
+def _warn_foreign_vectors(store: Store, embedder) -> None:
     try:
-        message = vectors.foreign_space_warning(db.connection(), embedder.model, embedder.dim)
+        message = store.vectors.foreign_space_warning(embedder.model, embedder.dim)
     except Exception as exc:  # the embedder may be unreachable now; stages will retry it
         log.warning("cannot check stored vectors against the embedder: %s", exc)
         return

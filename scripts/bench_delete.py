@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from shared.config import StorageConfig, TextConfig  # noqa: E402
 from shared.store import fts  # noqa: E402
-from shared.store.schema import open_database  # noqa: E402
+from shared.store.schema import open_store  # noqa: E402
 from shared.text.segment import Segmenter  # noqa: E402
 
 BENCH = ROOT.parent / "shared" / "bench" / "data"
@@ -135,7 +135,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, help="default: a temporary folder")
     args = parser.parse_args()
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="aokun-bench-delete-"))
-    open_database(StorageConfig(data_dir=data_dir)).close()  # the real schema
+    open_store(StorageConfig(data_dir=data_dir)).close()  # the real schema
     corpus = Corpus()
     conn = connect(args.driver, data_dir / "aokun.db")
     version = ".".join(map(str, fts.library_version(conn)))

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from shared.config import load_config  # noqa: E402
 from shared.store.documents import MemoryFields  # noqa: E402
-from shared.store.schema import open_database  # noqa: E402
+from shared.store.schema import open_store  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "bench" / "data"
 BIN = Path(sys.executable).parent
@@ -63,11 +63,11 @@ def seed(config: Path, texts: list[str]) -> None:
     from shared.live_config import LiveConfig
 
     cfg = load_config(config)
-    db = open_database(cfg.storage)
-    service = Services(LiveConfig(cfg), db, queued=False).memories
+    store = open_store(cfg.storage)
+    service = Services(LiveConfig(cfg), store, queued=False).memories
     for i, text in enumerate(texts):
         service.memorize(text, MemoryFields(persona_id="me", pinned=i < 3, session_id=f"s{i // 20}"))
-    db.close()
+    store.close()
 
 
 def process(config: Path, n: int, timeout: float = 900.0) -> float:

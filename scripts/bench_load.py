@@ -80,13 +80,13 @@ def seed(config_path: Path, size: int, rows: list[dict]) -> int:
     from shared.assembly import Services
     from shared.live_config import LiveConfig
     from shared.store.documents import MemoryFields
-    from shared.store.schema import open_database
+    from shared.store.schema import open_store
 
     config = load_config(config_path)
-    db = open_database(config.storage)
+    store = open_store(config.storage)
     try:
-        service = Services(LiveConfig(config), db, queued=False).memories
-        have = start = service.documents.count()
+        service = Services(LiveConfig(config), store, queued=False).memories
+        have = start = store.documents.count()
         while have < size:
             batch = []
             for i in range(have, min(size, have + 500)):
@@ -98,7 +98,7 @@ def seed(config_path: Path, size: int, rows: list[dict]) -> int:
             have += len(service.memorize_many(batch))
         return have - start
     finally:
-        db.close()
+        store.close()
 
 
 class Latencies:

@@ -37,13 +37,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_recall_speed import MODEL, PERSONAS, _unit, corpus  # noqa: E402
+from bench_recall_speed import MODEL, PERSONAS, _unit, corpus, seed_sql  # noqa: E402
 from shared.config import load_config  # noqa: E402
-from shared.store import atoms, graph, vectors  # noqa: E402
 from shared.store.atoms import ATOM_TYPES, AtomOwner, AtomRow  # noqa: E402
 from shared.store.documents import MemoryFields  # noqa: E402
 from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec  # noqa: E402
-from shared.store.schema import open_database  # noqa: E402
+from shared.store.schema import open_store  # noqa: E402
+from shared.store.vectors import VectorRow  # noqa: E402
 from shared.text.segment import Segmenter  # noqa: E402
 
 BIN = Path(sys.executable).parent
@@ -113,12 +113,12 @@ def seed(config_path: Path, size: int) -> None:
     from shared.live_config import LiveConfig
 
     config = load_config(config_path)
-    db = open_database(config.storage)
+    store = open_store(config.storage)
     segmenter = Segmenter(config.text)
-    service = Services(LiveConfig(config), db, queued=False).memories
-    have = service.documents.stats()["total"]
+    service = Services(LiveConfig(config), store, queued=False).memories
+    have = store.documents.stats()["total"]
     if have >= size:
-        db.close()
+        store.close()
         return
     rows, _ = corpus()
     rng = np.random.default_rng(0)
@@ -129,18 +129,22 @@ def seed(config_path: Path, size: int) -> None:
         items = [_memory(rows[(have + i) % len(rows)], have + i, rng, now) for i in range(n)]
         ids = service.memorize_many(items)
         doc_vectors, entry_vectors = _unit(rng, n), _unit(rng, n)
-        with db.write() as tx:
+        shortcuts: list[tuple[str, tuple]] = []
+        with store.write() as tx:
             previous_atom = None
             for j, (memory_id, (content, fields)) in enumerate(zip(ids, items)):
                 previous_atom = _derived(tx, segmenter, memory_id, have + j, content, fields,
-                                         previous_atom, doc_vectors[j], entry_vectors[j], rng, now)
-            tx.execute("UPDATE memory_stages SET status = 'done', attempts = 1 WHERE memory_id >= ?", (ids[0],))
-            tx.execute("UPDATE documents SET archived = 1 WHERE id >= ? AND id % 13 = 0", (ids[0],))
+                                         previous_atom, doc_vectors[j], entry_vectors[j], rng, now,
+                                         shortcuts)
+        seed_sql(config.storage, [
+            *shortcuts,
+            ("UPDATE memory_stages SET status = 'done', attempts = 1 WHERE memory_id >= ?", (ids[0],)),
+            ("UPDATE documents SET archived = 1 WHERE id >= ? AND id % 13 = 0", (ids[0],))])
         have += n
         print(f"\r  seeded {have}/{size} ({time.perf_counter() - started:.0f} s)", end="", flush=True)
     print()
-    _troubles(db, now)
-    db.close()
+    store.close()
+    _troubles(config.storage, now)
 
 
 def _memory(row: dict, i: int, rng, now: float) -> tuple[str, MemoryFields]:
@@ -154,8 +158,10 @@ def _memory(row: dict, i: int, rng, now: float) -> tuple[str, MemoryFields]:
 
 
 def _derived(tx, segmenter: Segmenter, memory_id: int, i: int, content: str, fields: MemoryFields,
-             previous_atom: int | None, doc_vector, entry_vector, rng, now: float) -> int:
-    """The atom, graph output and vectors the workers would have stored; return the atom id."""
+             previous_atom: int | None, doc_vector, entry_vector, rng, now: float,
+             shortcuts: list[tuple[str, tuple]]) -> int:
+    """The atom, graph output and vectors the workers would have stored; return the atom id.
+    An atom's state no worker reaches in one step is added to `shortcuts`."""
     text = content.split("] ", 1)[-1][:160]
     tokens = " ".join(segmenter.terms(text))
     atom_type = ATOM_TYPES[i % len(ATOM_TYPES)]
@@ -166,14 +172,14 @@ def _derived(tx, segmenter: Segmenter, memory_id: int, i: int, content: str, fie
     # and dormant (reinforcement provenance) ones have none.
     stored_as = state if state in ("forgotten", "dormant") else "active"
     superseded_by = previous_atom if state in ("superseded", "dormant") else None
-    atom_id = atoms.insert(tx, owner, AtomRow(atom_type, text, tokens, 0.7, deadline=deadline,
-                                              ttl_days=30.0 * (1 + i % 7)), now - float(rng.uniform(0, 60)) * DAY,
-                           state=stored_as, superseded_by=superseded_by)
+    atom_id = tx.atoms.insert(owner, AtomRow(atom_type, text, tokens, 0.7, deadline=deadline,
+                                             ttl_days=30.0 * (1 + i % 7)), now - float(rng.uniform(0, 60)) * DAY,
+                              state=stored_as, superseded_by=superseded_by)
     if state != stored_as:
-        tx.execute("UPDATE memory_atoms SET state = ?, superseded_by = ? WHERE id = ?",
-                   (state, superseded_by, atom_id))
+        shortcuts.append(("UPDATE memory_atoms SET state = ?, superseded_by = ? WHERE id = ?",
+                          (state, superseded_by, atom_id)))
     if i % 10 == 0:
-        atoms.set_reinforcement(tx, atom_id, 1 + i % 4, 0.8, 60.0, now, restart=False)
+        tx.atoms.set_reinforcement(atom_id, 1 + i % 4, 0.8, 60.0, now, restart=False)
     fact = NodeSpec("fact", text[:80], text[:80].lower())
     people = [NodeSpec("person", p, p.lower()) for p in fields.participants]
     topics = [NodeSpec("topic", w, w) for w in segmenter.terms(text)[:2]]
@@ -183,21 +189,21 @@ def _derived(tx, segmenter: Segmenter, memory_id: int, i: int, content: str, fie
     entry = f"Fact: {text}"
     memory_graph = MemoryGraph(nodes=[fact, *people, *topics], edges=edges, entries=[
         EntrySpec(entry, " ".join(segmenter.terms(entry)), fact, 0.8, atom_id=atom_id)])
-    entry_ids = graph.replace_for_memory(tx, memory_id, fields.persona_id, memory_graph, "seed", now)
-    vectors.upsert(tx, vectors.VectorRow("document", memory_id, memory_id, MODEL, doc_vector, "seed"), now)
-    vectors.upsert(tx, vectors.VectorRow("graph_entry", entry_ids[0], memory_id, MODEL, entry_vector, "seed"), now)
+    entry_ids = tx.graph.replace_for_memory(memory_id, fields.persona_id, memory_graph, "seed", now)
+    tx.vectors.upsert(VectorRow("document", memory_id, memory_id, MODEL, doc_vector, "seed"), now)
+    tx.vectors.upsert(VectorRow("graph_entry", entry_ids[0], memory_id, MODEL, entry_vector, "seed"), now)
     return atom_id
 
 
-def _troubles(db, now: float) -> None:
+def _troubles(storage, now: float) -> None:
     """A few failed and retrying stages, so the queue page has rows to show."""
-    with db.write() as tx:
-        tx.execute("UPDATE memory_stages SET status = 'failed', attempts = 8, update_time = ?,"
-                   " last_error = 'EmbeddingError: the API answered 503' WHERE stage = 'embed' AND memory_id % 4001 = 1",
-                   (now,))
-        tx.execute("UPDATE memory_stages SET status = 'pending', attempts = 2, next_attempt_time = ?,"
-                   " last_error = 'StorageError: database is locked' WHERE stage = 'graph' AND memory_id % 9001 = 2",
-                   (now + 600,))
+    seed_sql(storage, [
+        ("UPDATE memory_stages SET status = 'failed', attempts = 8, update_time = ?,"
+         " last_error = 'EmbeddingError: the API answered 503' WHERE stage = 'embed' AND memory_id % 4001 = 1",
+         (now,)),
+        ("UPDATE memory_stages SET status = 'pending', attempts = 2, next_attempt_time = ?,"
+         " last_error = 'StorageError: database is locked' WHERE stage = 'graph' AND memory_id % 9001 = 2",
+         (now + 600,))])
 
 
 # -- the panel -------------------------------------------------------------------------------

@@ -40,12 +40,13 @@ from mcp.client.stdio import StdioServerParameters
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_recall_speed import all_stages_done  # noqa: E402
 from shared.config import load_config  # noqa: E402
 from shared.search import snapshot  # noqa: E402
 from shared.search.vectors import VectorIndex  # noqa: E402
-from shared.store import vectors  # noqa: E402
-from shared.store.documents import MemoryFields  # noqa: E402
-from shared.store.schema import open_database  # noqa: E402
+from shared.store.documents import DocumentFilter, MemoryFields  # noqa: E402
+from shared.store.schema import open_store  # noqa: E402
+from shared.store.vectors import KINDS, VectorRow  # noqa: E402
 
 BIN = Path(sys.executable).parent
 LOCOMO = ROOT.parent / "shared" / "bench" / "data" / "locomo_dev.memories.jsonl"
@@ -89,17 +90,16 @@ def pipeline_throughput(folder: Path, sample: list[str]) -> tuple[float, float]:
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
     try:
-        db = open_database(app.storage)
-        while not db.connection().execute("SELECT COUNT(*) FROM workers").fetchone()[0]:
+        store = open_store(app.storage)
+        while not store.runtime.worker_rows():
             time.sleep(0.05)
         started = time.perf_counter()
         anyio.run(memorize_all, config, sample)
         acked = time.perf_counter() - started
-        while db.connection().execute(
-                "SELECT COUNT(*) FROM memory_stages WHERE status = 'done'").fetchone()[0] < 3 * len(sample):
+        while store.stages.queue_figures(time.time())["done"] < 3 * len(sample):
             time.sleep(0.05)
         elapsed = time.perf_counter() - started
-        db.close()
+        store.close()
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=60)
@@ -107,35 +107,35 @@ def pipeline_throughput(folder: Path, sample: list[str]) -> tuple[float, float]:
 
 
 
-def _service(db, text_config):
+def _service(store, text_config):
     """The memory service without a queue (this script marks the stages itself)."""
     from shared.config import AppConfig
     from shared.assembly import Services
     from shared.live_config import LiveConfig
 
-    return Services(LiveConfig(AppConfig(text=text_config)), db, queued=False).memories
+    return Services(LiveConfig(AppConfig(text=text_config)), store, queued=False).memories
 
 
 def seed_with_vectors(folder: Path, size: int) -> Path:
     config = folder / "config.yaml"
     config.write_text("storage:\n  data_dir: data\n  synchronous: normal\nworker:\n  autostart: false\n")
     app = load_config(config)
-    db = open_database(app.storage)
-    store = _service(db, app.text)
+    store = open_store(app.storage)
+    service = _service(store, app.text)
     rng = np.random.default_rng(0)
     sample = texts(2000)
     have = 0
     while have < size:
         n = min(2000, size - have)
-        ids = store.memorize_many([(sample[i], MemoryFields(persona_id=f"p{i % 20}")) for i in range(n)])
+        ids = service.memorize_many([(sample[i], MemoryFields(persona_id=f"p{i % 20}")) for i in range(n)])
         matrix = rng.standard_normal((n, DIM)).astype(np.float32)
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-        with db.write() as tx:
+        with store.write() as tx:
             for doc_id, vec in zip(ids, matrix):
-                vectors.upsert(tx, vectors.VectorRow("document", doc_id, doc_id, MODEL, vec, "seed"), 0.0)
-            tx.execute("UPDATE memory_stages SET status = 'done'")
+                tx.vectors.upsert(VectorRow("document", doc_id, doc_id, MODEL, vec, "seed"), 0.0)
+        all_stages_done(app.storage)
         have += n
-    db.close()
+    store.close()
     return config
 
 
@@ -156,31 +156,32 @@ def seeded_store(cache: Path | None, size: int) -> tuple[Path, tempfile.Temporar
 
 def write_snapshots(config: Path) -> float:
     """Write the snapshots as a worker does (VectorIndex.save_snapshot); return the seconds."""
-    db = open_database(load_config(config).storage)
+    store = open_store(load_config(config).storage)
     started = time.perf_counter()
-    for kind in vectors.KINDS:
-        VectorIndex(db, kind, MODEL, DIM).save_snapshot()
-    db.close()
+    for kind in KINDS:
+        VectorIndex(store, kind, MODEL, DIM).save_snapshot()
+    store.close()
     return time.perf_counter() - started
 
 
 def remove_snapshots(config: Path) -> None:
-    for kind in vectors.KINDS:
+    for kind in KINDS:
         snapshot.path_for(load_config(config).storage.data_dir, kind).unlink(missing_ok=True)
 
 
 def replace_vectors(config: Path, share: float) -> int:
     """Re-embed `share` of the memories (new random vectors): changes after the snapshot."""
-    db = open_database(load_config(config).storage)
-    ids = [r[0] for r in db.connection().execute("SELECT owner_id FROM vectors WHERE kind = 'document'")]
+    store = open_store(load_config(config).storage)
+    ids = sorted(store.documents.ids_in_scope(DocumentFilter(include_archived=True)))
+    ids = sorted(store.vectors.owners_with_vectors("document", MODEL, ids))
     rng = np.random.default_rng(len(ids))
     chosen = rng.choice(ids, size=int(len(ids) * share), replace=False)
-    with db.write() as tx:
+    with store.write() as tx:
         for doc_id in chosen:
             vec = rng.standard_normal(DIM).astype(np.float32)
-            vectors.upsert(tx, vectors.VectorRow("document", int(doc_id), int(doc_id), MODEL,
-                                                 vec / np.linalg.norm(vec), "bench"), time.time())
-    db.close()
+            tx.vectors.upsert(VectorRow("document", int(doc_id), int(doc_id), MODEL,
+                                        vec / np.linalg.norm(vec), "bench"), time.time())
+    store.close()
     return len(chosen)
 
 

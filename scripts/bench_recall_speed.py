@@ -30,10 +30,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from shared.config import load_config  # noqa: E402
-from shared.store import graph, vectors  # noqa: E402
 from shared.store.documents import DocumentFilter, MemoryFields  # noqa: E402
 from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec  # noqa: E402
-from shared.store.schema import open_database  # noqa: E402
+from shared.store.schema import open_store  # noqa: E402
+from shared.store.vectors import VectorRow  # noqa: E402
 from shared.text.segment import Segmenter  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "bench" / "data"
@@ -57,43 +57,60 @@ def corpus() -> tuple[list[dict], list[str]]:
 
 
 
-def _service(db, text_config):
+def _service(store, text_config):
     """The memory service without a queue (this script marks the stages itself)."""
     from shared.config import AppConfig
     from shared.assembly import Services
     from shared.live_config import LiveConfig
 
-    return Services(LiveConfig(AppConfig(text=text_config)), db, queued=False).memories
+    return Services(LiveConfig(AppConfig(text=text_config)), store, queued=False).memories
+
+
+def seed_sql(storage, statements: list[tuple[str, tuple]]) -> None:
+    """Seeding shortcuts the store's interface has no call for (states no worker would reach
+    here), run on the SQLite file itself in one transaction, as the tests' db_rows reads it.
+    Call it outside any write of the store (it waits for the write lock)."""
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(storage.db_path, timeout=30)) as conn, conn:
+        for sql, params in statements:
+            conn.execute(sql, params)
+
+
+def all_stages_done(storage) -> None:
+    """Seeded memories count as processed (no worker runs here)."""
+    seed_sql(storage, [("UPDATE memory_stages SET status = 'done'", ())])
 
 
 def seed(config_path: Path, size: int, rows: list[dict]) -> None:
     config = load_config(config_path)
-    db = open_database(config.storage)
+    store = open_store(config.storage)
     segmenter = Segmenter(config.text)
-    store = _service(db, config.text)
+    service = _service(store, config.text)
     have = store.documents.stats()["total"]
     rng = np.random.default_rng(0)
     started = time.perf_counter()
     while have < size:
         n = min(2000, size - have)
         batch = [rows[(have + i) % len(rows)] for i in range(n)]
-        ids = store.memorize_many([(f"{r['content']} #{have + i}", MemoryFields(
+        ids = service.memorize_many([(f"{r['content']} #{have + i}", MemoryFields(
             persona_id=f"p{(have + i) % PERSONAS}", participants=tuple(r.get("participants") or ())))
             for i, r in enumerate(batch)])
         doc_vectors = _unit(rng, n)
         entry_vectors = _unit(rng, n)
-        with db.write() as tx:
+        with store.write() as tx:
             for j, (doc_id, row) in enumerate(zip(ids, batch)):
-                vectors.delete_for_memory(tx, doc_id, 0.0, kind="graph_entry")
-                entry_ids = graph.replace_for_memory(tx, doc_id, f"p{(have + j) % PERSONAS}",
-                                                     _graph_of(row, segmenter), "seed", 0.0)
-                vectors.upsert(tx, vectors.VectorRow("document", doc_id, doc_id, MODEL, doc_vectors[j], "seed"), 0.0)
-                vectors.upsert(tx, vectors.VectorRow("graph_entry", entry_ids[0], doc_id, MODEL, entry_vectors[j], "seed"), 0.0)
-            tx.execute("UPDATE memory_stages SET status = 'done'")
+                tx.vectors.delete_for_memory(doc_id, 0.0, kind="graph_entry")
+                entry_ids = tx.graph.replace_for_memory(doc_id, f"p{(have + j) % PERSONAS}",
+                                                        _graph_of(row, segmenter), "seed", 0.0)
+                tx.vectors.upsert(VectorRow("document", doc_id, doc_id, MODEL, doc_vectors[j], "seed"), 0.0)
+                tx.vectors.upsert(VectorRow("graph_entry", entry_ids[0], doc_id, MODEL, entry_vectors[j], "seed"), 0.0)
+        all_stages_done(config.storage)
         have += n
         print(f"\r  seeded {have}/{size} ({time.perf_counter() - started:.0f} s)", end="", flush=True)
     print()
-    db.close()
+    store.close()
 
 
 def _unit(rng, n: int) -> np.ndarray:

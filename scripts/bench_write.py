@@ -26,9 +26,10 @@ from mcp.client.stdio import StdioServerParameters
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_recall_speed import all_stages_done  # noqa: E402
 from shared.config import StorageConfig, TextConfig  # noqa: E402
 from shared.store.documents import MemoryFields  # noqa: E402
-from shared.store.schema import open_database  # noqa: E402
+from shared.store.schema import open_store  # noqa: E402
 
 BENCH = ROOT.parent / "shared" / "bench" / "data"
 
@@ -49,19 +50,20 @@ def corpus() -> tuple[list[str], list[str]]:
 
 
 
-def _service(db, text_config):
+def _service(store, text_config):
     """The memory service without a queue (this script marks the stages itself)."""
     from shared.config import AppConfig
     from shared.assembly import Services
     from shared.live_config import LiveConfig
 
-    return Services(LiveConfig(AppConfig(text=text_config)), db, queued=False).memories
+    return Services(LiveConfig(AppConfig(text=text_config)), store, queued=False).memories
 
 
 def seed(data_dir: Path, target: int, texts: list[str]) -> None:
     """Bring the store up to `target` memories, in batches of one transaction each."""
-    db = open_database(StorageConfig(data_dir=data_dir, synchronous="normal"))
-    store = _service(db, TextConfig())
+    storage = StorageConfig(data_dir=data_dir, synchronous="normal")
+    store = open_store(storage)
+    service = _service(store, TextConfig())
     have = store.documents.stats()["total"]
     source = itertools.islice(itertools.cycle(texts), have, target)
     started = time.perf_counter()
@@ -70,12 +72,11 @@ def seed(data_dir: Path, target: int, texts: list[str]) -> None:
                  for i, text in enumerate(itertools.islice(source, 2000))]
         if not batch:
             break
-        store.memorize_many(batch)
+        service.memorize_many(batch)
         have += len(batch)
-    with db.write() as tx:  # seeded memories count as processed: no worker runs here
-        tx.execute("UPDATE memory_stages SET status = 'done'")
+    store.close()
+    all_stages_done(storage)
     print(f"  seeded to {have} memories in {time.perf_counter() - started:.1f} s", flush=True)
-    db.close()
 
 
 def percentile(values: list[float], q: float) -> float:

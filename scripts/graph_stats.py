@@ -2,25 +2,28 @@
 """Print what the atoms and graph stages made of a store: per-memory averages and atom types.
 
     .venv/bin/python scripts/graph_stats.py --config bench_out/locomo/config.yaml
+
+A look inside the SQLite file itself (read-only, like scripts/chaos.py's checks): the store's
+interface has no call for counts by node or edge type.
 """
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from shared.config import load_config  # noqa: E402
-from shared.store.schema import open_database  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", required=True)
-    db = open_database(load_config(parser.parse_args().config).storage)
-    conn = db.connection()
+    path = load_config(parser.parse_args().config).storage.db_path
+    conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
     memories = conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0] or 1
     counts = {name: conn.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0]
               for name in ("memory_atoms", "graph_nodes", "graph_edges", "graph_entries")}
@@ -32,7 +35,7 @@ def main() -> None:
     print("  reinforced atoms:", conn.execute("SELECT COUNT(*) FROM memory_atoms WHERE reinforcement_count > 0").fetchone()[0])
     print("  node types:", dict(conn.execute("SELECT type, COUNT(*) FROM graph_nodes GROUP BY type")))
     print("  edge types:", dict(conn.execute("SELECT type, COUNT(*) FROM graph_edges GROUP BY type")))
-    db.close()
+    conn.close()
 
 
 if __name__ == "__main__":

@@ -177,8 +177,8 @@ def all_processed(config: Path, expected_memories: int) -> bool:
     return done == 3 * expected_memories and vecs == expected_memories
 
 
-def memory_service(db, text=None, clock=None, queue=None):
-    """The real memory service on a database, for tests that write without a front
+def memory_service(store, text=None, clock=None, queue=None):
+    """The real memory service on a store, for tests that write without a front
     (no queue: the stages are left for a reconciler, as after a front crash)."""
     import time as _time
 
@@ -187,19 +187,33 @@ def memory_service(db, text=None, clock=None, queue=None):
     from shared.memories import MemoryService
     from shared.text.segment import Segmenter
 
-    return MemoryService(db, Segmenter(text or TextConfig()), queue, LiveConfig(AppConfig()),
+    return MemoryService(store, Segmenter(text or TextConfig()), queue, LiveConfig(AppConfig()),
                          clock=clock or _time.time)
 
 
 def seed_memories(config: Path, persona: str, *texts: str) -> list[int]:
     """The texts memorized in `persona` through the real memory service (no front); their ids."""
+    from shared.assembly import open_services
     from shared.config import load_config
     from shared.store.documents import MemoryFields
-    from shared.store.schema import open_database
 
-    db = open_database(load_config(config).storage)
+    services = open_services(load_config(config), queued=False)
     try:
-        service = memory_service(db)
-        return [service.memorize(text, MemoryFields(persona_id=persona)).id for text in texts]
+        return [services.memories.memorize(text, MemoryFields(persona_id=persona)).id for text in texts]
     finally:
-        db.close()
+        services.close()
+
+
+def store_sql(store, sql: str, params: tuple = ()) -> list:
+    """Raw SQL on a store's SQLite file, on a connection of its own (autocommit): for what a
+    test sets up or checks below the store's interface (a trigger that fails a write, a
+    damaged row, the rows a write left). Not inside a write of the same thread: it would wait
+    for that write's lock."""
+    import sqlite3
+
+    conn = sqlite3.connect(store.location, timeout=30, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()

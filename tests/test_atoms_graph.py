@@ -9,14 +9,13 @@ import time
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import (all_processed, db_rows, mcp_session, memory_service, start_worker, stdio_params, stop,
-                     wait_for, write_config)
-from shared.config import AtomsConfig, StorageConfig
+from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from shared.assembly import open_services
+from shared.config import AppConfig, AtomsConfig, StorageConfig
 from shared.extract.graph_rules import canonical
 from shared.rules.atoms import store_atoms
-from shared.store import atoms
+from shared.store.atoms import AtomOwner, AtomRow
 from shared.store.documents import MemoryFields
-from shared.store.schema import open_database
 
 
 @pytest.fixture
@@ -159,19 +158,18 @@ def test_entity_resolution():
 
 
 def test_batch_insert_falls_back_row_by_row(tmp_path):
-    db = open_database(StorageConfig(data_dir=tmp_path))
-    doc = memory_service(db).memorize("two facts", MemoryFields(persona_id="p"))
-    owner = atoms.AtomOwner(doc.id, "p", None, 0.5, doc.content_hash)
-    rows = [atoms.AtomRow("factual", "I live in Oslo", "live oslo", 0.8),
-            atoms.AtomRow("dream", "a row that breaks the type check", "row break", 0.5),
-            atoms.AtomRow("preference", "I like skiing", "like ski", 0.7)]
-    with db.write() as tx:
+    services = open_services(AppConfig(storage=StorageConfig(data_dir=tmp_path)), queued=False)
+    doc = services.memories.memorize("two facts", MemoryFields(persona_id="p"))
+    owner = AtomOwner(doc.id, "p", None, 0.5, doc.content_hash)
+    rows = [AtomRow("factual", "I live in Oslo", "live oslo", 0.8),
+            AtomRow("dream", "a row that breaks the type check", "row break", 0.5),
+            AtomRow("preference", "I like skiing", "like ski", 0.7)]
+    with services.store.write() as tx:
         outcome = store_atoms(tx, owner, rows, lambda *a: 30.0, 0.6, time.time())
     assert (outcome.inserted, outcome.needs_repair) == (2, 1)
-    stored = db.connection().execute(
-        "SELECT type, needs_repair FROM memory_atoms ORDER BY id").fetchall()
-    assert [tuple(r) for r in stored] == [("factual", 0), ("unknown", 1), ("preference", 0)]
-    db.close()
+    stored = services.store.atoms.of_memory(doc.id)
+    assert [(r["type"], r["needs_repair"]) for r in stored] == [("factual", 0), ("unknown", 1), ("preference", 0)]
+    services.close()
 
 
 def test_ttl_config_defaults():

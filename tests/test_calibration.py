@@ -8,13 +8,12 @@ import math
 
 import pytest
 
-from helpers import memory_service
-from shared.config import StorageConfig, TextConfig
+from shared.assembly import open_services
+from shared.config import AppConfig, StorageConfig, TextConfig
 from shared.search.bm25 import Bm25Channel
 from shared.search.calibration import Calibration, default
 from shared.search.query import Query
 from shared.store.documents import DocumentFilter, MemoryFields
-from shared.store.schema import open_database
 from shared.text.segment import Segmenter
 
 MODELS = {"models": [
@@ -54,10 +53,10 @@ def test_the_shipped_calibration_has_a_model_for_every_set_of_channels():
 
 
 def test_bm25_strength_is_the_share_of_the_query_a_memory_holds_at_any_store_size(tmp_path):
-    db = open_database(StorageConfig(data_dir=tmp_path / "data"))
-    service = memory_service(db)
+    services = open_services(AppConfig(storage=StorageConfig(data_dir=tmp_path / "data")), queued=False)
+    service = services.memories
     segmenter = Segmenter(TextConfig())
-    channel = Bm25Channel(service.documents, 0.6)
+    channel = Bm25Channel(services.store, 0.6)
     scope = DocumentFilter(persona_id="me")
 
     def strength(question):
@@ -71,7 +70,7 @@ def test_bm25_strength_is_the_share_of_the_query_a_memory_holds_at_any_store_siz
     service.memorize_many([(f"Note {i} about gardening and tomatoes.", MemoryFields(persona_id="me"))
                            for i in range(200)])
     assert strength("peanut allergy") == 1.0
-    db.close()
+    services.close()
 
 
 def test_a_word_form_counts_as_the_query_term():

@@ -7,23 +7,24 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from shared.config import AppConfig, MemoryConfig, StorageConfig, TextConfig
-from shared.live_config import LiveConfig
-from shared.memories import MemoryService
-from shared.store import neighbours
+from helpers import store_sql
+from shared.assembly import open_services
+from shared.config import AppConfig, MemoryConfig, StorageConfig
 from shared.store.documents import DocumentFilter, MemoryFields
-from shared.store.schema import open_database
-from shared.text.segment import Segmenter
 
 T0 = datetime(2023, 5, 8, 13, 56)
 
 
+def services_with(tmp_path, memory: MemoryConfig):
+    return open_services(AppConfig(storage=StorageConfig(data_dir=tmp_path / "data"), memory=memory),
+                         queued=False)
+
+
 @pytest.fixture
 def service(tmp_path):
-    db = open_database(StorageConfig(data_dir=tmp_path / "data"))
-    live = LiveConfig(AppConfig(memory=MemoryConfig(context_turns=2, context_window_s=1800)))
-    yield MemoryService(db, Segmenter(TextConfig()), None, live, ttl_for=lambda kind, importance, n: 30.0)
-    db.close()
+    services = services_with(tmp_path, MemoryConfig(context_turns=2, context_window_s=1800))
+    yield services.memories
+    services.close()
 
 
 def turn(service, text, persona="p1", session=None, minutes=0):
@@ -32,12 +33,11 @@ def turn(service, text, persona="p1", session=None, minutes=0):
 
 
 def context_of(service, memory_id) -> str:
-    return service.db.connection().execute(
-        "SELECT context FROM documents_fts WHERE rowid = ?", (memory_id,)).fetchone()[0]
+    return store_sql(service.store, "SELECT context FROM documents_fts WHERE rowid = ?", (memory_id,))[0][0]
 
 
 def bm25_ids(service, word, persona="p1", context_weight=1.0):
-    return [i for i, _ in service.documents.bm25([word], DocumentFilter(persona_id=persona), 10, context_weight)]
+    return [i for i, _ in service.store.documents.bm25([word], DocumentFilter(persona_id=persona), 10, context_weight)]
 
 
 def test_a_reply_is_found_by_the_words_of_the_question_it_answers(service):
@@ -47,7 +47,7 @@ def test_a_reply_is_found_by_the_words_of_the_question_it_answers(service):
     fourth = turn(service, "Caroline: It was.", minutes=3)
     assert context_of(service, question) == ""
     assert "weekend" in context_of(service, answer).split()
-    assert neighbours.of(service.db.connection(), later)[0][0] == answer  # nearest first
+    assert service.store.neighbours.of(later)[0][0] == answer  # nearest first
     assert "weekend" not in context_of(service, fourth).split()  # two turns back at most
     assert set(bm25_ids(service, "weekend")) == {question, answer, later}
     # a word in the text itself counts more than one in the context at weight 1 and below
@@ -65,8 +65,8 @@ def test_context_stays_within_persona_session_and_time_window(service):
     assert context_of(service, other_persona) == ""
     assert context_of(service, other_session) == ""
     assert context_of(service, too_late) == ""
-    assert neighbours.of(service.db.connection(), chained) == [(too_late, service.documents.get(too_late).text)]
-    assert first not in [i for i, _ in neighbours.of(service.db.connection(), chained)]
+    assert service.store.neighbours.of(chained) == [(too_late, service.store.documents.get(too_late).text)]
+    assert first not in [i for i, _ in service.store.neighbours.of(chained)]
 
 
 def test_deleting_a_neighbour_takes_its_words_out_of_every_context(service):
@@ -77,7 +77,7 @@ def test_deleting_a_neighbour_takes_its_words_out_of_every_context(service):
     service.delete(first)
     assert bm25_ids(service, "zephyrine") == []
     assert "zephyrin" not in context_of(service, second) + context_of(service, third)
-    assert neighbours.dependents(service.db.connection(), first) == []
+    assert service.store.neighbours.dependents(first) == []
     # what is left of the conversation still counts
     assert "love" in context_of(service, third) or "lovely" in context_of(service, third)
 
@@ -93,22 +93,20 @@ def test_editing_a_neighbour_re_indexes_the_memories_that_carry_it(service):
 def test_backfill_rebuilds_rows_with_their_context(service):
     first = turn(service, "Caroline: my sister lives in Lisbon")
     second = turn(service, "Melanie: have you visited?", minutes=1)
-    with service.db.write() as tx:  # what migration 7 leaves: no BM25 rows, no links
-        tx.execute("DELETE FROM documents_fts")
-        tx.execute("DELETE FROM memory_context")
+    store_sql(service.store, "DELETE FROM documents_fts")  # what migration 7 leaves: no BM25 rows,
+    store_sql(service.store, "DELETE FROM memory_context")  # no links
     assert service.backfill_fts() == 2
     assert service.backfill_fts() == 0
     assert bm25_ids(service, "lisbon") == [first, second]
 
 
 def test_context_turns_zero_indexes_memories_alone(tmp_path):
-    db = open_database(StorageConfig(data_dir=tmp_path / "data"))
-    alone = MemoryService(db, Segmenter(TextConfig()), None,
-                          LiveConfig(AppConfig(memory=MemoryConfig(context_turns=0))), ttl_for=lambda *a: 30.0)
+    services = services_with(tmp_path, MemoryConfig(context_turns=0))
+    alone = services.memories
     turn(alone, "Caroline: I adopted a greyhound")
     second = turn(alone, "Melanie: lovely", minutes=1)
     assert context_of(alone, second) == ""
-    db.close()
+    services.close()
 
 
 def test_a_memory_is_embedded_with_its_context_and_again_when_a_neighbour_goes(service):
@@ -116,30 +114,29 @@ def test_a_memory_is_embedded_with_its_context_and_again_when_a_neighbour_goes(s
 
     from aokun_worker.handlers import EmbedHandler
     from shared.embedders.local import E5Embedder
-    from shared.store import stages
 
     zeroth = turn(service, "Melanie: Any news?", minutes=-1)
     first = turn(service, "Caroline: I adopted a greyhound called Zephyrine")
     second = turn(service, "Melanie: How lovely!", minutes=1)
     embedder = E5Embedder(threads=1)
-    handler = EmbedHandler(embedder, 8, service.db)
-    docs = service.documents.get_many([zeroth, first, second])
+    handler = EmbedHandler(embedder, 8, service.store)
+    docs = service.store.documents.get_many([zeroth, first, second])
     got = handler.compute([docs[second]])[0]
     # the nearest neighbour only (EMBED_CONTEXT_TURNS), though BM25 carries both
     together = embedder.embed_passages([docs[first].text + "\n" + docs[second].text])[0]
     alone = embedder.embed_passages([docs[second].text])[0]
     assert float(np.dot(got, together)) > 0.999 > float(np.dot(got, alone))
-    assert len(neighbours.of(service.db.connection(), second)) == 2
-    with service.db.write() as tx:
+    assert len(service.store.neighbours.of(second)) == 2
+    with service.store.write() as tx:
         handler.store(tx, docs[second], got, 0.0)
-        tx.execute("UPDATE memory_stages SET status = 'done' WHERE memory_id = ? AND stage = 'embed'", (second,))
+    store_sql(service.store, "UPDATE memory_stages SET status = 'done' WHERE memory_id = ? AND stage = 'embed'",
+              (second,))
     service.delete(first)
-    conn = service.db.connection()
-    assert conn.execute("SELECT COUNT(*) FROM vectors WHERE memory_id = ?", (second,)).fetchone()[0] == 0
-    assert [r["status"] for r in stages.of_memory(conn, second) if r["stage"] == "embed"] == ["pending"]
+    assert store_sql(service.store, "SELECT COUNT(*) FROM vectors WHERE memory_id = ?", (second,))[0][0] == 0
+    assert [r["status"] for r in service.store.stages.of_memory(second) if r["stage"] == "embed"] == ["pending"]
     # what is left of its context: the turn before the deleted one
     after = embedder.embed_passages([docs[zeroth].text + "\n" + docs[second].text])[0]
-    assert handler.compute([service.documents.get(second)])[0] @ after > 0.999
+    assert handler.compute([service.store.documents.get(second)])[0] @ after > 0.999
 
 
 def test_bm25_ranks_only_the_recalls_persona_and_session(service):
@@ -149,7 +146,7 @@ def test_bm25_ranks_only_the_recalls_persona_and_session(service):
     turn(service, "Bob: a quokka too", persona="bob", session="s1", minutes=40)
     other_session = turn(service, "Alice: quokka again", persona="alice", session="s2", minutes=80)
     assert set(bm25_ids(service, "quokka", persona="alice")) == {mine, other_session}
-    both = service.documents.bm25(["quokka"], DocumentFilter(persona_id="alice", session_id="s1"), 10)
+    both = service.store.documents.bm25(["quokka"], DocumentFilter(persona_id="alice", session_id="s1"), 10)
     assert [i for i, _ in both] == [mine]
     # the scope column holds no words of the text, and a term is never read as a scope
     assert scoped('"quokka"', "scope", None, None) == '"quokka"'

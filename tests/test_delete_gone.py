@@ -59,7 +59,7 @@ def db_files(data_dir: Path) -> list[Path]:
     return [data_dir / "aokun.db", data_dir / "aokun.db-wal"]
 
 
-# -- store level: the functions on a real Database ----------------------------------------
+# -- store level: the SQLite engine's own functions (shared/store/fts.py) on a real Database ---
 
 
 @pytest.fixture
@@ -228,27 +228,26 @@ def test_deleted_memory_is_gone_from_database_wal_and_backup(tmp_path):
 def test_an_edit_drops_the_old_words_by_the_next_upkeep(tmp_path):
     """On SQLite >= 3.44 an edit scrubs at once; on older ones a rewrite per edit would cost
     ~0.5 s at 100k memories, so the worker's hourly housekeeping does it."""
-    from helpers import memory_service
+    from shared.assembly import open_services
     from shared.config import load_config
-    from shared.assembly import Services
-    from shared.live_config import LiveConfig
     from shared.store.documents import MemoryFields
     from aokun_worker.service import WorkerService
 
-    config = load_config(write_config(tmp_path))
-    db = open_database(config.storage)
-    memories = memory_service(db)
+    config_path = write_config(tmp_path)
+    config = load_config(config_path)
+    services = open_services(config, queued=False)
+    memories = services.memories
     doc = memories.memorize(DOOMED, MemoryFields())
     memories.memorize(KEPT, MemoryFields())
     memories.edit(doc.id, "我的邻居养了一只猫。", {})
     data_dir = config.storage.data_dir
-    if not fts.scrubs_in_place(db.connection()):
-        assert fts_blobs_holding(db.connection(), NEEDLES[0]) == ["documents_fts"]
-        service = WorkerService(Services(LiveConfig(config), db, queued=False))
+    if not services.store.fts.scrubs_in_place():
+        assert fts_blobs_holding(config_path, NEEDLES[0]) == ["documents_fts"]
+        service = WorkerService(services)
         assert "scrubbed" in service.housekeeping_job(None, time.time())
     for needle in NEEDLES:
-        assert fts_blobs_holding(db.connection(), needle) == []
+        assert fts_blobs_holding(config_path, needle) == []
         assert files_holding(db_files(data_dir), needle) == []
-    assert KEPT_NEEDLE in b"".join(bytes(r[0]) for r in db.connection().execute(
-        "SELECT block FROM documents_fts_data") if r[0] is not None)
-    db.close()
+    assert KEPT_NEEDLE in b"".join(bytes(r[0]) for r in db_rows(
+        config_path, "SELECT block FROM documents_fts_data") if r[0] is not None)
+    services.close()

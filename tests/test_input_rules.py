@@ -100,7 +100,7 @@ def test_the_service_checks_fields_ids_and_edits(services):
 
 
 def db_rows_count(services) -> int:
-    return services.db.connection().execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+    return services.store.documents.count()
 
 
 def test_every_entry_point_refuses_oversized_content_with_the_same_message(config, services, tmp_path):

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from aokun_server.app import build_front
-from helpers import mcp_session, memory_service, write_config
+from helpers import mcp_session, memory_service, store_sql, write_config
+from shared.assembly import open_services
 from shared.config import load_config
 from shared.decay import DAY
 from shared.lifecycle import Lifecycle, decay_boundaries
-from shared.live_config import LiveConfig
-from shared.store import graph
 from shared.store.documents import MemoryFields
 from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
-from shared.store.schema import open_database
+from shared.memories import MemoryService
+from shared.store.schema import open_store
 
 BIN = Path(sys.executable).parent
 T0 = 1_700_000_000.0  # 2023-11-14 22:13 UTC
@@ -28,14 +28,15 @@ T0 = 1_700_000_000.0  # 2023-11-14 22:13 UTC
 @pytest.fixture
 def life(tmp_path):
     config = load_config(write_config(tmp_path, forgetting={"decay_rate": 0.05}))
-    db = open_database(config.storage)
-    store = memory_service(db, config.text, clock=lambda: T0)
-    yield Lifecycle(LiveConfig(config), store), store
-    db.close()
+    services = open_services(config, queued=False)
+    # The parts Services builds, with the clock at T0 (nothing waits).
+    store = MemoryService(services.store, services.segmenter, None, services.live, clock=lambda: T0)
+    yield Lifecycle(services.live, store), store
+    services.close()
 
 
 def importance(store, memory_id):
-    return store.db.connection().execute("SELECT importance FROM documents WHERE id = ?", (memory_id,)).fetchone()[0]
+    return store.store.documents.get(memory_id).fields.importance
 
 
 def expected_after(days, importance_0, accesses, rate=0.05, multiplier=0.5):
@@ -52,8 +53,7 @@ def test_thirty_days_of_decay_follow_the_formula(life):
     used = store.memorize("often recalled memory", MemoryFields(importance=0.8)).id
     pinned = store.memorize("pinned memory", MemoryFields(importance=0.8, pinned=True)).id
     store.touch([used] * 1, T0)
-    with store.db.write() as tx:
-        tx.execute("UPDATE documents SET access_count = 6 WHERE id = ?", (used,))
+    store_sql(store.store, "UPDATE documents SET access_count = 6 WHERE id = ?", (used,))
     assert lifecycle.decay(T0) == {"days": 0, "memories": 0}  # starts counting
     for day in range(1, 31):
         report = lifecycle.decay(T0 + day * DAY)
@@ -98,29 +98,29 @@ def test_an_atom_walks_to_purged_with_its_graph_output(life):
     lifecycle, store = life
     doc = store.memorize("I have a dentist appointment tomorrow", MemoryFields())
     from shared.rules.atoms import store_atoms
-    from shared.store import atoms as atom_store
+    from shared.store.atoms import AtomOwner, AtomRow
 
-    owner = atom_store.AtomOwner(doc.id, None, None, 0.5, doc.content_hash)
+    owner = AtomOwner(doc.id, None, None, 0.5, doc.content_hash)
     text = "I have a dentist appointment tomorrow"
     fact = NodeSpec("fact", text, text.lower())
-    with store.db.write() as tx:
-        store_atoms(tx, owner, [atom_store.AtomRow(
+    with store.store.write() as tx:
+        store_atoms(tx, owner, [AtomRow(
             "planned", text, "dentist appoint tomorrow", 0.8, deadline=T0 + DAY, ttl_days=2.0)],
             lambda *a: 2.0, 0.6, T0)
-        (atom_id,) = [row["id"] for row in atom_store.of_memory(tx, doc.id)]
-        graph.replace_for_memory(tx, doc.id, None, MemoryGraph(
+        (atom_id,) = [row["id"] for row in tx.atoms.of_memory(doc.id)]
+        tx.graph.replace_for_memory(doc.id, None, MemoryGraph(
             [fact], [EdgeSpec(NodeSpec("topic", "dentist", "dentist"), fact, "describes", 0.8)],
             [EntrySpec(f"Fact: {text}", "dentist appoint tomorrow", fact, 0.8, atom_id)]), "h", T0)
-    state = lambda: store.db.connection().execute("SELECT state FROM memory_atoms").fetchone()[0]  # noqa: E731
+    state = lambda: store.store.atoms.of_memory(doc.id)[0]["state"]  # noqa: E731
     assert lifecycle.sweep_atoms(T0 + DAY / 2)["expired"] == 0 and state() == "active"
     assert lifecycle.sweep_atoms(T0 + 2 * DAY)["expired"] == 1 and state() == "expired"
     report = lifecycle.sweep_atoms(T0 + 10 * DAY)
     assert report["forgotten"] == 1 and state() == "forgotten"
-    assert store.db.connection().execute("SELECT COUNT(*) FROM atoms_fts").fetchone()[0] == 0
+    assert store_sql(store.store, "SELECT COUNT(*) FROM atoms_fts")[0][0] == 0
     report = lifecycle.sweep_atoms(T0 + 41 * DAY)
     assert (report["purged"], report["graph_entries"], report["graph_edges"]) == (1, 1, 1)
     assert state() == "purged"  # the row is kept
-    assert store.db.connection().execute("SELECT COUNT(*) FROM graph_nodes").fetchone()[0] == 0
+    assert store.store.graph.table_counts()["graph_nodes"] == 0
 
 
 @pytest.mark.slow
@@ -131,7 +131,7 @@ def test_backup_during_writes_restores_into_a_fresh_data_dir(tmp_path):
     stop = threading.Event()
     written = []
 
-    store = memory_service(open_database(front.config.storage), front.config.text)
+    store = memory_service(open_store(front.config.storage), front.config.text)
     store.segmenter.warm_up()
 
     def writer():
@@ -168,14 +168,13 @@ def test_restore_refuses_a_corrupt_file_and_a_running_worker(tmp_path):
     assert backup.returncode == 0
     path = backup.stdout.strip().splitlines()[-1]
     assert Path(path).is_file() and Path(path).parent == tmp_path / "data" / "backups"
-    db = open_database(load_config(config_path).storage)
+    store = open_store(load_config(config_path).storage)
     import os
     import socket
 
-    from shared.store import runtime
-    with db.write() as tx:
-        runtime.beat(tx, "live", os.getpid(), socket.gethostname(), time.time())
-    db.close()
+    with store.write() as tx:
+        tx.runtime.beat("live", os.getpid(), socket.gethostname(), time.time())
+    store.close()
     run = subprocess.run([BIN / "aokun", "restore", path, "--config", config_path], capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "worker is running" in run.stderr
 
@@ -242,14 +241,14 @@ def test_memory_maintenance_tool_and_cli(tmp_path):
 
 
 def test_backups_in_one_millisecond_get_their_own_files_and_leave_nothing_else(tmp_path):
-    from shared.store.backup import backup_database, integrity
+    from shared.store.backup import integrity
 
-    db = open_database(load_config(write_config(tmp_path)).storage)
+    store = open_store(load_config(write_config(tmp_path)).storage)
     directory = tmp_path / "backups"
     try:
-        paths = [backup_database(db, directory, T0, "manual") for _ in range(3)]
+        paths = [store.backup(directory, T0, "manual") for _ in range(3)]
     finally:
-        db.close()
+        store.close()
     assert len(set(paths)) == 3
     assert sorted(p.name for p in directory.iterdir()) == sorted(p.name for p in paths)
     assert all(integrity(p) == (True, "ok") for p in paths)
@@ -259,27 +258,24 @@ def test_backups_in_one_millisecond_get_their_own_files_and_leave_nothing_else(t
 def test_a_failed_backup_leaves_no_files(tmp_path):
     import sqlite3
 
-    from shared.store.backup import backup_database
     from shared.errors import StorageError
-    from shared.store.db import Database
 
     storage = load_config(write_config(tmp_path)).storage
-    db = open_database(storage)
-    with db.write() as tx:
-        tx.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [(f"k{i}", "x" * 3000) for i in range(200)])
-    db.close()
+    open_store(storage).close()
     conn = sqlite3.connect(storage.db_path)
+    with conn:  # pages enough to damage a third of them
+        conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [(f"k{i}", "x" * 3000) for i in range(200)])
     page_size = conn.execute("PRAGMA page_size").fetchone()[0]
     pages = conn.execute("PRAGMA page_count").fetchone()[0]
     conn.close()
     with open(storage.db_path, "r+b") as handle:  # garbage over the last third of the pages
         handle.seek(page_size * (pages * 2 // 3))
         handle.write(b"\x17" * page_size * (pages // 3))
-    damaged = Database(storage.db_path)
+    damaged = open_store(storage, migrate=False)
     directory = tmp_path / "backups"
     try:
         with pytest.raises(StorageError):
-            backup_database(damaged, directory, T0, "manual")
+            damaged.backup(directory, T0, "manual")
     finally:
         damaged.close()
     assert list(directory.iterdir()) == []
@@ -289,28 +285,24 @@ def test_a_restored_store_has_no_worker_or_front_rows(tmp_path):
     import os
     import socket
 
-    from shared.store import runtime
-
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     source = write_config(tmp_path / "a")
-    db = open_database(load_config(source).storage)
-    with db.write() as tx:
+    store = open_store(load_config(source).storage)
+    with store.write() as tx:
         # Rows of processes that ran on the source store (this pid: they would pass for live).
-        runtime.beat(tx, "source-worker", os.getpid(), socket.gethostname(), time.time())
-        runtime.front_beat(tx, "source-front", os.getpid(), socket.gethostname(), "stdio", time.time())
-    db.close()
+        tx.runtime.beat("source-worker", os.getpid(), socket.gethostname(), time.time())
+        tx.runtime.front_beat("source-front", os.getpid(), socket.gethostname(), "stdio", time.time())
+    store.close()
     backup = subprocess.run([BIN / "aokun", "backup", "--config", source], capture_output=True, text=True, timeout=60)
     assert backup.returncode == 0, backup.stderr
     target = write_config(tmp_path / "b")
     path = backup.stdout.strip().splitlines()[-1]
     run = subprocess.run([BIN / "aokun", "restore", path, "--config", target], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
-    restored = open_database(load_config(target).storage)
+    restored = open_store(load_config(target).storage)
     try:
-        conn = restored.connection()
-        assert conn.execute("SELECT COUNT(*) FROM workers").fetchone()[0] == 0
-        assert conn.execute("SELECT COUNT(*) FROM fronts").fetchone()[0] == 0
+        assert restored.runtime.worker_rows() == [] and restored.runtime.front_rows() == []
     finally:
         restored.close()
     # The backup itself is untouched: it still holds the source's rows.

@@ -175,7 +175,7 @@ def context_follows(services: Services, key: str, value: Any) -> None:
         persona_id=persona, session_id="s", original_time=_moment(start)))
     second = memories.memorize("the second turn is short", MemoryFields(
         persona_id=persona, session_id="s", original_time=_moment(start + 600)))
-    found = memories.documents.bm25(["porcupine"], DocumentFilter(persona_id=persona), 10)
+    found = services.store.documents.bm25(["porcupine"], DocumentFilter(persona_id=persona), 10)
     assert {i for i, _ in found} == {first.id}, "the new setting keeps the second turn alone"
     assert second.id not in {i for i, _ in found}
 

@@ -26,11 +26,11 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import (db_rows, free_port, http_server, mcp_session, memory_service, start_worker,
                      stdio_params, stop, wait_for, write_config)
 from shared import health, platform
+from shared.assembly import Services
 from shared.config import load_config
-from shared.lifecycle import Lifecycle
 from shared.live_config import LiveConfig
 from shared.store.documents import MemoryFields
-from shared.store.schema import open_database
+from shared.store.schema import open_store
 
 # How long to wait for a saved change before failing: a deadline, not the speed (the 2 s the
 # README promises comes from live_config's debounce, 0.5 s, not from the machine the tests run on).
@@ -119,8 +119,8 @@ def test_restart_keys_keep_their_running_values(tmp_path, caplog, monkeypatch):
     monkeypatch.delenv("AOKUN_SERVER_TOKEN", raising=False)  # it would override the file's token
     config = write_config(tmp_path, storage={"busy_timeout_ms": 10000})
     live = LiveConfig(load_config(config))
-    db = open_database(live.current.storage)
-    lifecycle = Lifecycle(live, memory_service(db))
+    services = Services(live, open_store(live.current.storage), queued=False)
+    lifecycle = services.lifecycle
     watcher = live.watch()
     caplog.set_level(logging.WARNING, logger="aokun.config")
     try:
@@ -136,7 +136,7 @@ def test_restart_keys_keep_their_running_values(tmp_path, caplog, monkeypatch):
         assert "server.token (hidden) changed" in line and "s3cret" not in line
     finally:
         watcher.stop()
-        db.close()
+        services.close()
 
 
 def test_a_broken_file_is_one_log_line_and_a_fixed_one_applies(tmp_path, caplog):
@@ -305,18 +305,18 @@ def test_worker_takes_a_saved_retry_base_s_for_the_next_failure(tmp_path, api):
     config = fake_config(tmp_path, api, queue={"retry_base_s": 1000, "retry_max_s": 5000,
                                                "reconcile_interval_s": 1})
     worker = start_worker(config)
-    db = open_database(load_config(config).storage)
+    store = open_store(load_config(config).storage)
     try:
-        first = memory_service(db).memorize("the first note", MemoryFields()).id
+        first = memory_service(store).memorize("the first note", MemoryFields()).id
         assert wait_for(lambda: embed_delay(config, first), 30, what="a failed embed") == pytest.approx(1000)
         rewrite(config, queue={"retry_base_s": 2})
         log = config.parent / "worker-test.log"
         wait_for(lambda: lines_with(log, "applied queue.retry_base_s 1000.0 -> 2.0"), RELOAD_S, 0.05,
                  what="the worker applying retry_base_s")
-        second = memory_service(db).memorize("the second note", MemoryFields()).id
+        second = memory_service(store).memorize("the second note", MemoryFields()).id
         assert wait_for(lambda: embed_delay(config, second), 30, what="a failed embed") == pytest.approx(2)
     finally:
-        db.close()
+        store.close()
         assert stop(worker) == 0
 
 
@@ -342,7 +342,7 @@ def test_worker_rebuilds_what_it_built_from_live_settings(tmp_path, api):
         assert intervals["reconcile"] == 42 and intervals["atoms"] == 7200 and "backup" not in intervals
     finally:
         watcher.stop()
-        service.db.close()
+        service.store.close()
 
 
 def kill_workers(config: Path) -> None:

@@ -145,18 +145,16 @@ def test_two_workers_run_each_stage_once(tmp_path, fake_api):
 def test_periodic_job_that_fell_due_runs_at_start_and_lost_messages_are_requeued(tmp_path, fake_api):
     config = openai_config(tmp_path, fake_api)
     from shared.config import load_config
-    from helpers import memory_service
+    from shared.assembly import open_services
     from shared.store.documents import MemoryFields
-    from shared.store.schema import open_database
 
-    app = load_config(config)
-    db = open_database(app.storage)
+    services = open_services(load_config(config), queued=False)
     # A memory whose message never reached the queue (as if its front died before queueing).
-    memory_service(db, app.text).memorize("orphan memory without a message", MemoryFields())
+    services.memories.memorize("orphan memory without a message", MemoryFields())
     long_ago = time.time() - 3 * 86400
-    with db.write() as tx:
-        tx.execute("INSERT INTO periodic_runs (name, last_run_time) VALUES ('housekeeping', ?)", (long_ago,))
-    db.close()
+    with services.store.write() as tx:  # housekeeping last ran three days ago
+        assert tx.runtime.claim_periodic("housekeeping", 3600.0, long_ago) == (True, None)
+    services.close()
     started = time.time()
     worker = start_worker(config)
     try:

@@ -18,8 +18,7 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
 from shared import health, platform
 from shared.config import load_config
-from shared.store import runtime
-from shared.store.schema import open_database
+from shared.store.schema import open_store
 
 BIN = Path(sys.executable).parent
 HOST = socket.gethostname()
@@ -113,8 +112,8 @@ def test_autostarted_worker_names_its_store_is_listed_and_stops_gracefully(tmp_p
 @pytest.mark.slow
 def test_autostarted_worker_exits_when_no_front_is_left_but_a_manual_one_stays(tmp_path, api):
     config = fake_config(tmp_path, api, idle_exit_s=3)
-    db = open_database(load_config(config).storage)
-    front = health.FrontHeartbeat(db, 0.5, "stdio")
+    store = open_store(load_config(config).storage)
+    front = health.FrontHeartbeat(store, 0.5, "stdio")
     front.start()
     auto = spawn_autostarted(config)
     manual = start_worker(config)
@@ -139,7 +138,7 @@ def test_autostarted_worker_exits_when_no_front_is_left_but_a_manual_one_stays(t
         stop(auto)
         assert stop(manual) == 0
         front.stop()
-        db.close()
+        store.close()
 
 
 @pytest.mark.slow
@@ -188,11 +187,11 @@ def test_doctor_fails_on_pending_work_without_worker_and_on_stuck_stages(tmp_pat
 
 def test_front_heartbeat_outlives_errors_and_leaves_no_row(tmp_path, caplog):
     config = write_config(tmp_path, worker={"heartbeat_interval_s": 0.1})
-    db = open_database(load_config(config).storage)
-    beat = health.FrontHeartbeat(db, 0.1, "http")
+    store = open_store(load_config(config).storage)
+    beat = health.FrontHeartbeat(store, 0.1, "http")
     try:
         beat.start()
-        rows = runtime.front_rows(db.connection())
+        rows = store.runtime.front_rows()
         assert [(r.pid, r.hostname, r.kind) for r in rows] == [(os.getpid(), HOST, "http")]
         first = rows[0].heartbeat_time
         other = sqlite3.connect(tmp_path / "data" / "aokun.db", isolation_level=None)
@@ -201,31 +200,31 @@ def test_front_heartbeat_outlives_errors_and_leaves_no_row(tmp_path, caplog):
             time.sleep(0.5)
             other.execute("ALTER TABLE fronts_away RENAME TO fronts")
         assert "front-heartbeat failed" in caplog.text
-        wait_for(lambda: runtime.front_rows(db.connection())[0].heartbeat_time > first + 0.5, 5,
+        wait_for(lambda: store.runtime.front_rows()[0].heartbeat_time > first + 0.5, 5,
                  what="beats after the errors")
-        assert [r.id for r in runtime.live_fronts(db.connection(), time.time() - 1)] == [beat.front_id]
+        assert [r.id for r in store.runtime.live_fronts(time.time() - 1)] == [beat.front_id]
         other.close()
     finally:
         beat.stop()
-    assert runtime.front_rows(db.connection()) == []
-    db.close()
+    assert store.runtime.front_rows() == []
+    store.close()
 
 
 def test_a_stopping_worker_is_not_counted_alive(tmp_path):
     config = write_config(tmp_path)
-    db = open_database(load_config(config).storage)
+    store = open_store(load_config(config).storage)
     now = time.time()
-    with db.write() as tx:
-        runtime.beat(tx, "me", os.getpid(), HOST, now)
-        runtime.mark_autostarted(tx, "me")
-    rows = runtime.worker_rows(db.connection())
+    with store.write() as tx:
+        tx.runtime.beat("me", os.getpid(), HOST, now)
+        tx.runtime.mark_autostarted("me")
+    rows = store.runtime.worker_rows()
     assert [(r.kind, r.stopping) for r in rows] == [("autostarted", False)]
-    assert runtime.live_workers(db.connection(), now - 1) == ["me"]
-    with db.write() as tx:
-        runtime.mark_stopping(tx, "me")
-        runtime.beat(tx, "me", os.getpid(), HOST, now + 1)  # beats go on while it winds down
-    assert runtime.live_workers(db.connection(), now - 1) == []
-    db.close()
+    assert store.runtime.live_workers(now - 1) == ["me"]
+    with store.write() as tx:
+        tx.runtime.mark_stopping("me")
+        tx.runtime.beat("me", os.getpid(), HOST, now + 1)  # beats go on while it winds down
+    assert store.runtime.live_workers(now - 1) == []
+    store.close()
 
 
 def test_pipeline_warnings():

@@ -14,14 +14,14 @@ import itertools
 
 import pytest
 
-from helpers import mcp_session, memory_service, start_worker, stdio_params, stop, write_config
+from helpers import mcp_session, start_worker, stdio_params, stop, store_sql, write_config
 
-from shared.config import EmbeddingConfig, StorageConfig
+from shared.assembly import open_services
+from shared.config import AppConfig, EmbeddingConfig, StorageConfig
 from shared.embedders import build_embedder
-from shared.store import graph, vectors
 from shared.store.documents import MemoryFields
 from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
-from shared.store.schema import open_database
+from shared.store.vectors import VectorRow
 
 PATTERNS = [
     "{name} and I talked about the rent for the new flat in {place}.",
@@ -62,25 +62,24 @@ def seed(config_path) -> None:
     people and a fact entry, every stage done."""
     embedder = build_embedder(EmbeddingConfig(local_model="e5"), 1)
     pattern_vectors = embedder.embed_passages([p.format(name="someone", place="town") for p in PATTERNS])
-    db = open_database(StorageConfig(data_dir=config_path.parent / "data"))
-    service = memory_service(db)
+    services = open_services(AppConfig(storage=StorageConfig(data_dir=config_path.parent / "data")), queued=False)
+    service, store = services.memories, services.store
     fills = itertools.islice(itertools.cycle(itertools.product(range(len(PATTERNS)), NAMES, PLACES)), SIZE)
     rows = [(n, PATTERNS[n].format(name=name, place=place), name) for n, name, place in fills]
     ids = service.memorize_many([(text, MemoryFields(persona_id="me")) for _, text, _ in rows])
-    with db.write() as tx:
+    with store.write() as tx:
         for doc_id, (n, text, name) in zip(ids, rows):
             fact = NodeSpec("fact", text[:80], text[:80].lower())
             person = NodeSpec("person", name, name.lower())
             entry = f"Fact: {text}"
             memory_graph = MemoryGraph(nodes=[fact, person], edges=[EdgeSpec(person, fact, "describes", 0.8)],
                                        entries=[EntrySpec(entry, " ".join(service.segmenter.terms(entry)), fact, 0.8)])
-            entry_ids = graph.replace_for_memory(tx, doc_id, "me", memory_graph, "seed", 0.0)
-            vectors.upsert(tx, vectors.VectorRow("document", doc_id, doc_id, embedder.model,
-                                                 pattern_vectors[n], "seed"), 0.0)
-            vectors.upsert(tx, vectors.VectorRow("graph_entry", entry_ids[0], doc_id, embedder.model,
-                                                 pattern_vectors[n], "seed"), 0.0)
-        tx.execute("UPDATE memory_stages SET status = 'done'")
-    db.close()
+            entry_ids = tx.graph.replace_for_memory(doc_id, "me", memory_graph, "seed", 0.0)
+            tx.vectors.upsert(VectorRow("document", doc_id, doc_id, embedder.model, pattern_vectors[n], "seed"), 0.0)
+            tx.vectors.upsert(VectorRow("graph_entry", entry_ids[0], doc_id, embedder.model,
+                                        pattern_vectors[n], "seed"), 0.0)
+    store_sql(store, "UPDATE memory_stages SET status = 'done'")  # every stage done: no worker here
+    services.close()
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,10 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import mcp_session, memory_service, wait_for, write_config
 from shared.config import load_config
 from shared.embedders.openai import OpenAIEmbedder
-from shared.store import graph, vectors
-from shared.store.documents import DocumentFilter, DocumentStore, MemoryFields
+from shared.store.documents import DocumentFilter, MemoryFields
 from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
-from shared.store.schema import open_database
+from shared.store.schema import open_store
+from shared.store.vectors import VectorRow
 
 
 @pytest.fixture
@@ -34,11 +34,11 @@ def front_for(tmp_path, api, **retrieval):
 def embed_documents(front, api):
     """What the worker's embed stage does, done here: every document gets its vector."""
     embedder = OpenAIEmbedder(api.base_url, "fake", "", 64)
-    store = DocumentStore(front.db)
-    docs, _ = store.list(1000, 0, DocumentFilter(include_archived=True))
-    with front.db.write() as tx:
+    store = front.services.store
+    docs, _ = store.documents.list(1000, 0, DocumentFilter(include_archived=True))
+    with store.write() as tx:
         for doc, vec in zip(docs, embedder.embed_passages([d.text for d in docs])):
-            vectors.upsert(tx, vectors.VectorRow("document", doc.id, doc.id, "openai:fake", vec, doc.content_hash), 1.0)
+            tx.vectors.upsert(VectorRow("document", doc.id, doc.id, "openai:fake", vec, doc.content_hash), 1.0)
 
 
 def person(name):
@@ -48,12 +48,12 @@ def person(name):
 def write_graph(front, memory_id, nodes, edges, entries, api=None):
     seg = front.services.segmenter
     specs = [EntrySpec(text, " ".join(seg.terms(text)), node, 0.8) for text, node in entries]
-    with front.db.write() as tx:
-        ids = graph.replace_for_memory(tx, memory_id, None, MemoryGraph(nodes, edges, specs), "h", 1.0)
+    with front.services.store.write() as tx:
+        ids = tx.graph.replace_for_memory(memory_id, None, MemoryGraph(nodes, edges, specs), "h", 1.0)
         if api is not None:
             embedder = OpenAIEmbedder(api.base_url, "fake", "", 64)
             for entry_id, vec in zip(ids, embedder.embed_passages([t for t, _ in entries])):
-                vectors.upsert(tx, vectors.VectorRow("graph_entry", entry_id, memory_id, "openai:fake", vec, "h"), 1.0)
+                tx.vectors.upsert(VectorRow("graph_entry", entry_id, memory_id, "openai:fake", vec, "h"), 1.0)
     return ids
 
 
@@ -126,10 +126,9 @@ def test_access_reinforcement_after_the_reply(tmp_path, api):
     with mcp_session(front.server) as s:
         mid = s.ok("memorize", {"content": "remember the milk"})["id"]
         s.ok("recall", {"query": "milk"})
-        row = lambda: front.db.connection().execute(  # noqa: E731
-            "SELECT access_count, last_access_time FROM documents WHERE id = ?", (mid,)).fetchone()
-        wait_for(lambda: row()[0] == 1, 10, what="access count")
-        assert row()[1] == pytest.approx(time.time(), abs=10)
+        doc = lambda: front.services.store.documents.get(mid)  # noqa: E731
+        wait_for(lambda: doc().access_count == 1, 10, what="access count")
+        assert doc().last_access_time == pytest.approx(time.time(), abs=10)
 
 
 def test_cache_is_invalidated_by_a_write_from_another_process(tmp_path, api):
@@ -140,7 +139,7 @@ def test_cache_is_invalidated_by_a_write_from_another_process(tmp_path, api):
         assert s.ok("recall", {"query": "garden shed"})["results"] == first
         assert len(front.recaller.cache) == 1
         # Another process (its own connections) writes: the next recall must see it at once.
-        other = open_database(front.config.storage)
+        other = open_store(front.config.storage)
         memory_service(other, front.config.text).memorize("garden shed key is lost", MemoryFields())
         other.close()
         assert len(s.ok("recall", {"query": "garden shed"})["results"]) == 2

@@ -12,13 +12,13 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import db_rows, mcp_session, memory_service, start_worker, stdio_params, stop, wait_for, write_config
-from shared.config import StorageConfig, TextConfig
+from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from shared.assembly import open_services
+from shared.config import AppConfig, StorageConfig, TextConfig
 from shared.rules.atoms import store_atoms
 from shared.search.atoms import AtomSearch
-from shared.store import atoms
+from shared.store.atoms import AtomOwner, AtomRow
 from shared.store.documents import MemoryFields
-from shared.store.schema import open_database
 from shared.text.segment import Segmenter
 
 DAY = 86_400.0
@@ -31,32 +31,32 @@ def segmenter():
 
 
 @pytest.fixture
-def store(tmp_path, segmenter):
-    db = open_database(StorageConfig(data_dir=tmp_path))
-    service = memory_service(db)
+def seeded(tmp_path, segmenter):
+    services = open_services(AppConfig(storage=StorageConfig(data_dir=tmp_path)), queued=False)
+    service, store = services.memories, services.store
 
     def add(text: str, kind: str, persona: str = "u1", deadline_in_days: float | None = None,
             age_days: float = 0.0, ttl_days: float = 30.0) -> int:
         """One memory holding one atom, stored age_days before NOW."""
         doc = service.memorize(text, MemoryFields(persona_id=persona))
-        owner = atoms.AtomOwner(doc.id, persona, None, 0.5, doc.content_hash)
+        owner = AtomOwner(doc.id, persona, None, 0.5, doc.content_hash)
         deadline = None if deadline_in_days is None else NOW + deadline_in_days * DAY
-        row = atoms.AtomRow(kind, text, " ".join(segmenter.terms(text)), 0.8, deadline=deadline,
+        row = AtomRow(kind, text, " ".join(segmenter.terms(text)), 0.8, deadline=deadline,
                             ttl_days=ttl_days)
-        with db.write() as tx:
+        with store.write() as tx:
             store_atoms(tx, owner, [row], lambda *a: ttl_days, 0.99, NOW - age_days * DAY)
-        return db.connection().execute("SELECT id FROM memory_atoms WHERE memory_id = ?", (doc.id,)).fetchone()[0]
+        return store.atoms.of_memory(doc.id)[0]["id"]
 
-    yield db, add
-    db.close()
+    yield store, add
+    services.close()
 
 
 def ids(hits) -> list[int]:
     return [h.row["id"] for h in hits]
 
 
-def test_plans_listed_soonest_deadline_first_without_a_query(store, segmenter):
-    db, add = store
+def test_plans_listed_soonest_deadline_first_without_a_query(seeded, segmenter):
+    store, add = seeded
     later = add("I will visit my grandmother in Hangzhou", "planned", deadline_in_days=20)
     soon = add("我明天要去医院复查", "planned", deadline_in_days=1)
     middle = add("Dentist appointment next Friday", "planned", deadline_in_days=9)
@@ -65,42 +65,42 @@ def test_plans_listed_soonest_deadline_first_without_a_query(store, segmenter):
     add("An undated plan past its shelf life", "planned", age_days=5, ttl_days=2)
     add("我喜欢爬山", "preference")
     add("Another user's plan for tomorrow", "planned", persona="u2", deadline_in_days=1)
-    search = AtomSearch(db, segmenter, clock=lambda: NOW)
+    search = AtomSearch(store, segmenter, clock=lambda: NOW)
     hits = search.search(None, 10, ["planned"], "u1")
     assert ids(hits) == [soon, middle, later, undated]
     assert all(h.score == 0.0 and h.time_factor == 1.0 for h in hits)
     assert ids(search.search(None, 2, ["planned"], "u1")) == [soon, middle]
 
 
-def test_other_types_are_listed_newest_first(store, segmenter):
-    db, add = store
+def test_other_types_are_listed_newest_first(seeded, segmenter):
+    store, add = seeded
     old = add("I like green tea", "preference", age_days=3)
     new = add("我喜欢爬山", "preference", age_days=1)
     plan = add("我明天要去医院复查", "planned", deadline_in_days=1)
-    search = AtomSearch(db, segmenter, clock=lambda: NOW)
+    search = AtomSearch(store, segmenter, clock=lambda: NOW)
     assert ids(search.search(None, 5, ["preference"], "u1")) == [new, old]
     assert ids(search.search(None, 5, ["preference", "planned"], "u1")) == [plan, new, old]
 
 
-def test_a_query_that_names_no_plan_still_lists_the_plans(store, segmenter):
+def test_a_query_that_names_no_plan_still_lists_the_plans(seeded, segmenter):
     """'plans' / '计划' match no plan's words; with types=[planned] the caller gets its plans."""
-    db, add = store
+    store, add = seeded
     trip = add("Dentist appointment next Friday", "planned", deadline_in_days=9)
     checkup = add("我明天要去医院复查", "planned", deadline_in_days=1)
     add("I like green tea", "preference")
-    search = AtomSearch(db, segmenter, clock=lambda: NOW)
+    search = AtomSearch(store, segmenter, clock=lambda: NOW)
     for query in ("plans", "计划", "my upcoming plans", "我的计划"):
         assert ids(search.search(query, 5, ["planned"], "u1")) == [checkup, trip], query
     # Without types a query that matches nothing finds nothing: no guessing what was meant.
     assert search.search("计划", 5, None, "u1") == []
 
 
-def test_matching_atoms_come_first_and_the_rest_fill_up_to_k(store, segmenter):
-    db, add = store
+def test_matching_atoms_come_first_and_the_rest_fill_up_to_k(seeded, segmenter):
+    store, add = seeded
     checkup = add("我明天要去医院复查", "planned", deadline_in_days=1)
     dentist = add("Dentist appointment next Friday", "planned", deadline_in_days=9)
     trip = add("I will visit my grandmother in Hangzhou", "planned", deadline_in_days=20)
-    search = AtomSearch(db, segmenter, clock=lambda: NOW)
+    search = AtomSearch(store, segmenter, clock=lambda: NOW)
     hits = search.search("dentist", 3, ["planned"], "u1")
     assert ids(hits) == [dentist, checkup, trip]
     assert hits[0].score > 0 and hits[1].score == hits[2].score == 0.0

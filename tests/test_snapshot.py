@@ -21,8 +21,8 @@ from helpers import BIN, all_processed, db_rows, mcp_session, start_worker, stdi
 from shared.config import ALL_TOOLS, StorageConfig
 from shared.search import snapshot
 from shared.search.vectors import VectorIndex
-from shared.store import vectors
-from shared.store.db import Database
+from shared.store.schema import open_store
+from shared.store.vectors import KINDS
 
 TEXTS = [
     "I adopted a small grey cat named Mochi last spring",
@@ -116,14 +116,14 @@ def recall_all(config: Path) -> list[list[tuple]]:
 
 def save_snapshots(config: Path) -> dict[str, snapshot.Header]:
     """Write both snapshots as the worker does (VectorIndex.save_snapshot), in this process."""
-    db = Database.from_config(StorageConfig(data_dir=data_dir(config)))
+    store = open_store(StorageConfig(data_dir=data_dir(config)), migrate=False)
     try:
-        model, dim = db.connection().execute("SELECT model, dim FROM vectors LIMIT 1").fetchone()
-        for kind in vectors.KINDS:
-            assert "written" in VectorIndex(db, kind, model, dim).save_snapshot()
+        _kind, model, dim, _count = store.vectors.space_figures()[0]
+        for kind in KINDS:
+            assert "written" in VectorIndex(store, kind, model, dim).save_snapshot()
     finally:
-        db.close()
-    return {kind: snapshot.read_header(snapshot.path_for(data_dir(config), kind)) for kind in vectors.KINDS}
+        store.close()
+    return {kind: snapshot.read_header(snapshot.path_for(data_dir(config), kind)) for kind in KINDS}
 
 
 def vector_seq(config: Path) -> int:
@@ -145,13 +145,13 @@ def test_cold_start_from_a_snapshot_recalls_as_from_sqlite(store):
     with_info = write_config(store.parent, **WITH_INFO)
     assert recall_all(with_info) == from_sqlite
     counts = vector_counts(store)
-    assert loaded_from_snapshot(store) == {kind: (0, counts[kind]) for kind in vectors.KINDS}, front_log(store)
+    assert loaded_from_snapshot(store) == {kind: (0, counts[kind]) for kind in KINDS}, front_log(store)
 
 
 @pytest.mark.slow
 def test_changes_after_the_snapshot_are_applied(store):
     save_snapshots(store)
-    old = {kind: snapshot.path_for(data_dir(store), kind).read_bytes() for kind in vectors.KINDS}
+    old = {kind: snapshot.path_for(data_dir(store), kind).read_bytes() for kind in KINDS}
     ids = memory_ids(store)
     worker = start_worker(store)
     try:
@@ -179,7 +179,7 @@ def test_changes_after_the_snapshot_are_applied(store):
     assert not found & set(ids[:3])  # deleted after the snapshot: tombstones honoured
     assert added in found and ids[3] in found
 
-    for kind in vectors.KINDS:
+    for kind in KINDS:
         snapshot.path_for(data_dir(store), kind).unlink()
     assert recall_all(store) == from_snapshot
 

@@ -8,44 +8,37 @@ import textwrap
 
 import pytest
 
-from shared.config import AppConfig, StorageConfig, TextConfig
+from helpers import store_sql
+from shared.assembly import open_services
+from shared.config import AppConfig, StorageConfig
 from shared.errors import MemoryNotFound
-from shared.store import consistency
-from shared.store.db import apply_migrations
-from shared.live_config import LiveConfig
-from shared.memories import MemoryService
+from shared.store.db import Database, apply_migrations
 from shared.store.documents import DocumentFilter, MemoryFields, marked_text
-from shared.store.schema import MIGRATIONS, open_database
-from shared.text.segment import Segmenter
+from shared.store.schema import MIGRATIONS, open_store
 from datetime import datetime
 
 
-def service(db) -> MemoryService:
-    """The memory service without a queue (stages are left to a reconciler)."""
-    return MemoryService(db, Segmenter(TextConfig()), None, LiveConfig(AppConfig()), ttl_for=lambda kind, importance, n: 30.0)
-
-
 @pytest.fixture
-def store(tmp_path):
-    db = open_database(StorageConfig(data_dir=tmp_path / "data"))
-    yield service(db)
-    db.close()
+def service(tmp_path):
+    """The memory service without a queue (stages are left to a reconciler)."""
+    services = open_services(AppConfig(storage=StorageConfig(data_dir=tmp_path / "data")), queued=False)
+    yield services.memories
+    services.close()
 
 
-def test_schema_is_wal_and_migrations_are_recorded_once(store):
-    conn = store.db.connection()
-    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert [r[0] for r in conn.execute("SELECT version FROM schema_migrations")] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
-    assert apply_migrations(store.db, MIGRATIONS) == []
+def test_schema_is_wal_and_migrations_are_recorded_once(service):
+    assert store_sql(service.store, "PRAGMA journal_mode")[0][0] == "wal"
+    assert [r[0] for r in store_sql(service.store, "SELECT version FROM schema_migrations")] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    # The SQLite engine's own migrations, run again on the file: nothing left to apply.
+    assert apply_migrations(Database(service.store.location), MIGRATIONS) == []
 
 
-def test_failed_transaction_leaves_nothing(store):
+def test_failed_transaction_leaves_nothing(service):
     with pytest.raises(RuntimeError):
-        with store.db.write() as tx:
-            tx.execute("INSERT INTO documents (text, content_hash, create_time, update_time)"
-                       " VALUES ('half', 'h', 0, 0)")
+        with service.store.write() as tx:
+            tx.documents.insert("half", "half", MemoryFields(), 0.0)
             raise RuntimeError("crash between the two inserts")
-    assert store.documents.stats()["total"] == 0
+    assert service.store.documents.stats()["total"] == 0
 
 
 def test_time_marker():
@@ -56,71 +49,67 @@ def test_time_marker():
     assert marked_text("hello", None) == "hello"
 
 
-def test_edit_of_original_time_moves_the_marker(store):
-    doc = store.memorize("met Alice", MemoryFields(original_time=datetime(2024, 1, 2)))
+def test_edit_of_original_time_moves_the_marker(service):
+    doc = service.memorize("met Alice", MemoryFields(original_time=datetime(2024, 1, 2)))
     assert doc.text == "[2024-01-02] met Alice"
-    moved = store.edit(doc.id, None, {"original_time": datetime(2024, 3, 4, 5, 6)})
+    moved = service.edit(doc.id, None, {"original_time": datetime(2024, 3, 4, 5, 6)})
     assert moved.text == "[2024-03-04 05:06] met Alice"
 
 
-def test_missing_ids_raise(store):
+def test_missing_ids_raise(service):
     with pytest.raises(MemoryNotFound):
-        store.documents.get(5)
+        service.store.documents.get(5)
     with pytest.raises(MemoryNotFound):
-        store.edit(5, "x", {})
+        service.edit(5, "x", {})
     with pytest.raises(MemoryNotFound):
-        store.delete(5)
+        service.delete(5)
 
 
-def test_archived_documents_leave_search_unless_asked(store):
-    doc = store.memorize("archived peanut note", MemoryFields())
-    with store.db.write() as tx:
-        tx.execute("UPDATE documents SET archived = 1 WHERE id = ?", (doc.id,))
-    assert store.documents.bm25(["peanut"], DocumentFilter(), 5) == []
-    assert [i for i, _ in store.documents.bm25(["peanut"], DocumentFilter(include_archived=True), 5)] == [doc.id]
+def test_archived_documents_leave_search_unless_asked(service):
+    doc = service.memorize("archived peanut note", MemoryFields())
+    store_sql(service.store, "UPDATE documents SET archived = 1 WHERE id = ?", (doc.id,))
+    assert service.store.documents.bm25(["peanut"], DocumentFilter(), 5) == []
+    assert [i for i, _ in service.store.documents.bm25(["peanut"], DocumentFilter(include_archived=True), 5)] == [doc.id]
 
 
 WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from shared.config import AppConfig, StorageConfig, TextConfig
-    from shared.live_config import LiveConfig
-    from shared.store.schema import open_database
-    from shared.memories import MemoryService
+    from shared.assembly import open_services
+    from shared.config import AppConfig, StorageConfig
     from shared.store.documents import MemoryFields
-    from shared.text.segment import Segmenter
-    db = open_database(StorageConfig(data_dir=Path(sys.argv[1]), busy_timeout_ms=30000))
-    store = MemoryService(db, Segmenter(TextConfig()), None, LiveConfig(AppConfig()), ttl_for=lambda *a: 30.0)
+    services = open_services(AppConfig(storage=StorageConfig(data_dir=Path(sys.argv[1]), busy_timeout_ms=30000)),
+                             queued=False)
     for i in range(int(sys.argv[3])):
-        store.memorize(f"writer {sys.argv[2]} memory {i} 并发写入", MemoryFields(persona_id=sys.argv[2]))
+        services.memories.memorize(f"writer {sys.argv[2]} memory {i} 并发写入", MemoryFields(persona_id=sys.argv[2]))
 """)
 
 
 @pytest.mark.slow
 def test_concurrent_writers_in_separate_processes(tmp_path):
     data = tmp_path / "data"
-    open_database(StorageConfig(data_dir=data)).close()
+    open_store(StorageConfig(data_dir=data)).close()
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(data), name, "150"],
                               stderr=subprocess.PIPE, text=True) for name in ("a", "b", "c")]
     for proc in procs:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
-    db = open_database(StorageConfig(data_dir=data))
-    store = service(db).documents
-    assert store.stats()["total"] == 450
-    assert consistency.all_table_counts(db)["documents_fts"] == 450
+    store = open_store(StorageConfig(data_dir=data))
+    assert store.documents.stats()["total"] == 450
+    assert store.consistency.table_counts()["documents_fts"] == 450
     for name in ("a", "b", "c"):
-        assert store.list(1, 0, DocumentFilter(persona_id=name))[1] == 150
-    assert db.connection().execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert store.documents.list(1, 0, DocumentFilter(persona_id=name))[1] == 150
+    assert store_sql(store, "PRAGMA integrity_check")[0][0] == "ok"
+    store.close()
 
 
 OPENER = textwrap.dedent("""
     import sys
     from pathlib import Path
     from shared.config import StorageConfig
-    from shared.store.schema import open_database
-    db = open_database(StorageConfig(data_dir=Path(sys.argv[1])))
-    db.connection().execute("SELECT COUNT(*) FROM documents").fetchone()
+    from shared.store.schema import open_store
+    store = open_store(StorageConfig(data_dir=Path(sys.argv[1])))
+    store.documents.count()
 """)
 
 

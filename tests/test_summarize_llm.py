@@ -15,7 +15,8 @@ from shared import http_retry
 from shared.config import StorageConfig, SummarizerConfig, TextConfig
 from shared.errors import InvalidInput
 from shared.extract.atoms import AtomRules
-from shared.store.schema import open_database
+from helpers import store_sql
+from shared.store.schema import open_store
 from shared.summarize.conversation import parse_conversation
 from shared.summarize.llm import LlmSummarizer, SummarizerError
 from shared.summarize.rules import RulesSummarizer
@@ -68,8 +69,10 @@ def pauses(monkeypatch) -> list[float]:
 
 
 @pytest.fixture
-def db(tmp_path):
-    return open_database(StorageConfig(data_dir=tmp_path / "data"))
+def store(tmp_path):
+    store = open_store(StorageConfig(data_dir=tmp_path / "data"))
+    yield store
+    store.close()
 
 
 def llm_config(base_url: str, **settings) -> SummarizerConfig:
@@ -77,14 +80,14 @@ def llm_config(base_url: str, **settings) -> SummarizerConfig:
                                "api_key_env": KEY_ENV, **settings})
 
 
-def summarizer(db, rules, base_url: str, **settings) -> Summarizer:
+def summarizer(store, rules, base_url: str, **settings) -> Summarizer:
     config = llm_config(base_url, **settings)
-    return Summarizer(db, rules, lambda: config)
+    return Summarizer(store, rules, lambda: config)
 
 
-def usage_rows(db) -> list[tuple]:
-    return [tuple(row) for row in db.connection().execute(
-        "SELECT model, calls, prompt_tokens, completion_tokens, failures FROM llm_usage ORDER BY model")]
+def usage_rows(store) -> list[tuple]:
+    return [tuple(row) for row in store_sql(
+        store, "SELECT model, calls, prompt_tokens, completion_tokens, failures FROM llm_usage ORDER BY model")]
 
 
 def assert_rules_fallback(result, rules, config: SummarizerConfig, reason: str):
@@ -95,10 +98,10 @@ def assert_rules_fallback(result, rules, config: SummarizerConfig, reason: str):
     assert result.warnings[0].endswith("): rules summary used")
 
 
-def test_valid_json_is_used_as_the_model_gave_it(db, rules, monkeypatch):
+def test_valid_json_is_used_as_the_model_gave_it(store, rules, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-from-env")
     with FakeChatServer(memory_reply(MEMORY)) as api:
-        result = summarizer(db, rules, api.base_url).summarize(TURNS)
+        result = summarizer(store, rules, api.base_url).summarize(TURNS)
     assert result.model_dump() == {**MEMORY, "provider": "llm", "warnings": []}
     [request] = api.requests
     assert request.path == "/v1/chat/completions"
@@ -118,28 +121,28 @@ def test_valid_json_is_used_as_the_model_gave_it(db, rules, monkeypatch):
     assert schema["additionalProperties"] is False
     assert schema["properties"]["sentiment"]["enum"] == ["positive", "neutral", "negative"]
     assert "maxLength" not in json.dumps(schema) and "default" not in json.dumps(schema)  # strict mode refuses them
-    assert usage_rows(db) == [(MODEL, 1, PROMPT_TOKENS, COMPLETION_TOKENS, 0)]
+    assert usage_rows(store) == [(MODEL, 1, PROMPT_TOKENS, COMPLETION_TOKENS, 0)]
 
 
-def test_api_key_from_config_first_and_no_header_without_one(db, rules, monkeypatch):
+def test_api_key_from_config_first_and_no_header_without_one(store, rules, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-from-env")
     with FakeChatServer(always=memory_reply(MEMORY)) as api:
-        summarizer(db, rules, api.base_url, api_key="sk-in-config").summarize(TURNS)
+        summarizer(store, rules, api.base_url, api_key="sk-in-config").summarize(TURNS)
         monkeypatch.delenv(KEY_ENV)
-        summarizer(db, rules, api.base_url).summarize(TURNS)
+        summarizer(store, rules, api.base_url).summarize(TURNS)
     assert api.requests[0].headers["Authorization"] == "Bearer sk-in-config"
     assert "Authorization" not in api.requests[1].headers
 
 
-def test_an_endpoint_refusing_json_schema_gets_json_object_from_then_on(db, rules):
+def test_an_endpoint_refusing_json_schema_gets_json_object_from_then_on(store, rules):
     with FakeChatServer(always=memory_reply(MEMORY), json_schema=False) as api:
-        first = summarizer(db, rules, api.base_url).summarize(TURNS)
-        second = summarizer(db, rules, api.base_url).summarize(TURNS)
+        first = summarizer(store, rules, api.base_url).summarize(TURNS)
+        second = summarizer(store, rules, api.base_url).summarize(TURNS)
     assert first.provider == second.provider == "llm" and first.warnings == second.warnings == []
     formats = [r.body["response_format"]["type"] for r in api.requests]
     assert formats == ["json_schema", "json_object", "json_object"]  # refused once, remembered
     assert "json" in api.requests[1].body["messages"][0]["content"].lower()  # json_object needs the word
-    assert usage_rows(db) == [(MODEL, 2, 2 * PROMPT_TOKENS, 2 * COMPLETION_TOKENS, 0)]
+    assert usage_rows(store) == [(MODEL, 2, 2 * PROMPT_TOKENS, 2 * COMPLETION_TOKENS, 0)]
 
 
 @pytest.mark.parametrize("bad, named", [
@@ -148,99 +151,99 @@ def test_an_endpoint_refusing_json_schema_gets_json_object_from_then_on(db, rule
     (memory_reply({**MEMORY, "mood": "happy"}), "mood: Extra inputs are not permitted"),
     (text_reply('["Caroline adopted a cat"]'), "expected a JSON object"),
 ])
-def test_an_invalid_reply_is_repaired_by_a_second_call(db, rules, bad, named):
+def test_an_invalid_reply_is_repaired_by_a_second_call(store, rules, bad, named):
     with FakeChatServer(bad, memory_reply(MEMORY)) as api:
-        result = summarizer(db, rules, api.base_url).summarize(TURNS)
+        result = summarizer(store, rules, api.base_url).summarize(TURNS)
     assert result.model_dump() == {**MEMORY, "provider": "llm", "warnings": []}
     first, repair = api.requests
     messages = repair.body["messages"]
     assert messages[:2] == first.body["messages"]
     assert messages[2] == {"role": "assistant", "content": bad.body["choices"][0]["message"]["content"]}
     assert messages[3]["role"] == "user" and named in messages[3]["content"]
-    assert usage_rows(db) == [(MODEL, 1, 2 * PROMPT_TOKENS, 2 * COMPLETION_TOKENS, 0)]
+    assert usage_rows(store) == [(MODEL, 1, 2 * PROMPT_TOKENS, 2 * COMPLETION_TOKENS, 0)]
 
 
-def test_json_in_a_code_fence_is_accepted_and_the_result_trimmed(db, rules):
+def test_json_in_a_code_fence_is_accepted_and_the_result_trimmed(store, rules):
     long_fact = "Caroline " + "really " * 200 + "likes cats."
     fenced = "```json\n" + json.dumps({**MEMORY, "topics": ["cat", "cat ", " "], "key_facts": [long_fact]}) + "\n```"
     with FakeChatServer(text_reply(fenced)) as api:
-        result = summarizer(db, rules, api.base_url).summarize(TURNS)
+        result = summarizer(store, rules, api.base_url).summarize(TURNS)
     assert len(api.requests) == 1 and result.provider == "llm"
     assert result.topics == ["cat"] and result.key_facts == [long_fact[:1000]]
 
 
-def test_invalid_twice_raises_in_the_provider_and_falls_back_to_rules(db, rules):
+def test_invalid_twice_raises_in_the_provider_and_falls_back_to_rules(store, rules):
     config = llm_config("")
     with FakeChatServer(always=text_reply("I cannot summarize this conversation.")) as api:
         provider = LlmSummarizer(llm_config(api.base_url))
         with pytest.raises(SummarizerError, match="still invalid after one repair: not JSON"):
             provider.summarize(TURNS)
         assert (provider.usage.prompt_tokens, provider.usage.completion_tokens) == (2 * PROMPT_TOKENS, 2 * COMPLETION_TOKENS)
-        result = summarizer(db, rules, api.base_url).summarize(TURNS)
+        result = summarizer(store, rules, api.base_url).summarize(TURNS)
     assert len(api.requests) == 4  # two per summary: the ask and the one repair
     assert_rules_fallback(result, rules, config, "model reply still invalid after one repair: not JSON")
-    assert usage_rows(db) == [(MODEL, 1, 2 * PROMPT_TOKENS, 2 * COMPLETION_TOKENS, 1)]
+    assert usage_rows(store) == [(MODEL, 1, 2 * PROMPT_TOKENS, 2 * COMPLETION_TOKENS, 1)]
 
 
-def test_429_is_retried_after_the_retry_after_it_names_within_a_bound(db, rules, pauses):
+def test_429_is_retried_after_the_retry_after_it_names_within_a_bound(store, rules, pauses):
     with FakeChatServer(error_reply(429, "rate limited", retry_after="1"), memory_reply(MEMORY)) as api:
-        result = summarizer(db, rules, api.base_url).summarize(TURNS)
+        result = summarizer(store, rules, api.base_url).summarize(TURNS)
     assert result.provider == "llm" and result.warnings == []
     assert pauses == [1.0]  # Retry-After, not the 0.5 s backoff
     assert api.requests[1].time - api.requests[0].time >= 0.95  # and the server saw it kept
     # An hour asked for: never waited longer than for an answer (timeout_s).
     with FakeChatServer(error_reply(429, "rate limited", retry_after="3600"), memory_reply(MEMORY)) as api:
-        result = summarizer(db, rules, api.base_url, timeout_s=1.0).summarize(TURNS)
+        result = summarizer(store, rules, api.base_url, timeout_s=1.0).summarize(TURNS)
     assert result.provider == "llm"
     assert pauses == [1.0, 1.0]
     assert api.requests[1].time - api.requests[0].time >= 0.95
-    assert usage_rows(db) == [(MODEL, 2, 2 * PROMPT_TOKENS, 2 * COMPLETION_TOKENS, 0)]
+    assert usage_rows(store) == [(MODEL, 2, 2 * PROMPT_TOKENS, 2 * COMPLETION_TOKENS, 0)]
 
 
-def test_server_errors_are_retried_then_fall_back_when_retries_run_out(db, rules):
+def test_server_errors_are_retried_then_fall_back_when_retries_run_out(store, rules):
     with FakeChatServer(error_reply(502, "bad gateway"), memory_reply(MEMORY)) as api:
-        assert summarizer(db, rules, api.base_url, max_retries=1).summarize(TURNS).provider == "llm"
+        assert summarizer(store, rules, api.base_url, max_retries=1).summarize(TURNS).provider == "llm"
     assert len(api.requests) == 2
     with FakeChatServer(always=error_reply(500, "upstream overloaded")) as api:
-        result = summarizer(db, rules, api.base_url, max_retries=2).summarize(TURNS)
+        result = summarizer(store, rules, api.base_url, max_retries=2).summarize(TURNS)
     assert len(api.requests) == 3
     assert_rules_fallback(result, rules, llm_config(api.base_url),
                           "chat endpoint answered HTTP 500: upstream overloaded (after 2 retries)")
-    assert usage_rows(db) == [(MODEL, 2, PROMPT_TOKENS, COMPLETION_TOKENS, 1)]
+    assert usage_rows(store) == [(MODEL, 2, PROMPT_TOKENS, COMPLETION_TOKENS, 1)]
 
 
-def test_a_timeout_gives_a_clear_fallback_without_retrying(db, rules, pauses):
+def test_a_timeout_gives_a_clear_fallback_without_retrying(store, rules, pauses):
     with FakeChatServer(always=memory_reply(MEMORY, delay_s=30)) as api:
-        result = summarizer(db, rules, api.base_url, timeout_s=0.5).summarize(TURNS)
+        result = summarizer(store, rules, api.base_url, timeout_s=0.5).summarize(TURNS)
     assert len(api.requests) == 1 and pauses == []  # the request that took the whole timeout is not repeated
     assert result.warnings[0] == "llm provider failed (chat endpoint timed out after 0.5 s): rules summary used"
     assert_rules_fallback(result, rules, llm_config(api.base_url), "timed out after 0.5 s")
-    assert usage_rows(db) == [(MODEL, 1, 0, 0, 1)]
+    assert usage_rows(store) == [(MODEL, 1, 0, 0, 1)]
 
 
-def test_refused_connections_client_errors_and_missing_settings_fall_back(db, rules):
+def test_refused_connections_client_errors_and_missing_settings_fall_back(store, rules):
     closed = f"http://127.0.0.1:{free_port()}/v1"
-    result = summarizer(db, rules, closed, max_retries=1).summarize(TURNS)
+    result = summarizer(store, rules, closed, max_retries=1).summarize(TURNS)
     assert_rules_fallback(result, rules, llm_config(closed), "cannot reach the chat endpoint")
     assert "(after 1 retry)" in result.warnings[0]
     with FakeChatServer(always=error_reply(401, "Invalid API key")) as api:
-        result = summarizer(db, rules, api.base_url).summarize(TURNS)
+        result = summarizer(store, rules, api.base_url).summarize(TURNS)
     assert len(api.requests) == 1  # a client error is not retried
     assert_rules_fallback(result, rules, llm_config(api.base_url), "chat endpoint answered HTTP 401: Invalid API key")
     for base_url, named in [("", "summarizer.base_url is empty"), ("localhost:8000/v1", "is not usable")]:
-        assert_rules_fallback(summarizer(db, rules, base_url).summarize(TURNS), rules, llm_config(base_url), named)
-    result = Summarizer(db, rules, lambda: llm_config("http://127.0.0.1:9/v1", model="")).summarize(TURNS)
+        assert_rules_fallback(summarizer(store, rules, base_url).summarize(TURNS), rules, llm_config(base_url), named)
+    result = Summarizer(store, rules, lambda: llm_config("http://127.0.0.1:9/v1", model="")).summarize(TURNS)
     assert_rules_fallback(result, rules, llm_config(""), "summarizer.model is empty")
-    assert usage_rows(db) == [(MODEL, 4, 0, 0, 4)]  # no model named, nothing to count against
+    assert usage_rows(store) == [(MODEL, 4, 0, 0, 4)]  # no model named, nothing to count against
 
 
-def test_the_dispatcher_follows_the_live_config_and_the_provider_asked_for(db, rules):
+def test_the_dispatcher_follows_the_live_config_and_the_provider_asked_for(store, rules):
     with FakeChatServer(always=memory_reply(MEMORY)) as api:
         live = [llm_config(api.base_url, provider="rules")]
-        dispatcher = Summarizer(db, rules, lambda: live[0])
+        dispatcher = Summarizer(store, rules, lambda: live[0])
         by_rules = dispatcher.summarize(TURNS)
         assert by_rules.model_dump() == rules.summarize(TURNS, live[0]).trimmed().model_dump()
-        assert api.requests == [] and usage_rows(db) == []
+        assert api.requests == [] and usage_rows(store) == []
         assert dispatcher.summarize(TURNS, provider="llm").provider == "llm"
         live[0] = llm_config(api.base_url)
         assert dispatcher.summarize(TURNS).provider == "llm"

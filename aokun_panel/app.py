@@ -26,7 +26,7 @@ def build_context(live: LiveConfig, token: str) -> PanelContext:
     live.subscribe(lambda old, new: apply_log_level(new.server.log_level))
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.filters["age"] = _age
-    return PanelContext(services=services, reader=Reader(services.db), templates=templates,
+    return PanelContext(services=services, reader=Reader(services.store), templates=templates,
                         csrf=csrf_token(token))
 
 

@@ -10,7 +10,7 @@ from shared.assembly import Services
 from shared.config import AppConfig
 from shared.live_config import LiveConfig
 from shared.memories import MemoryService
-from shared.store.db import Database
+from shared.store.interface import Store
 
 
 @dataclass
@@ -29,8 +29,8 @@ class PanelContext:
         return self.services.live.current
 
     @property
-    def db(self) -> Database:
-        return self.services.db
+    def store(self) -> Store:
+        return self.services.store
 
     @property
     def memories(self) -> MemoryService:

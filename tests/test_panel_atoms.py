@@ -13,7 +13,7 @@ from helpers import all_processed, db_rows, memory_service, start_worker, stop, 
 from panel_helpers import chromium_page, panel_process
 from shared.config import load_config
 from shared.store.documents import MemoryFields
-from shared.store.schema import open_database
+from shared.store.schema import open_store
 
 pytestmark = pytest.mark.slow
 
@@ -30,12 +30,12 @@ def plans(tmp_path):
     with FakeEmbeddingsServer(dim=32) as api:
         config = write_config(tmp_path, embedding={"provider": "openai", "base_url": api.base_url,
                                                    "model": "fake", "dimensions": 32})
-        db = open_database(load_config(config).storage)
+        store = open_store(load_config(config).storage)
         said = datetime.now(BEIJING).replace(microsecond=0)
-        service = memory_service(db)
+        service = memory_service(store)
         ids = {text: service.memorize(text, MemoryFields(persona_id="plans", original_time=said)).id
                for text in (LUNCH, REPORT, CAT)}
-        db.close()
+        store.close()
         worker = start_worker(config)
         try:
             wait_for(lambda: all_processed(config, len(ids)), 90, what="the atoms made")

@@ -14,10 +14,9 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import all_processed, db_rows, memory_service, start_worker, stop, wait_for, write_config
 from panel_helpers import chromium_page, panel_process, screenshot
 from shared.config import load_config
-from shared.store import graph
 from shared.store.documents import MemoryFields
 from shared.store.graph import NODE_TYPES, SELF_CANONICAL, EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
-from shared.store.schema import open_database
+from shared.store.schema import open_store
 
 pytestmark = pytest.mark.slow
 
@@ -58,13 +57,13 @@ def built(tmp_path, personas: dict[str, list]):
     with FakeEmbeddingsServer(dim=32) as api:
         config = write_config(tmp_path, embedding={"provider": "openai", "base_url": api.base_url,
                                                    "model": "fake", "dimensions": 32})
-        db = open_database(load_config(config).storage)
-        memories = memory_service(db)
+        store = open_store(load_config(config).storage)
+        memories = memory_service(store)
         for persona, items in personas.items():
             for content, people, topics in items:
                 memories.memorize(content, MemoryFields(persona_id=persona, participants=tuple(people),
                                                         topics=tuple(topics)))
-        db.close()
+        store.close()
         worker = start_worker(config)
         try:
             wait_for(lambda: all_processed(config, sum(map(len, personas.values()))), 90, what="the graph built")
@@ -222,16 +221,16 @@ def test_the_graph_page_draws_typed_entities_the_user_and_relations(friends_grap
         screenshot(page, "graph-relations")
 
 
-def seed_big_graph(db, persona: str, memories: int) -> None:
+def seed_big_graph(store, persona: str, memories: int) -> None:
     """~9 nodes per memory, shaped as the graph stage shapes them: 8 facts of its own, 2 of
     60 persons and 2 of 240 topics (a few of each far more common than the rest) describing
     every fact, facts chained in order, persons and topics co-occurring, the two persons
     friends."""
     rng = random.Random(7)
     pick = lambda pool: int(pool * rng.random() ** 2)  # noqa: E731 - small indexes are common
-    service = memory_service(db)
+    service = memory_service(store)
     ids = service.memorize_many([(f"note {i}", MemoryFields(persona_id=persona)) for i in range(memories)])
-    with db.write() as tx:
+    with store.write() as tx:
         for n, memory_id in enumerate(ids):
             people = [NodeSpec("person", f"Person{k}", f"person{k}") for k in {pick(60), pick(60)}]
             topics = [NodeSpec("topic", f"topic {k}", f"topic {k}") for k in {pick(240), pick(240)}]
@@ -242,14 +241,14 @@ def seed_big_graph(db, persona: str, memories: int) -> None:
             edges += [EdgeSpec(a, b, "co_occurs_with", 0.8) for i, a in enumerate(hubs) for b in hubs[i + 1:]]
             edges += [EdgeSpec(a, b, "relation", 0.8, relation="friend") for a, b in zip(people, people[1:])]
             entries = [EntrySpec(f"Fact: {f.value}", f.value, f, 0.8) for f in facts]
-            graph.replace_for_memory(tx, memory_id, persona, MemoryGraph(hubs + facts, edges, entries), "h", 1.0)
+            tx.graph.replace_for_memory(memory_id, persona, MemoryGraph(hubs + facts, edges, entries), "h", 1.0)
 
 
 def test_the_graph_api_answers_a_3000_node_graph(tmp_path):
     config = write_config(tmp_path)
-    db = open_database(load_config(config).storage)
-    seed_big_graph(db, "big", 333)
-    db.close()
+    store = open_store(load_config(config).storage)
+    seed_big_graph(store, "big", 333)
+    store.close()
     total = db_rows(config, "SELECT COUNT(*) FROM graph_nodes WHERE persona_id = 'big'")[0][0]
     assert 2900 <= total <= 3100
     with panel_process(config) as (url, token):

@@ -20,7 +20,7 @@ from panel_helpers import chromium_page, panel_process, screenshot
 from shared.config import load_config
 from shared.queue import open_queue
 from shared.store.documents import MemoryFields
-from shared.store.schema import open_database
+from shared.store.schema import open_store
 from shared.tasks import Enqueuer
 
 pytestmark = pytest.mark.slow
@@ -45,8 +45,8 @@ def panel(tmp_path_factory):
                                                  "model": "fake", "dimensions": 32},
                               queue={"retry_base_s": 0.2})
         storage = load_config(config).storage
-        db = open_database(storage)
-        memories = memory_service(db, queue=Enqueuer(open_queue(storage)))
+        store = open_store(storage)
+        memories = memory_service(store, queue=Enqueuer(open_queue(storage)))
         ids = {name: memories.memorize(text, MemoryFields(persona_id=persona)).id
                for name, (text, persona) in SEEDS.items()}
         memories.set_pinned(ids["nurse"], True)
@@ -58,7 +58,7 @@ def panel(tmp_path_factory):
             settle(config, len(ids))
         finally:
             stop(worker)
-            db.close()
+            store.close()
         with panel_process(config) as (url, token):
             yield url, token, config, ids
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from helpers import memory_service, write_config
+from helpers import memory_service, store_sql, write_config
 from panel_helpers import chromium_page, panel_process, screenshot
 from shared.config import load_config
 from shared.store.documents import MemoryFields
-from shared.store.schema import open_database
+from shared.store.schema import open_store
 
 pytestmark = pytest.mark.slow
 
@@ -18,14 +18,14 @@ pytestmark = pytest.mark.slow
 def seeded(tmp_path):
     """A store with 3 memories (one pinned, one archived) and a panel on it."""
     config = write_config(tmp_path)
-    db = open_database(load_config(config).storage)
-    memories = memory_service(db)
+    store = open_store(load_config(config).storage)
+    memories = memory_service(store)
     ids = [memories.memorize(text, MemoryFields(persona_id="alice")).id for text in (
         "Alice adopted a grey cat named Mochi", "Alice works as a nurse in Lisbon", "Alice hates coriander")]
     memories.set_pinned(ids[0], True)
-    with db.write() as tx:
-        tx.execute("UPDATE documents SET archived = 1 WHERE id = ?", (ids[2],))
-    db.close()
+    # Archived by hand: the interface archives only by age and importance (the lifecycle's rule).
+    store_sql(store, "UPDATE documents SET archived = 1 WHERE id = ?", (ids[2],))
+    store.close()
     with panel_process(config) as (url, token):
         yield url, token
 

@@ -17,7 +17,7 @@ from aokun_panel.render import render
 from shared.decay import DAY
 from shared.health import format_age
 from shared.rules.atoms import time_factor
-from shared.store import atoms, documents
+from shared.store.atoms import ATOM_STATES, ATOM_TYPES
 
 PAGE = Page("/atoms", "Atoms")
 PAGE_SIZE = 50
@@ -59,31 +59,31 @@ def atom_view(row, now: float, zone: tzinfo | None = None) -> dict:
     }
 
 
-def chains(conn, rows) -> dict[int, list[dict]]:
+def chains(s, rows) -> dict[int, list[dict]]:
     """{atom id: its supersede chain, oldest first} for the atoms that are in one."""
     found = {}
     for row in rows:
         if row["state"] == "dormant":
             continue  # a provenance row: its link means "reinforced", not "replaced"
-        chain = atoms.supersede_chain(conn, row["id"], row["persona_id"])
+        chain = s.atoms.supersede_chain(row["id"], row["persona_id"])
         if len(chain) > 1:
             found[row["id"]] = [{"id": a["id"], "text": a["text"], "state": a["state"],
                                  "memory_id": a["memory_id"]} for a in chain]
     return found
 
 
-def atoms_page(conn, filters: dict, offset: int, now: float) -> dict:
-    """One page of atoms (newest first) with their chains, in one read."""
-    rows = atoms.page(conn, filters["type"], filters["state"], filters["persona"], PAGE_SIZE + 1, offset)
+def atoms_page(s, filters: dict, offset: int, now: float) -> dict:
+    """One page of atoms (newest first) with their chains, in one read session."""
+    rows = s.atoms.page(filters["type"], filters["state"], filters["persona"], PAGE_SIZE + 1, offset)
     shown = rows[:PAGE_SIZE]
-    zones = memory_zones(conn, [r["memory_id"] for r in shown if r["deadline"] is not None])
+    zones = memory_zones(s, [r["memory_id"] for r in shown if r["deadline"] is not None])
     return {"atoms": [atom_view(r, now, zones.get(r["memory_id"])) for r in shown],
-            "chains": chains(conn, shown), "more": len(rows) > PAGE_SIZE}
+            "chains": chains(s, shown), "more": len(rows) > PAGE_SIZE}
 
 
-def memory_zones(conn, memory_ids: list[int]) -> dict[int, tzinfo]:
+def memory_zones(s, memory_ids: list[int]) -> dict[int, tzinfo]:
     """{memory id: the time zone of its original time} for those that had one."""
-    found = documents.get_many(conn, memory_ids)
+    found = s.documents.get_many(memory_ids)
     return {i: d.fields.original_time.tzinfo for i, d in found.items()
             if d.fields.original_time is not None and d.fields.original_time.tzinfo is not None}
 
@@ -102,11 +102,11 @@ def due(deadline: float | None, zone: tzinfo | None) -> str | None:
     return f"{day}, {moment:%H:%M} ({moment.tzname()})"
 
 
-def counts(conn) -> dict[str, dict[str, int]]:
+def counts(s) -> dict[str, dict[str, int]]:
     """{type: {state: atoms}} over the whole store. A full scan (0.1-0.2 s at 150k atoms on a
     busy 2-core machine), so the page asks for it after it has loaded."""
-    found: dict[str, dict[str, int]] = {t: {} for t in atoms.ATOM_TYPES}
-    for atom_type, state, count in atoms.counts_by_type_and_state(conn):
+    found: dict[str, dict[str, int]] = {t: {} for t in ATOM_TYPES}
+    for atom_type, state, count in s.atoms.counts_by_type_and_state():
         found.setdefault(atom_type, {})[state] = count
     return found
 
@@ -128,11 +128,11 @@ def _filters(request: Request) -> tuple[dict, int, str | None]:
     filters = {"type": query.get("type") or None, "state": query.get("state") or None,
                "persona": query.get("persona") or None}
     problem = None
-    if filters["type"] not in (None, *atoms.ATOM_TYPES):
-        problem = f"type must be one of {', '.join(atoms.ATOM_TYPES)}, got {filters['type'][:40]!r}"
+    if filters["type"] not in (None, *ATOM_TYPES):
+        problem = f"type must be one of {', '.join(ATOM_TYPES)}, got {filters['type'][:40]!r}"
         filters["type"] = None
-    if filters["state"] not in (None, *atoms.ATOM_STATES):
-        problem = f"state must be one of {', '.join(atoms.ATOM_STATES)}, got {filters['state'][:40]!r}"
+    if filters["state"] not in (None, *ATOM_STATES):
+        problem = f"state must be one of {', '.join(ATOM_STATES)}, got {filters['state'][:40]!r}"
         filters["state"] = None
     try:
         page = min(max(1, int(query.get("page", "1"))), MAX_PAGE)
@@ -146,8 +146,8 @@ def routes(ctx) -> list[Route]:
         filters, offset, problem = _filters(request)
         data = await ctx.reader.run(atoms_page, filters, offset, time.time())
         return render(ctx, request, "atoms.html", PAGE, status_code=400 if problem else 200,
-                      data=data, filters=filters, problem=problem, types=atoms.ATOM_TYPES,
-                      states=atoms.ATOM_STATES, page_number=offset // PAGE_SIZE + 1,
+                      data=data, filters=filters, problem=problem, types=ATOM_TYPES,
+                      states=ATOM_STATES, page_number=offset // PAGE_SIZE + 1,
                       link=lambda **changes: link(PAGE.path, filters, **changes))
 
     async def counts_data(request: Request):

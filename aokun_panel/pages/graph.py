@@ -19,8 +19,7 @@ from starlette.routing import Route
 from aokun_panel.pages import Page
 from aokun_panel.render import render
 from shared.extract.relation_words import vocabulary
-from shared.store import graph_browse
-from shared.store.documents import DocumentStore, unmarked
+from shared.store.documents import unmarked
 from shared.store.graph import NODE_TYPES, SELF_CANONICAL
 
 PAGE = Page("/graph", "Graph")
@@ -40,14 +39,14 @@ SNIPPET_CHARS = 200
 # -- reads (on the reader's thread) ---------------------------------------------------------
 
 
-def graph_data(conn, persona: str, limit: int) -> dict:
+def graph_data(s, persona: str, limit: int) -> dict:
     """The persona's `limit` most connected nodes and the edges among them: one edge per pair
     and type (with how many memories it comes from), but relation edges one per direction and
     relation, with the relation's label ("works at")."""
-    counts = graph_browse.persona_node_counts(conn, persona)
-    rows = graph_browse.most_connected(conn, persona, limit)
+    counts = s.graph_browse.persona_node_counts(persona)
+    rows = s.graph_browse.most_connected(persona, limit)
     merged: dict[tuple[int, int, str, str | None], int] = {}
-    for src, dst, edge_type, relation, memories in graph_browse.edges_among(conn, [r[0] for r in rows]):
+    for src, dst, edge_type, relation, memories in s.graph_browse.edges_among([r[0] for r in rows]):
         if src != dst:
             # An edge reads one way only when it is a relation: B is A's wife, not A B's.
             key = (src, dst, edge_type, relation) if relation else (min(src, dst), max(src, dst), edge_type, None)
@@ -80,30 +79,29 @@ def _name(value: str, canonical: str) -> str:
     return f"{value} ({SELF_CANONICAL})"
 
 
-def relation_lines(conn, node_id: int) -> list[dict]:
+def relation_lines(s, node_id: int) -> list[dict]:
     """A node's relations in words, from its side: an edge (A, wife, B) is "wife: B" for A and
     "husband: A" (the inverse) for B."""
     words = vocabulary()
     lines = []
-    for outgoing, relation, other_id, other_type, other_value, memories in graph_browse.node_relations(
-            conn, node_id, RELATIONS_SHOWN):
+    for outgoing, relation, other_id, other_type, other_value, memories in s.graph_browse.node_relations(
+            node_id, RELATIONS_SHOWN):
         seen_from_here = relation if outgoing else words.inverse(relation)
         lines.append({"relation": words.label(seen_from_here), "id": other_id, "type": other_type,
                       "label": _short(other_value, LABEL_CHARS), "memories": memories})
     return lines
 
 
-def node_detail(db, node_id: int) -> dict | None:
+def node_detail(s, node_id: int) -> dict | None:
     """One node for the side panel: its relations, its facts (an entity's or topic's linked
     fact nodes, or a fact itself with its entries), the nodes it links to otherwise, and its
     source memories."""
-    conn = db.connection()
-    row = graph_browse.node_row(conn, node_id)
+    row = s.graph_browse.node_row(node_id)
     if row is None:
         return None
-    links = graph_browse.node_links(conn, node_id, LINKS_SHOWN)
+    links = s.graph_browse.node_links(node_id, LINKS_SHOWN)
     if row["type"] == "fact":
-        entries = graph_browse.node_entries(conn, node_id, MEMORIES_SHOWN)
+        entries = s.graph_browse.node_entries(node_id, MEMORIES_SHOWN)
         facts = [{"id": row["id"], "text": row["value"],
                   "memory_ids": sorted({e["source_memory_id"] for e in entries}, reverse=True)}]
     else:
@@ -119,18 +117,18 @@ def node_detail(db, node_id: int) -> dict | None:
         "node": {"id": row["id"], "type": row["type"], "value": _name(row["value"], row["canonical"]),
                  "self": row["canonical"] == SELF_CANONICAL and row["type"] == "person",
                  "persona": row["persona_id"], "forms": json.loads(row["forms"] or "[]")},
-        "relations": relation_lines(conn, node_id), "facts": facts, "related": related,
+        "relations": relation_lines(s, node_id), "facts": facts, "related": related,
         "entries": [{"text": e["text"], "memory_id": e["source_memory_id"], "atom_id": e["atom_id"]}
                     for e in entries],
-        **_memories(db, node_id),
+        **_memories(s, node_id),
     }
 
 
-def _memories(db, node_id: int) -> dict:
+def _memories(s, node_id: int) -> dict:
     """The node's source memories (most confident, then newest, first) with a snippet each,
     and how many there are in all."""
-    ids, total = graph_browse.node_memories(db.connection(), node_id, MEMORIES_SHOWN)
-    docs = DocumentStore(db).get_many(ids)
+    ids, total = s.graph_browse.node_memories(node_id, MEMORIES_SHOWN)
+    docs = s.documents.get_many(ids)
     shown = [{"id": i, "text": _short(unmarked(docs[i].text), SNIPPET_CHARS), "archived": docs[i].archived}
              for i in ids if i in docs]
     return {"memories": shown, "memories_total": total}
@@ -162,7 +160,7 @@ def _limit(request: Request) -> tuple[int, str | None]:
 
 def routes(ctx) -> list[Route]:
     async def page(request: Request):
-        personas = await ctx.reader.run(graph_browse.graph_personas, PERSONAS_SHOWN)
+        personas = await ctx.reader.run(lambda s: s.graph_browse.graph_personas(PERSONAS_SHOWN))
         chosen = request.query_params.get("persona")
         if chosen is None:
             chosen = next((p for p in personas if p), personas[0] if personas else "")
@@ -180,7 +178,7 @@ def routes(ctx) -> list[Route]:
 
     async def node(request: Request):
         node_id = request.path_params["node_id"]
-        found = await ctx.reader.with_db(node_detail, node_id)
+        found = await ctx.reader.run(node_detail, node_id)
         if found is None:
             return JSONResponse({"error": f"graph node {node_id} not found: it may have been removed "
                                           "with its memory; reload the graph"}, status_code=404)

@@ -22,8 +22,7 @@ from shared.search.recall import RecallRequest
 from aokun_panel.render import render
 from aokun_server.models import MAX_INT64, MemoryMetadata, MemoryOut, parse_iso
 from shared.errors import AokunError, InvalidInput, MemoryNotFound, StorageError
-from shared.store import atoms, documents, graph_browse, stages
-from shared.store.documents import DocumentFilter, unmarked
+from shared.store.documents import LIST_STATES, DocumentFilter, epoch, unmarked
 from shared.store.graph import NODE_TYPES
 
 log = logging.getLogger("aokun.panel")
@@ -47,18 +46,18 @@ class EditArgs(BaseModel):
 # -- reads (on the reader's thread) ---------------------------------------------------------
 
 
-def list_page(conn, scope: DocumentFilter, state: str, offset: int) -> dict:
-    docs, total = documents.list_by_state(conn, scope, state, PAGE_SIZE, offset, COUNT_CAP)
+def list_page(s, scope: DocumentFilter, state: str, offset: int) -> dict:
+    docs, total = s.documents.list_by_state(scope, state, PAGE_SIZE, offset, COUNT_CAP)
     return {"memories": docs, "total": total, "capped": total >= COUNT_CAP,
-            "personas": documents.persona_ids(conn, PERSONAS_SHOWN)}
+            "personas": s.documents.persona_ids(PERSONAS_SHOWN)}
 
 
-def memory_page(conn, memory_id: int, now: float) -> dict:
+def memory_page(s, memory_id: int, now: float) -> dict:
     """One memory with what was derived from it: atoms, graph entries and edges, stages."""
-    doc = documents.get(conn, memory_id)
-    atom_rows = atoms.of_memory(conn, memory_id)
-    entries = graph_browse.entries_of_memory(conn, memory_id)
-    edges = graph_browse.edges_of_memory(conn, memory_id)
+    doc = s.documents.get(memory_id)
+    atom_rows = s.atoms.of_memory(memory_id)
+    entries = s.graph_browse.entries_of_memory(memory_id)
+    edges = s.graph_browse.edges_of_memory(memory_id)
     nodes = {}
     for e in edges:
         nodes[e["src_id"]] = (e["src_type"], e["src_value"])
@@ -66,10 +65,10 @@ def memory_page(conn, memory_id: int, now: float) -> dict:
     for e in entries:
         if e["node_id"] is not None:
             nodes[e["node_id"]] = (e["node_type"], e["node_value"])
-    return {"doc": doc, "atoms": [atom_view(r, now, _zone(doc)) for r in atom_rows], "chains": chains(conn, atom_rows),
+    return {"doc": doc, "atoms": [atom_view(r, now, _zone(doc)) for r in atom_rows], "chains": chains(s, atom_rows),
             "entries": entries, "edges": edges,
             "nodes": sorted(nodes.values(), key=lambda n: NODE_TYPES.index(n[0])),
-            "stages": stages.of_memory(conn, memory_id)}
+            "stages": s.stages.of_memory(memory_id)}
 
 
 # -- the request's filters -------------------------------------------------------------------
@@ -81,8 +80,8 @@ def read_filters(request: Request) -> tuple[dict, DocumentFilter, int, str | Non
     filters = {key: q.get(key, "").strip() for key in ("q", "persona", "session", "since", "until")}
     filters["state"] = q.get("state") or "active"
     problem = None
-    if filters["state"] not in documents.LIST_STATES:
-        problem = f"state must be one of {', '.join(documents.LIST_STATES)}, got {filters['state'][:40]!r}"
+    if filters["state"] not in LIST_STATES:
+        problem = f"state must be one of {', '.join(LIST_STATES)}, got {filters['state'][:40]!r}"
         filters["state"] = "active"
     bounds = {}
     for name in ("since", "until"):
@@ -106,7 +105,7 @@ def _bound(value: str, name: str) -> float | None:
     """A since/until field as epoch seconds; a bare date for until means the end of that day."""
     if not value:
         return None
-    moment = documents.epoch(parse_iso(value, name))
+    moment = epoch(parse_iso(value, name))
     return moment + 86_399.999 if name == "until" and len(value) == 10 else moment
 
 
@@ -127,7 +126,7 @@ def routes(ctx) -> list[Route]:
         data = await ctx.reader.run(list_page, scope, filters["state"], offset)
         return render(ctx, request, "memories.html", PAGE, status_code=400 if problem else 200,
                       filters=filters, problem=problem, hits=hits, search_error=search_error,
-                      data=data, offset=offset, page_size=PAGE_SIZE, states=documents.LIST_STATES,
+                      data=data, offset=offset, page_size=PAGE_SIZE, states=LIST_STATES,
                       channels=ctx.config.retrieval.channels, utc=utc,
                       link=lambda **changes: link(PAGE.path, filters, **changes))
 

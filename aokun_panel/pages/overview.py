@@ -12,31 +12,31 @@ from starlette.routing import Route
 from aokun_panel.pages import Page
 from aokun_panel.render import render
 from shared import health
-from shared.store import atoms, backup, documents, graph, runtime, stages, vectors
+from shared.store.backup import latest_backup
 
 PAGE = Page("/", "Overview")
 
 
-def figures(conn, config, now: float) -> dict:
-    """Everything the overview shows, in one read (on the reader's thread)."""
+def figures(s, config, now: float) -> dict:
+    """Everything the overview shows, in one read session (on the reader's thread)."""
     alive_since = now - config.worker.heartbeat_timeout_s
-    queue = stages.queue_figures(conn, now)
-    workers = [row for row in runtime.worker_rows(conn) if row.alive(alive_since)]
-    newest = runtime.newest_heartbeat(conn)
-    counts = documents.counts(conn)
+    queue = s.stages.queue_figures(now)
+    workers = [row for row in s.runtime.worker_rows() if row.alive(alive_since)]
+    newest = s.runtime.newest_heartbeat()
+    counts = s.documents.stats()
     by_type: dict[str, dict[str, int]] = {}
-    for atom_type, state, count in atoms.counts_by_type_and_state(conn):
+    for atom_type, state, count in s.atoms.counts_by_type_and_state():
         by_type.setdefault(atom_type, {})[state] = count
     return {
         "documents": counts,
         "atoms": by_type,
-        "graph": graph.table_counts(conn),
-        "vectors": [{"kind": k, "model": m, "dim": d, "count": c} for k, m, d, c in vectors.space_figures(conn)],
+        "graph": s.graph.table_counts(),
+        "vectors": [{"kind": k, "model": m, "dim": d, "count": c} for k, m, d, c in s.vectors.space_figures()],
         "queue": queue,
         "workers": [{"pid": w.pid, "host": w.hostname, "kind": w.kind,
                      "heartbeat_age_s": round(now - w.heartbeat_time, 1)} for w in workers],
         "fronts": [{"pid": f.pid, "host": f.hostname, "heartbeat_age_s": round(now - f.heartbeat_time, 1)}
-                   for f in runtime.live_fronts(conn, alive_since)],
+                   for f in s.runtime.live_fronts(alive_since)],
         "warnings": health.pipeline_warnings(queue, len(workers), newest, now),
     }
 
@@ -44,7 +44,7 @@ def figures(conn, config, now: float) -> dict:
 def _files(config) -> dict:
     path = config.storage.db_path
     size = sum(os.path.getsize(p) for p in (path, path.with_name(path.name + "-wal")) if p.exists())
-    latest = backup.latest_backup(config.backup.dir or config.storage.data_dir / "backups")
+    latest = latest_backup(config.backup.dir or config.storage.data_dir / "backups")
     return {"database_bytes": size, "last_backup": latest}
 
 

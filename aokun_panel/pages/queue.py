@@ -14,37 +14,36 @@ from aokun_panel.pages import Page
 from aokun_panel.render import render
 from shared import health
 from shared.errors import AokunError
-from shared.store import consistency, runtime, stages
 
 PAGE = Page("/queue", "Queue")
 LISTED = 100  # rows per table; the counts above them are exact
 
 
-def queue_view(conn, heartbeat_timeout_s: float, now: float) -> dict:
-    """Everything the queue page shows, in one read (on the reader's thread)."""
+def queue_view(s, heartbeat_timeout_s: float, now: float) -> dict:
+    """Everything the queue page shows, in one read session (on the reader's thread)."""
     alive_since = now - heartbeat_timeout_s
-    figures = stages.queue_figures(conn, now)
-    workers = [row for row in runtime.worker_rows(conn) if row.alive(alive_since)]
+    figures = s.stages.queue_figures(now)
+    workers = [row for row in s.runtime.worker_rows() if row.alive(alive_since)]
     return {
         "queue": figures,
-        "problems": stages.stage_problems(conn, now, LISTED),
-        "retrying": stages.retrying_stages(conn, now, LISTED),
+        "problems": s.stages.stage_problems(now, LISTED),
+        "retrying": s.stages.retrying_stages(now, LISTED),
         "workers": [{"pid": w.pid, "host": w.hostname, "autostarted": w.kind == "autostarted",
                      "heartbeat_age_s": round(now - w.heartbeat_time, 1),
                      "up_s": round(now - w.started_time, 1)} for w in workers],
         "fronts": [{"pid": f.pid, "host": f.hostname, "transport": f.kind,
                     "heartbeat_age_s": round(now - f.heartbeat_time, 1)}
-                   for f in runtime.live_fronts(conn, alive_since)],
-        "warnings": health.pipeline_warnings(figures, len(workers), runtime.newest_heartbeat(conn), now),
+                   for f in s.runtime.live_fronts(alive_since)],
+        "warnings": health.pipeline_warnings(figures, len(workers), s.runtime.newest_heartbeat(), now),
     }
 
 
-def configured_model(config, conn) -> str:
+def configured_model(config, s) -> str:
     """The name of the configured vector space, as the store's worker resolves it (the local
     models load only on first use, so naming it loads nothing)."""
     from shared.embedders import build_embedder, recorded_models
 
-    return build_embedder(config.embedding, threads=1, recorded=recorded_models(conn)).model
+    return build_embedder(config.embedding, threads=1, recorded=recorded_models(s)).model
 
 
 def missing_summary(missing: dict[str, list[int]]) -> dict:
@@ -62,7 +61,7 @@ def routes(ctx) -> list[Route]:
 
     async def find_missing() -> dict[str, list[int]]:
         return await ctx.reader.run(
-            lambda conn: consistency.missing_outputs(conn, configured_model(ctx.config, conn)))
+            lambda s: s.consistency.missing_outputs(configured_model(ctx.config, s)))
 
     async def page(request: Request):
         return render(ctx, request, "queue.html", PAGE, data=await view())

@@ -13,18 +13,16 @@ def cmd_doctor(admin, args) -> int:
     """Report every inconsistency found, and stages that will not get done by themselves;
     exit status 1 if there is any."""
     from shared.queue import queue_file_problem
-    from shared.store import consistency, vectors
-
-    conn = admin.db.connection()
+    store = admin.store
     problems = []
-    counts = consistency.all_table_counts(admin.db)
+    counts = store.consistency.table_counts()
     if counts["documents"] != counts["documents_fts"]:
         problems.append(f"{counts['documents']} documents but {counts['documents_fts']} BM25 rows")
-    embedder_model, dim = embedder_space(admin.config, conn)
-    for name, ids in consistency.missing_outputs(conn, embedder_model).items():
+    embedder_model, dim = embedder_space(admin.config, store)
+    for name, ids in store.consistency.missing_outputs(embedder_model).items():
         if ids:
             problems.append(f"{len(ids)} memories lack {name} (e.g. {', '.join(map(str, ids[:5]))})")
-    warning = vectors.foreign_space_warning(conn, embedder_model, dim)
+    warning = store.vectors.foreign_space_warning(embedder_model, dim)
     if warning:
         problems.append(warning)
     queue_problem = queue_file_problem(admin.config.storage)
@@ -46,16 +44,15 @@ def _pipeline_health(admin, detail_limit: int = 20) -> tuple[dict, list[str]]:
     """Queue figures, live workers and fronts, warnings (shared.health), and one line per
     failed or stuck stage (the first detail_limit)."""
     from shared import health
-    from shared.store import runtime, stages
 
     now = time.time()
     alive_since = now - admin.config.worker.heartbeat_timeout_s
-    with admin.db.snapshot() as conn:
-        queue = stages.queue_figures(conn, now)
-        workers = [row for row in runtime.worker_rows(conn) if row.alive(alive_since)]
-        newest = runtime.newest_heartbeat(conn)
-        fronts = runtime.live_fronts(conn, alive_since)
-        problems = stages.stage_problems(conn, now, detail_limit)
+    with admin.store.read() as s:
+        queue = s.stages.queue_figures(now)
+        workers = [row for row in s.runtime.worker_rows() if row.alive(alive_since)]
+        newest = s.runtime.newest_heartbeat()
+        fronts = s.runtime.live_fronts(alive_since)
+        problems = s.stages.stage_problems(now, detail_limit)
     details = [f"memory {p['memory_id']}: {p['stage']} stage {p['status']} after {p['attempts']} "
                f"attempt(s): {p['last_error']}" for p in problems]
     if len(problems) == detail_limit:
@@ -67,12 +64,11 @@ def _pipeline_health(admin, detail_limit: int = 20) -> tuple[dict, list[str]]:
 def cmd_status(admin, args) -> int:
     """Live workers and fronts of this data_dir, the queue, and what is wrong with it."""
     from shared import health
-    from shared.store import runtime
 
     pipeline, _ = _pipeline_health(admin)
     now = time.time()
     print(f"data_dir: {admin.config.storage.data_dir}")
-    rows = runtime.worker_rows(admin.db.connection())
+    rows = admin.store.runtime.worker_rows()
     unseen = {pid: kind for pid, kind in health.local_workers(
         admin.config.storage.data_dir, rows, now - admin.config.worker.heartbeat_timeout_s).items()
         if pid not in {row.pid for row in pipeline["workers"]}}
@@ -103,10 +99,9 @@ def _describe(row, now: float) -> str:
 def cmd_stop(admin, args) -> int:
     """SIGTERM this data_dir's workers on this host (each finishes its running job), wait."""
     from shared import health
-    from shared.store import runtime
 
     data_dir = admin.config.storage.data_dir
-    rows = runtime.worker_rows(admin.db.connection())
+    rows = admin.store.runtime.worker_rows()
     targets = health.local_workers(data_dir, rows, time.time() - admin.config.worker.heartbeat_timeout_s)
     if not targets:
         print(f"no worker of {data_dir} is running on this host")
@@ -123,11 +118,11 @@ def cmd_stop(admin, args) -> int:
     return 0
 
 
-def embedder_space(config: AppConfig, conn) -> tuple[str, int]:
+def embedder_space(config: AppConfig, s) -> tuple[str, int]:
     """The configured vector space; `local_model: auto` resolves to the space this store
-    keeps, as its worker and front do."""
+    keeps, as its worker and front do (`s`: the store or a session of it)."""
     from shared.embedders import build_embedder, recorded_models, space_dim
 
-    embedder = build_embedder(config.embedding, threads=1, recorded=recorded_models(conn))
+    embedder = build_embedder(config.embedding, threads=1, recorded=recorded_models(s))
     dim = space_dim(config.embedding, embedder)
     return embedder.model, dim

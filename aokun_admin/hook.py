@@ -173,12 +173,12 @@ def run(args) -> tuple[str, str]:
     config = load_config(args.config)
     from aokun_admin.hook_profile import profile
 
-    db = open_store(config)
+    store = open_existing(config)
     try:
-        text = profile(db, args.persona, args.k or 5, args.budget or PROFILE_BUDGET, PROFILE_HEADER,
+        text = profile(store, args.persona, args.k or 5, args.budget or PROFILE_BUDGET, PROFILE_HEADER,
                        SECTIONS)
     finally:
-        db.close()
+        store.close()
     return text, f"the store ({config.storage.db_path})"
 
 
@@ -220,14 +220,18 @@ def _hook_json(raw: str) -> dict:
 # -- the store ------------------------------------------------------------------------------
 
 
-def open_store(config):
-    """The store's database, opened for reading as it is: never created, never migrated."""
-    from shared.store.db import Database
+def open_existing(config):
+    """The store, opened for reading as it is: never created, never migrated."""
+    from shared.errors import StorageError
+    from shared.store.schema import open_store
 
-    path = config.storage.db_path
-    if not path.is_file():
-        raise HookError(f"no memory store at {path} (check storage.data_dir in the config)")
-    return Database.from_config(config.storage)
+    try:
+        return open_store(config.storage, migrate=False)
+    except StorageError as exc:
+        if exc.kind != "cannot_open":
+            raise
+        raise HookError(f"no memory store at {config.storage.db_path} (check storage.data_dir in the config)") \
+            from None
 
 
 # -- a prompt -------------------------------------------------------------------------------
@@ -240,9 +244,9 @@ def prompt_context(config, prompt: str, args) -> tuple[str, str]:
     room = budget - len(PROMPT_HEADER) - 1
     if room <= 0:
         return "", "nowhere (budget smaller than the header)"
-    db = open_store(config)
+    store = open_existing(config)
     try:
-        url = None if args.no_front else front_url(config, db)
+        url = None if args.no_front else front_url(config, store)
         hits, source = None, ""
         if url is not None:
             try:
@@ -254,9 +258,9 @@ def prompt_context(config, prompt: str, args) -> tuple[str, str]:
                     print(f"aokun hook: the front at {url} did not answer ({exc}); reading the store",
                           file=sys.stderr)
         if hits is None:
-            hits, source = recall_here(config, db, prompt, k, args.persona, args.min_score, room)
+            hits, source = recall_here(config, store, prompt, k, args.persona, args.min_score, room)
     finally:
-        db.close()
+        store.close()
     # Both recalls left out what scores below the floors and fitted the lines to `room`.
     from shared.search import answer
 
@@ -265,18 +269,17 @@ def prompt_context(config, prompt: str, args) -> tuple[str, str]:
     return "\n".join([PROMPT_HEADER, *(answer.line(h) for h in hits)]), source
 
 
-def front_url(config, db) -> str | None:
+def front_url(config, store) -> str | None:
     """The endpoint of a live HTTP front of this store on this machine, or None. Fronts beat
     in the store; the endpoint is the config's server.host and server.port (a front started
     with another --port is not found there, and recall then runs here)."""
     import socket
 
     from aokun_admin.mcp_config import http_url
-    from shared.store import runtime
 
     alive_since = time.time() - config.worker.heartbeat_timeout_s
     try:
-        fronts = runtime.live_fronts(db.connection(), alive_since)
+        fronts = store.runtime.live_fronts(alive_since)
     except Exception:  # noqa: BLE001 - an older store without the table: no front to find
         return None
     host = socket.gethostname()
@@ -285,7 +288,7 @@ def front_url(config, db) -> str | None:
     return http_url(config.server.host, config.server.port)
 
 
-def recall_here(config, db, prompt: str, k: int, persona: str | None, min_score: float | None,
+def recall_here(config, store, prompt: str, k: int, persona: str | None, min_score: float | None,
                 room: int) -> tuple[list, str]:
     """Recall in this process from BM25 and the graph's keyword channel, without vectors:
     measured with scripts/bench_hook.py on 300 memories, loading the embedder and both vector
@@ -296,7 +299,7 @@ def recall_here(config, db, prompt: str, k: int, persona: str | None, min_score:
 
     from shared.search.channels import ChannelParts, build_channels
     from shared.search.recall import Recaller, RecallRequest, floors
-    from shared.store.documents import DocumentFilter, DocumentStore
+    from shared.store.documents import DocumentFilter
     from shared.text.segment import Segmenter
 
     channels = tuple(c for c in config.retrieval.channels if c in ("bm25", "graph_keyword"))
@@ -304,7 +307,6 @@ def recall_here(config, db, prompt: str, k: int, persona: str | None, min_score:
         raise HookError("retrieval.channels has neither bm25 nor graph_keyword, which recall "
                         "without a running front needs")
     retrieval = replace(config.retrieval, channels=channels, cache_enabled=False)
-    store = DocumentStore(db)
     recaller = Recaller(store, Segmenter(config.text),
                         build_channels(ChannelParts(store, retrieval, None, None, config.graph)), None, retrieval)
     try:

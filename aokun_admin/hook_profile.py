@@ -14,41 +14,40 @@ import re
 import time
 from datetime import datetime, timezone
 
-from shared.store import atoms
-from shared.store.documents import DocumentFilter, list_by_state
+from shared.store.documents import DocumentFilter
 
 _BREAKS = re.compile(r"\s*[\r\n]+\s*")
 MIN_LINE = 80
 
 
-def profile(db, persona: str | None, per_section: int, budget: int, header: str,
+def profile(store, persona: str | None, per_section: int, budget: int, header: str,
             sections: tuple[tuple[str, str], ...]) -> str:
     """The profile's text ("" when there is nothing to say, or nothing fits)."""
     now = time.time()
-    with db.snapshot() as conn:
-        found = {"pinned": pinned(conn, persona, per_section),
-                 "plans": upcoming_plans(conn, persona, per_section, now),
-                 "preferences": strongest_preferences(conn, persona, per_section, now)}
+    with store.read() as s:
+        found = {"pinned": pinned(s, persona, per_section),
+                 "plans": upcoming_plans(s, persona, per_section, now),
+                 "preferences": strongest_preferences(s, persona, per_section, now)}
     return render(found, budget, header, sections)
 
 
-def pinned(conn, persona: str | None, limit: int) -> list[str]:
+def pinned(s, persona: str | None, limit: int) -> list[str]:
     """Pinned memories, newest first."""
-    docs, _ = list_by_state(conn, DocumentFilter(persona_id=persona), "pinned", limit, 0, limit)
+    docs, _ = s.documents.list_by_state(DocumentFilter(persona_id=persona), "pinned", limit, 0, limit)
     return [f"[id {d.id}] {_flat(d.text)}" for d in docs]
 
 
-def upcoming_plans(conn, persona: str | None, limit: int, now: float) -> list[str]:
+def upcoming_plans(s, persona: str | None, limit: int, now: float) -> list[str]:
     """Still-valid planned atoms with a deadline, soonest first (search_atoms' order)."""
-    rows = atoms.still_valid_of_types(conn, ["planned"], persona, None, now, limit)
+    rows = s.atoms.still_valid_of_types(["planned"], persona, None, now, limit)
     return [f"by {_day(row['deadline'])}: {_flat(row['text'])}" for row in rows
             if row["deadline"] is not None]
 
 
-def strongest_preferences(conn, persona: str | None, limit: int, now: float) -> list[str]:
+def strongest_preferences(s, persona: str | None, limit: int, now: float) -> list[str]:
     """Still-valid preference atoms, most confident first, then most important, most
     reinforced, newest; the same text once."""
-    rows = atoms.still_valid_of_types(conn, ["preference"], persona, None, now, 500)
+    rows = s.atoms.still_valid_of_types(["preference"], persona, None, now, 500)
     rows = sorted(rows, key=lambda r: (-r["confidence"], -r["importance"],
                                        -r["reinforcement_count"], -r["id"]))
     seen, lines = set(), []

@@ -72,18 +72,15 @@ class Admin:
         return self._services
 
     @property
-    def db(self):
-        return self.services.db
-
-    def documents(self):
-        return self.services.memories.documents
+    def store(self):
+        return self.services.store
 
     def memories(self, queued: bool = True):
         """The memory service, queueing through the Huey queue like a front; queued=False
         leaves the stages to requeue() (a bulk import queues once at its end)."""
         if queued:
             return self.services.memories
-        return Services(self.services.live, self.db, queued=False).memories
+        return Services(self.services.live, self.store, queued=False).memories
 
     def requeue(self) -> int:
         """Queue every stage that waits unqueued (the reconciler's pass); return how many."""
@@ -101,26 +98,23 @@ def cmd_config(admin: Admin, args) -> int:
 
 def cmd_stats(admin: Admin, args) -> int:
     from aokun_server.pipeline import summarizer_figures
-    from shared.store import consistency, stages
 
-    store = admin.documents()
-    print(json.dumps({"documents": store.stats(), "tables": consistency.all_table_counts(admin.db),
-                      "queue": stages.queue_figures(admin.db.connection(), time.time()),
-                      "summarizer": summarizer_figures(admin.db, admin.config.summarizer).model_dump(),
-                      "database": str(admin.db.path)}, indent=2))
+    store = admin.store
+    print(json.dumps({"documents": store.documents.stats(), "tables": store.consistency.table_counts(),
+                      "queue": store.stages.queue_figures(time.time()),
+                      "summarizer": summarizer_figures(store, admin.config.summarizer).model_dump(),
+                      "database": store.location}, indent=2))
     return 0
 
 
 def cmd_repair(admin: Admin, args) -> int:
     """Find failed stages and missing derived rows; with --apply, redo those stages."""
-    from shared.store import consistency, stages
-
-    conn = admin.db.connection()
-    failed = stages.failed_stages(conn, limit=1_000_000)
+    store = admin.store
+    failed = store.stages.failed_stages(limit=1_000_000)
     for memory_id, stage, attempts, error in failed[:50]:
         print(f"failed: memory {memory_id} {stage} ({attempts} attempts): {error}")
-    model, _ = embedder_space(admin.config, conn)
-    missing = consistency.missing_outputs(conn, model)
+    model, _ = embedder_space(admin.config, store)
+    missing = store.consistency.missing_outputs(model)
     for name, ids in missing.items():
         if ids:
             print(f"missing {name}: {len(ids)} memories (e.g. {', '.join(map(str, ids[:5]))})")
@@ -165,19 +159,20 @@ def cmd_backup(admin: Admin, args) -> int:
 
 def cmd_restore(admin: Admin, args) -> int:
     from shared.store.backup import restore
-    from shared.store import runtime
-    from shared.store.db import Database
+    from shared.store.schema import open_store
 
     storage = admin.config.storage
     live = []
     if storage.db_path.exists():
-        probe = Database.from_config(storage)
+        probe = None
         try:
-            live = runtime.live_workers(probe.connection(), time.time() - admin.config.worker.heartbeat_timeout_s)
+            probe = open_store(storage, migrate=False)
+            live = probe.runtime.live_workers(time.time() - admin.config.worker.heartbeat_timeout_s)
         except Exception:
             live = []  # a damaged database is what a restore is for
         finally:
-            probe.close()
+            if probe is not None:
+                probe.close()
     target = restore(args.file.resolve(), storage, live)
     print(f"restored {args.file} into {target}")
     return 0

@@ -20,7 +20,7 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import (BIN, db_rows, free_port, http_server, mcp_session, seed_memories, start_worker,
                      stdio_params, stop, wait_for, write_config)
 from shared.config import load_config
-from shared.store.schema import open_database
+from shared.store.schema import open_store
 
 TEA = "I love green tea with jasmine every morning"
 PEANUTS = "My daughter Mia is allergic to peanuts"
@@ -126,7 +126,7 @@ def test_failures_never_break_the_host(tmp_path, stored):
 
 def test_an_empty_store_has_no_profile(tmp_path):
     config = write_config(tmp_path)
-    open_database(load_config(config).storage).close()
+    open_store(load_config(config).storage).close()
     done = hook(config, "session-start", stdin=session_start_json())
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 

@@ -21,8 +21,6 @@ from shared.config import AppConfig
 from shared.health import FrontHeartbeat
 from shared.live_config import ConfigWatcher, LiveConfig, apply_log_level
 from shared.memories import MemoryService
-from shared.store import vectors
-from shared.store.db import Database
 
 log = logging.getLogger("aokun.front")
 
@@ -46,10 +44,6 @@ class Front:
         return self.services.live
 
     @property
-    def db(self) -> Database:
-        return self.services.db
-
-    @property
     def memories(self) -> MemoryService:
         return self.services.memories
 
@@ -66,7 +60,7 @@ class Front:
         worker runs — off the request path, so the front answers at once. The heartbeat comes
         first: an autostarted worker about to exit for want of fronts must see this one.
         Then follow the config file."""
-        self.heartbeat = FrontHeartbeat(self.db, self.config.worker.heartbeat_interval_s, transport)
+        self.heartbeat = FrontHeartbeat(self.services.store, self.config.worker.heartbeat_interval_s, transport)
         self.heartbeat.start()
         threading.Thread(target=self._warm_up, name="warm-up", daemon=True).start()
         threading.Thread(target=self._load_indexes, name="vector-indexes", daemon=True).start()
@@ -81,7 +75,7 @@ class Front:
             self.watcher.stop()
         if self.heartbeat is not None:
             self.heartbeat.stop()
-        self.db.close()
+        self.services.close()
 
     def _warm_up(self) -> None:
         self.services.segmenter.warm_up()
@@ -109,7 +103,7 @@ class Front:
     def _housekeep(self, autostart_worker: bool) -> None:
         try:
             if autostart_worker and self.config.worker.autostart:
-                ensure_worker(self.config, self.db)
+                ensure_worker(self.config, self.services.store)
             self.services.reconcile()
         except Exception:
             log.exception("start-up reconcile failed; workers will reconcile")
@@ -121,7 +115,7 @@ class Front:
 
     def _ensure_worker(self) -> None:
         try:
-            ensure_worker(self.config, self.db)
+            ensure_worker(self.config, self.services.store)
         except Exception:
             log.exception("could not start a worker; start aokun-worker by hand")
 
@@ -158,6 +152,6 @@ def _apply_server_settings(server: AokunMCPServer, reinforcer: Reinforcer,
 def _warn_foreign_vectors(services: Services) -> None:
     index, _ = services.vector_indexes
     if index.dim:
-        message = vectors.foreign_space_warning(services.db.connection(), index.model, index.dim)
+        message = services.store.vectors.foreign_space_warning(index.model, index.dim)
         if message:
             log.warning(message)

@@ -17,29 +17,28 @@ import time
 
 from shared import platform
 from shared.config import AppConfig
-from shared.store import runtime
-from shared.store.db import Database
+from shared.store.interface import Store
 
 log = logging.getLogger("aokun.front")
 
 START_TIMEOUT_S = 30.0
 
 
-def worker_alive(db: Database, timeout_s: float) -> bool:
-    return bool(runtime.live_workers(db.connection(), time.time() - timeout_s))
+def worker_alive(store: Store, timeout_s: float) -> bool:
+    return bool(store.runtime.live_workers(time.time() - timeout_s))
 
 
-def ensure_worker(config: AppConfig, db: Database) -> str:
+def ensure_worker(config: AppConfig, store: Store) -> str:
     """'running' if a worker is alive, else start one: 'started', or 'failed' (logged)."""
     timeout = config.worker.heartbeat_timeout_s
     # Windows has no lock here: two fronts starting together may start two workers (harmless).
     with platform.exclusive_file_lock(config.storage.data_dir / "autostart.lock"):
-        if worker_alive(db, timeout):
+        if worker_alive(store, timeout):
             return "running"
         process = _spawn(config)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
-            if worker_alive(db, timeout):
+            if worker_alive(store, timeout):
                 log.info("started aokun-worker (pid %s)", process.pid)
                 return "started"
             if process.poll() is not None:

@@ -12,8 +12,8 @@ from shared import health
 from shared.config import SummarizerConfig, WorkerConfig
 from shared.memories import MemoryService
 from shared.search.vectors import VectorIndex
-from shared.store import documents, runtime, stages, usage, vectors
-from shared.store.db import Database
+from shared.store.interface import Store
+from shared.store.vectors import foreign_spaces_from
 
 log = logging.getLogger("aokun.front")
 
@@ -38,16 +38,16 @@ class Reinforcer:
             log.exception("access reinforcement failed for %s", ids)
 
 
-def pipeline_figures(db: Database, index: VectorIndex, worker: WorkerConfig) -> dict:
+def pipeline_figures(store: Store, index: VectorIndex, worker: WorkerConfig) -> dict:
     """memory_stats' queue, vectors and workers sections, from the stage and vector rows."""
     now = time.time()
-    with db.snapshot() as conn:
-        queue = stages.queue_figures(conn, now)
-        spaces = vectors.space_figures(conn)
-        with_vector = vectors.documents_with_vector(conn, index.model, index.dim) if index.dim else 0
-        total = documents.table_counts(conn)["documents"]
-        live = runtime.live_workers(conn, now - worker.heartbeat_timeout_s)
-        newest = runtime.newest_heartbeat(conn)
+    with store.read() as s:
+        queue = s.stages.queue_figures(now)
+        spaces = s.vectors.space_figures()
+        with_vector = s.vectors.documents_with_vector(index.model, index.dim) if index.dim else 0
+        total = s.documents.count()
+        live = s.runtime.live_workers(now - worker.heartbeat_timeout_s)
+        newest = s.runtime.newest_heartbeat()
     mine = [(kind, count) for kind, model, dim, count in spaces
             if model == index.model and (not index.dim or dim == index.dim)]
     return {
@@ -56,17 +56,16 @@ def pipeline_figures(db: Database, index: VectorIndex, worker: WorkerConfig) -> 
             documents=with_vector,
             graph_entries=sum(c for kind, c in mine if kind == "graph_entry"),
             model=index.model, dim=index.dim, behind=total - with_vector,
-            foreign=sum(count for _, _, _, count in vectors.foreign_spaces_from(spaces, index.model, index.dim))),
+            foreign=sum(count for _, _, _, count in foreign_spaces_from(spaces, index.model, index.dim))),
         "workers": WorkerFigures(live=len(live),
                                  heartbeat_age_s=round(now - newest, 1) if newest else None),
         "warnings": health.pipeline_warnings(queue, len(live), newest, now),
     }
 
 
-def summarizer_figures(db: Database, config: SummarizerConfig) -> SummarizerFigures:
+def summarizer_figures(store: Store, config: SummarizerConfig) -> SummarizerFigures:
     """memory_stats' summarizer section: the provider in use and the tokens spent per model."""
-    with db.snapshot() as conn:
-        spent = usage.figures(conn)
+    spent = store.usage.figures()
     model = config.model if config.provider == "llm" and config.model else None
     return SummarizerFigures(provider=config.provider, model=model,
                              usage={model: ModelUsage(**counts) for model, counts in spent.items()})

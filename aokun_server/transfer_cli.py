@@ -41,10 +41,10 @@ def cmd_export(admin, args) -> int:
     from shared.transfer.export import export_jsonl, export_markdown
 
     if args.format == "jsonl":
-        count = export_jsonl(admin.db, args.file, args.persona, args.atoms, time.time())
+        count = export_jsonl(admin.store, args.file, args.persona, args.atoms, time.time())
         print(f"exported {count} memories to {args.file}")
         return 0
-    counts = export_markdown(admin.db, args.file, args.persona, args.atoms, time.time())
+    counts = export_markdown(admin.store, args.file, args.persona, args.atoms, time.time())
     print(f"exported {sum(counts.values())} memories of {len(counts)} persona(s) to {args.file}")
     return 0
 
@@ -70,7 +70,8 @@ def cmd_import(admin, args) -> int:
     def report(where: str, problem: str) -> None:
         tqdm.write(f"aokun import: {where}: {problem}; skipped", file=sys.stderr)
 
-    importer = Importer(service, report, persona_id=args.persona, lookup=lambda i: service.documents.get_many([i]).get(i))
+    importer = Importer(service, report, persona_id=args.persona,
+                        lookup=lambda i: admin.store.documents.get_many([i]).get(i))
     try:
         with tqdm(total=len(rows), unit="row", file=sys.stderr, disable=not show) as bar:
             counts = importer.run(rows, bar.update)

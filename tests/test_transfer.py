@@ -14,9 +14,8 @@ import pytest
 
 from helpers import db_rows, memory_service, write_config
 from shared.config import StorageConfig
-from shared.store import documents
 from shared.store.documents import MemoryFields
-from shared.store.schema import open_database
+from shared.store.schema import open_store
 from shared.transfer import render
 
 DATA = Path(__file__).parent / "data" / "transfer"
@@ -60,9 +59,9 @@ class Clock:
 def seed(config: Path) -> dict[str, int]:
     """A store with every kind of memory: times, personas, pinned, archived, edited, recalled,
     decayed, one made from a transcript (its own source_hash), text JSON finds awkward."""
-    db = open_database(StorageConfig(data_dir=config.parent / "data"))
+    store = open_store(StorageConfig(data_dir=config.parent / "data"))
     clock = Clock(1_700_000_000.123456)
-    service = memory_service(db, clock=clock)
+    service = memory_service(store, clock=clock)
     ids = {}
     ids["plain"] = service.memorize("Caroline adopted a cat named Luna last week.", MemoryFields(
         topics=("pets", "cats"), participants=("Caroline",), key_facts=("Caroline adopted a cat",),
@@ -85,10 +84,10 @@ def seed(config: Path) -> dict[str, int]:
                                       MemoryFields(persona_id="alice")).id
     service.touch([ids["plain"]], clock())
     service.touch([ids["plain"]], clock())
-    with db.write() as tx:
-        documents.archive_stale(tx, clock() + 10, importance_below=0.2)
-        documents.set_decayed(tx, [(0.45, 1.5, ids["no_persona"])])
-    db.close()
+    with store.write() as tx:
+        tx.documents.archive_stale(clock() + 10, importance_below=0.2)
+        tx.documents.set_decayed([(0.45, 1.5, ids["no_persona"])])
+    store.close()
     return ids
 
 

@@ -14,6 +14,7 @@ from shared.search.atoms import AtomSearch
 from shared.search.vectors import VectorIndex
 
 if TYPE_CHECKING:
+    from shared.store.interface import Store
     from shared.summarize.summarizer import Summarizer
 
 
@@ -31,3 +32,8 @@ class ToolDeps:
     reconcile_queue: Callable[[], dict]
     live: LiveConfig
     summarizer: "Summarizer"
+
+    @property
+    def store(self) -> "Store":
+        """The store the memory service writes to, for the tools' reads."""
+        return self.memories.store

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from aokun_server.models import DocumentCounts, MaintenanceResult, StatsResult
 from aokun_server.params import Action
@@ -12,7 +13,6 @@ from aokun_server.pipeline import pipeline_figures, summarizer_figures
 from aokun_server.tooling import described
 from aokun_server.tools.deps import ToolDeps
 from shared.lifecycle import run_action
-from shared.store import consistency
 
 
 # Archives memories and expires / forgets / purges atoms; each backup is a new file.
@@ -32,11 +32,11 @@ def memory_stats(deps: ToolDeps) -> StatsResult:
     """Counts of memories, background work (pending, failed stages), vectors and rows in
     every table, with warnings. Call it to check the memory server's health, or why a new
     memory is not found by meaning yet (its vector still waits for a worker)."""
-    store, live = deps.memories.documents, deps.live
-    path = store.db.path
+    store, live = deps.store, deps.live
+    path = Path(store.location)
     size = sum(os.path.getsize(p) for p in (path, path.with_name(path.name + "-wal"))
                if p.exists())
-    figures = pipeline_figures(store.db, deps.index, live.current.worker)
-    return StatsResult(documents=DocumentCounts(**store.stats()), tables=consistency.all_table_counts(store.db),
-                       database={"path": str(path), "size_bytes": size},
-                       summarizer=summarizer_figures(store.db, live.current.summarizer), **figures)
+    figures = pipeline_figures(store, deps.index, live.current.worker)
+    return StatsResult(documents=DocumentCounts(**store.documents.stats()), tables=store.consistency.table_counts(),
+                       database={"path": store.location, "size_bytes": size},
+                       summarizer=summarizer_figures(store, live.current.summarizer), **figures)

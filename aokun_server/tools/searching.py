@@ -101,7 +101,7 @@ def list_memories(deps: ToolDeps, limit: ListLimit = 20, offset: Offset = 0,
     scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
                            persona_id=checked_id(persona_id, "persona_id"),
                            include_archived=True)
-    docs, total = deps.memories.documents.list(limit, offset, scope)
+    docs, total = deps.store.documents.list(limit, offset, scope)
     return ListResult(memories=[MemoryOut.of(d) for d in docs], total=total,
                       limit=limit, offset=offset)
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from aokun_admin.health import cmd_doctor, cmd_status, cmd_stop, embedder_space
 from aokun_admin import hook, run_all
-from aokun_server.ingest import cmd_ingest, ingest_parser
+from aokun_admin.ingest import cmd_ingest, ingest_parser
 from aokun_admin.mcp_config import add_parser as mcp_config_parser, cmd_mcp_config
-from aokun_server.transfer_cli import add_parsers as add_transfer_parsers, cmd_export, cmd_import
+from aokun_admin.transfer import add_parsers as add_transfer_parsers, cmd_export, cmd_import
 from shared.assembly import Services, open_services
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
@@ -97,7 +97,7 @@ def cmd_config(admin: Admin, args) -> int:
 
 
 def cmd_stats(admin: Admin, args) -> int:
-    from aokun_server.pipeline import summarizer_figures
+    from shared.api.figures import summarizer_figures
 
     store = admin.store
     print(json.dumps({"documents": store.documents.stats(), "tables": store.consistency.table_counts(),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from aokun_server.autostart import ensure_worker
-from aokun_server.pipeline import Reinforcer
+from aokun_server.reinforcer import Reinforcer
 from aokun_server.server import AokunMCPServer
 from aokun_server.tools import ToolDeps, register_tools
 from shared import __version__

@@ -13,7 +13,7 @@ from typing import Annotated, Callable, Literal
 
 from pydantic import AfterValidator, Field
 
-from aokun_server.models import MAX_INT64, MAX_LIST_LIMIT, MemoryMetadata, ScopeId
+from shared.api.models import MAX_INT64, MAX_LIST_LIMIT, MemoryMetadata, ScopeId
 from shared.lifecycle import ACTIONS
 from shared.store.atoms import ATOM_TYPES
 

@@ -15,7 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
-from aokun_server.models import (MAX_CONVERSATION_CHARS, MAX_CONVERSATION_TURNS, parse_iso,
+from shared.api.models import (MAX_CONVERSATION_CHARS, MAX_CONVERSATION_TURNS, parse_iso,
                                  reject_lone_surrogates)
 from shared.errors import AokunError, InvalidInput
 from shared.store.documents import epoch

@@ -11,7 +11,7 @@ written at the limit when it is imported back (an export holds the stored text, 
 included). Characters are Python str characters (code points), as in the config's
 server.max_content_chars.
 
-The MCP boundary's pydantic models (aokun_server/models.py) describe these limits in the
+The MCP boundary's pydantic models (shared/api/models.py) describe these limits in the
 tools' schemas, from the same constants; the service checks again, so nothing reaches the
 store that this module would refuse.
 """

@@ -2,7 +2,7 @@
 
 POSIX is the main target. Windows has no /proc, no flock, no SIGTERM to another process and
 no directory fsync; each function below says what it does there instead. Nothing else in
-shared/, aokun_server/, aokun_worker/ or aokun_panel/ calls fcntl, os.kill, signals other than
+shared/, aokun_server/, aokun_admin/, aokun_worker/ or aokun_panel/ calls fcntl, os.kill, signals other than
 SIGINT/SIGTERM, /proc or process sessions directly.
 """
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from aokun_server.ingest import read_transcript
+from shared.summarize.transcripts import read_transcript
 from helpers import db_rows, write_config
 from shared.errors import InvalidInput
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from aokun_panel.security import csrf_token
-from aokun_server.pipeline import Reinforcer
+from aokun_server.reinforcer import Reinforcer
 from aokun_server.server import AokunMCPServer
 from aokun_server.tools import ToolDeps, register_tools, searching, writing
 from helpers import db_rows, mcp_session, stdio_params, write_config

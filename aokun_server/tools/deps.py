@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from aokun_server.pipeline import Reinforcer
+from aokun_server.reinforcer import Reinforcer
 from shared.assembly import LiveRecaller
 from shared.lifecycle import Lifecycle
 from shared.live_config import LiveConfig

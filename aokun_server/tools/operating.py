@@ -7,9 +7,9 @@ import os
 import time
 from pathlib import Path
 
-from aokun_server.models import DocumentCounts, MaintenanceResult, StatsResult
+from shared.api.models import DocumentCounts, MaintenanceResult, StatsResult
 from aokun_server.params import Action
-from aokun_server.pipeline import pipeline_figures, summarizer_figures
+from shared.api.figures import pipeline_figures, summarizer_figures
 from aokun_server.tooling import described
 from aokun_server.tools.deps import ToolDeps
 from shared.lifecycle import run_action

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from mcp.types import CallToolResult, TextContent
 
-from aokun_server.models import (AtomOut, AtomsResult, ListResult, MemoryOut, RecallHit,
+from shared.api.models import (AtomOut, AtomsResult, ListResult, MemoryOut, RecallHit,
                                  RecallResult, reject_lone_surrogates)
 from aokun_server.params import (AtomQuery, AtomTypes, Explain, IncludeArchived, ListLimit,
                                  MaxChars, MinScore, Offset, PersonaFilter, Query, SessionFilter,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from aokun_server.ingest import dated, memory_fields
-from aokun_server.models import (Conversation, DeleteResult, EditResult, MemorizeResult,
+from shared.summarize.transcripts import dated, memory_fields
+from shared.api.models import (Conversation, DeleteResult, EditResult, MemorizeResult,
                                  MemoryMetadata, MemoryOut, PinResult, SummarizeResult)
 from aokun_server.params import (Content, Metadata, MetadataChanges, MemoryId, NewContent,
                                  PersonaOf, Pinned, Provider, SessionOf, Store)

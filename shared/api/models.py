@@ -1,8 +1,8 @@
-"""Typed tool arguments and results.
+"""The API schema: typed tool arguments and results, which the panel's forms use too.
 
 Arguments are strict pydantic models and annotated types, so the SDK rejects a wrong type, an
-unknown metadata key or an out-of-range value before a tool runs; the server
-(aokun_server/server.py) turns pydantic's report into one line naming the field. The schema
+unknown metadata key or an out-of-range value before a tool runs; shared/api/validation.py
+turns pydantic's report into one line naming the field. The schema
 describes the memory service's rules (shared/memory_rules.py) from the same constants, and the
 service checks again: its rule is the one that decides, for every entry point. Results are
 models too: a tool annotated `-> dict` would send no structured content.

@@ -1,41 +1,16 @@
-"""What the front does around the tools: access reinforcement, the pipeline figures and the
-summarizer's token usage."""
+"""The pipeline figures memory_stats and `aokun stats` report: the queue, the workers, the
+vectors and the summarizer's token usage, read from the store in one snapshot."""
 
 from __future__ import annotations
 
-import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 
-from aokun_server.models import ModelUsage, QueueFigures, SummarizerFigures, VectorFigures, WorkerFigures
 from shared import health
+from shared.api.models import ModelUsage, QueueFigures, SummarizerFigures, VectorFigures, WorkerFigures
 from shared.config import SummarizerConfig, WorkerConfig
-from shared.memories import MemoryService
 from shared.search.vectors import VectorIndex
 from shared.store.interface import Store
 from shared.store.vectors import foreign_spaces_from
-
-log = logging.getLogger("aokun.front")
-
-
-class Reinforcer:
-    """Access reinforcement off the reply path: recalled memories grow stronger after the
-    answer has gone out (one background thread, so writes never pile up concurrently)."""
-
-    def __init__(self, memories: MemoryService, enabled: bool):
-        self.memories = memories
-        self.enabled = enabled
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reinforce")
-
-    def touch(self, ids: list[int]) -> None:
-        if self.enabled and ids:
-            self._executor.submit(self._touch, ids, time.time())
-
-    def _touch(self, ids: list[int], now: float) -> None:
-        try:
-            self.memories.touch(ids, now)
-        except Exception:
-            log.exception("access reinforcement failed for %s", ids)
 
 
 def pipeline_figures(store: Store, index: VectorIndex, worker: WorkerConfig) -> dict:

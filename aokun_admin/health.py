@@ -6,13 +6,16 @@ from __future__ import annotations
 import sys
 import time
 
+from shared import health
 from shared.config import AppConfig
+from shared.embedders import build_embedder, recorded_models, space_dim
+from shared.health import format_age
+from shared.queue import queue_file_problem
 
 
 def cmd_doctor(admin, args) -> int:
     """Report every inconsistency found, and stages that will not get done by themselves;
     exit status 1 if there is any."""
-    from shared.queue import queue_file_problem
     store = admin.store
     problems = []
     counts = store.consistency.table_counts()
@@ -43,8 +46,6 @@ def cmd_doctor(admin, args) -> int:
 def _pipeline_health(admin, detail_limit: int = 20) -> tuple[dict, list[str]]:
     """Queue figures, live workers and fronts, warnings (shared.health), and one line per
     failed or stuck stage (the first detail_limit)."""
-    from shared import health
-
     now = time.time()
     alive_since = now - admin.config.worker.heartbeat_timeout_s
     with admin.store.read() as s:
@@ -63,8 +64,6 @@ def _pipeline_health(admin, detail_limit: int = 20) -> tuple[dict, list[str]]:
 
 def cmd_status(admin, args) -> int:
     """Live workers and fronts of this data_dir, the queue, and what is wrong with it."""
-    from shared import health
-
     pipeline, _ = _pipeline_health(admin)
     now = time.time()
     print(f"data_dir: {admin.config.storage.data_dir}")
@@ -89,8 +88,6 @@ def cmd_status(admin, args) -> int:
 
 
 def _describe(row, now: float) -> str:
-    from shared.health import format_age
-
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.started_time))
     return (f"pid {row.pid} on {row.hostname}, {row.kind}, started {started} "
             f"({format_age(now - row.started_time)} ago), heartbeat {format_age(now - row.heartbeat_time)} ago")
@@ -98,8 +95,6 @@ def _describe(row, now: float) -> str:
 
 def cmd_stop(admin, args) -> int:
     """SIGTERM this data_dir's workers on this host (each finishes its running job), wait."""
-    from shared import health
-
     data_dir = admin.config.storage.data_dir
     rows = admin.store.runtime.worker_rows()
     targets = health.local_workers(data_dir, rows, time.time() - admin.config.worker.heartbeat_timeout_s)
@@ -121,8 +116,6 @@ def cmd_stop(admin, args) -> int:
 def embedder_space(config: AppConfig, s) -> tuple[str, int]:
     """The configured vector space; `local_model: auto` resolves to the space this store
     keeps, as its worker and front do (`s`: the store or a session of it)."""
-    from shared.embedders import build_embedder, recorded_models, space_dim
-
     embedder = build_embedder(config.embedding, threads=1, recorded=recorded_models(s))
     dim = space_dim(config.embedding, embedder)
     return embedder.model, dim

@@ -35,6 +35,10 @@ is imported by the path that needs it, because a hook runs on every prompt.
 
 from __future__ import annotations
 
+# Lazy imports: a hook runs before every prompt the host sends and its time is the user's wait
+# (scripts/bench_hook.py), so each path imports only what it uses: the HTTP client when a front
+# answers, the store and search when it recalls here, the profile at session start.
+
 import argparse
 import json
 import sys

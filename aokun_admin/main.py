@@ -9,15 +9,21 @@ import sys
 import time
 from pathlib import Path
 
-from aokun_admin.health import cmd_doctor, cmd_status, cmd_stop, embedder_space
 from aokun_admin import hook, run_all
+from aokun_admin.health import cmd_doctor, cmd_status, cmd_stop, embedder_space
 from aokun_admin.ingest import cmd_ingest, ingest_parser
 from aokun_admin.mcp_config import add_parser as mcp_config_parser, cmd_mcp_config
 from aokun_admin.transfer import add_parsers as add_transfer_parsers, cmd_export, cmd_import
 from shared.assembly import Services, open_services
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
-from shared.lifecycle import ACTIONS
+from shared.lifecycle import ACTIONS, run_action
+from shared.store.backup import restore
+from shared.store.schema import open_store
+
+# Lazy imports: `aokun panel` and `aokun rebuild-index` start the panel's and the worker's entry
+# points only when those commands run (the dispatcher imports nothing else of theirs), and
+# `aokun stats` alone loads the API models (pydantic, about 0.2 s).
 
 
 def _with_config(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -145,8 +151,6 @@ def _config_args(args) -> list[str]:
 
 
 def cmd_maintenance(admin: Admin, args) -> int:
-    from shared.lifecycle import run_action
-
     report = run_action(args.action, admin.services.lifecycle, lambda: {"queued": admin.requeue()}, time.time())
     print(json.dumps(report, indent=2, ensure_ascii=False))
     return 0
@@ -158,9 +162,6 @@ def cmd_backup(admin: Admin, args) -> int:
 
 
 def cmd_restore(admin: Admin, args) -> int:
-    from shared.store.backup import restore
-    from shared.store.schema import open_store
-
     storage = admin.config.storage
     live = []
     if storage.db_path.exists():

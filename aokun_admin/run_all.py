@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from shared import platform
+from aokun_admin.mcp_config import http_url
+from aokun_admin.mcp_config import server_command
 
 PANEL_PORT = 8765
 STOP_TIMEOUT_S = 30.0
@@ -67,8 +69,6 @@ def children(config: Path | None, panel_port: int) -> list[tuple[str, list[str]]
 
 
 def startup_text(host: str, port: int, config: Path | None, panel_port: int) -> str:
-    from aokun_admin.mcp_config import http_url
-
     server = " ".join(map(str, stdio_command(config)))
     return (
         "Aokun Memory is starting (front over HTTP, a worker, the web panel).\n"
@@ -81,8 +81,6 @@ def startup_text(host: str, port: int, config: Path | None, panel_port: int) -> 
 
 def stdio_command(config: Path | None) -> list[str]:
     """The command line a host launches for stdio, as `aokun mcp-config` writes it."""
-    from aokun_admin.mcp_config import server_command
-
     command, args = server_command()
     return [command, *args] + (["--config", str(config)] if config is not None else [])
 

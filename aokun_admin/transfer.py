@@ -12,6 +12,9 @@ import time
 from pathlib import Path
 
 from shared.errors import AokunError, InvalidInput
+from shared.transfer.export import export_jsonl, export_markdown
+from shared.transfer.importer import Importer
+from shared.transfer.sources import detect_format, read_rows
 
 EXPORT_FORMATS = ("jsonl", "markdown")
 IMPORT_FORMATS = ("auto", "jsonl", "mcp-memory", "markdown")
@@ -38,8 +41,6 @@ def add_parsers(commands, with_config) -> None:
 
 
 def cmd_export(admin, args) -> int:
-    from shared.transfer.export import export_jsonl, export_markdown
-
     if args.format == "jsonl":
         count = export_jsonl(admin.store, args.file, args.persona, args.atoms, time.time())
         print(f"exported {count} memories to {args.file}")
@@ -54,8 +55,6 @@ def cmd_import(admin, args) -> int:
     Exit 1 when rows were skipped, 0 otherwise; the summary line is printed either way."""
     from tqdm import tqdm
 
-    from shared.transfer.importer import Importer
-    from shared.transfer.sources import detect_format, read_rows
 
     if args.persona is not None and not args.persona.strip():
         raise InvalidInput("--persona is empty: give a persona id, or leave it out to keep each row's own")

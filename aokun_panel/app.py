@@ -11,11 +11,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from aokun_panel.context import PanelContext
-from aokun_panel.pages import all_pages
+from aokun_panel.pages import PAGES
 from aokun_panel.reader import Reader
 from aokun_panel.security import PanelGate, csrf_token
 from aokun_panel.timing import ServerTiming
 from shared.assembly import open_services
+from shared.health import format_age
 from shared.live_config import LiveConfig, apply_log_level
 
 HERE = Path(__file__).resolve().parent
@@ -27,7 +28,7 @@ def build_context(live: LiveConfig, token: str) -> PanelContext:
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.filters["age"] = _age
     return PanelContext(services=services, reader=Reader(services.store), templates=templates,
-                        csrf=csrf_token(token))
+                        csrf=csrf_token(token), nav=[module.PAGE for module in PAGES])
 
 
 def build_app(ctx: PanelContext, token: str, port: int):
@@ -43,13 +44,11 @@ def build_app(ctx: PanelContext, token: str, port: int):
                 watcher.stop()
             ctx.services.close()
 
-    routes = [route for module in all_pages() for route in module.routes(ctx)]
+    routes = [route for module in PAGES for route in module.routes(ctx)]
     routes.append(Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"))
     app = Starlette(routes=routes, lifespan=lifespan)
     return ServerTiming(PanelGate(app, token, port))
 
 
 def _age(seconds) -> str:
-    from shared.health import format_age
-
     return "never" if seconds is None else format_age(float(seconds))

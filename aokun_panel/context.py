@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aokun_panel.reader import Reader
+from aokun_panel.render import Page
 from shared.assembly import Services
 from shared.config import AppConfig
 from shared.live_config import LiveConfig
@@ -19,6 +20,7 @@ class PanelContext:
     reader: Reader               # reads, off the event loop
     templates: Any               # starlette Jinja2Templates
     csrf: str
+    nav: list[Page]              # the pages, in navigation order
 
     @property
     def live(self) -> LiveConfig:

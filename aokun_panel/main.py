@@ -9,6 +9,8 @@ import sys
 from shared.config import load_config
 from shared.errors import AokunError
 from shared.serving import bind_listener, describe_start_failure, interrupt_on_stop_signals
+from aokun_panel.app import build_app, build_context
+from shared.live_config import LiveConfig
 
 DEFAULT_PORT = 8765
 
@@ -33,8 +35,6 @@ def main(argv: list[str] | None = None) -> int:
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from aokun_panel.app import build_app, build_context
-    from shared.live_config import LiveConfig
 
     config = load_config(args.config)
     # Loopback only, whatever the config says.

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from starlette.requests import Request
 
 
-def render(ctx, request: Request, template: str, page, status_code: int = 200, **values):
-    from aokun_panel.pages import all_pages
+@dataclass(frozen=True)
+class Page:
+    """A page's place in the navigation: its path and title."""
 
-    nav = [module.PAGE for module in all_pages()]
+    path: str
+    title: str
+
+
+def render(ctx, request: Request, template: str, page: Page, status_code: int = 200, **values):
     return ctx.templates.TemplateResponse(
-        request, template, {"page": page, "nav": nav, "csrf": ctx.csrf, **values},
+        request, template, {"page": page, "nav": ctx.nav, "csrf": ctx.csrf, **values},
         status_code=status_code)

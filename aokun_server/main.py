@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+from aokun_server import http
+from aokun_server.app import build_front
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
 from shared.serving import bind_listener, describe_start_failure, interrupt_on_stop_signals
@@ -49,10 +51,7 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-
 def serve_http(config: AppConfig, host: str, port: int) -> int:
-    from aokun_server import http
-
     # Bound before the slow start-up: a busy port fails at once, and nothing starts for nothing.
     listener = bind_listener(host, port)
     interrupt_on_stop_signals()
@@ -74,8 +73,6 @@ def serve_http(config: AppConfig, host: str, port: int) -> int:
 def start_front(config: AppConfig, transport: str):
     """A built front, beating and warming up; a stdio front (launched by a host) also makes
     sure a worker runs."""
-    from aokun_server.app import build_front
-
     front = build_front(config)
     front.start_background(autostart_worker=transport == "stdio", transport=transport)
     return front

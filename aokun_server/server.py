@@ -29,6 +29,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from pydantic import BaseModel, ValidationError
 
 from aokun_server.arguments import check_call
+from aokun_server.stdio import stdio_transport
 from shared.api.validation import describe_validation_error, one_line
 
 log = logging.getLogger("aokun.front")
@@ -76,8 +77,6 @@ class AokunMCPServer(MCPServer):
 
     async def run_stdio_async(self) -> None:
         """Serve over stdin/stdout, answering lines the SDK would drop with a JSON-RPC error."""
-        from aokun_server.stdio import stdio_transport
-
         async with stdio_transport() as (read_stream, write_stream):
             await self._lowlevel_server.run(read_stream, write_stream,
                                             self._lowlevel_server.create_initialization_options())

@@ -12,6 +12,8 @@ from pathlib import Path
 from shared.assembly import open_services
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
+from aokun_worker.service import WorkerService
+from aokun_worker.rebuild import rebuild_index
 
 log = logging.getLogger("aokun.worker")
 
@@ -46,7 +48,6 @@ def main(argv: list[str] | None = None) -> int:
         config = with_data_dir(load_config(args.config), args.data_dir)
         if args.rebuild_index:
             return _rebuild_index(config)
-        from aokun_worker.service import WorkerService
 
         service = WorkerService.open(config, autostarted=args.autostarted)
     except (AokunError, OSError) as exc:
@@ -56,8 +57,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _rebuild_index(config: AppConfig) -> int:
-    from aokun_worker.rebuild import rebuild_index
-
     services = open_services(config, queued=False, embed_threads=config.embedding.threads)
     try:
         return rebuild_index(services)

@@ -14,6 +14,8 @@ periodic jobs, the panel's pages) is built in its own package from these parts.
 Heavy parts (the embedder, FAISS, the summarizer's rules) are imported when first built, not
 when this module is imported: `aokun status` must answer without loading them.
 """
+# Lazy imports: the embedder (an ONNX model or an HTTP client), FAISS and the summarizer's rules
+# load in the part that builds them, so a process that never uses one never pays for it.
 
 from __future__ import annotations
 

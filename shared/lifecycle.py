@@ -19,6 +19,7 @@ from shared.errors import InvalidInput
 from shared.live_config import LiveConfig
 from shared.memories import MemoryService
 from shared.store import meta
+from shared.store.backup import prune_backups
 
 # The maintenance actions, in the order "all" runs them (tools, CLI and models use this).
 ACTIONS = ("decay", "archive", "atoms", "backup", "reconcile", "all")
@@ -85,8 +86,6 @@ class Lifecycle:
         return {"expired": len(expired), "forgotten": len(forgotten), "purged": len(purged), **removed}
 
     def backup(self, now: float, reason: str = "manual") -> dict:
-        from shared.store.backup import prune_backups
-
         directory = self.backup_dir()
         path = self.store.backup(directory, now, reason)
         pruned = prune_backups(directory, self.config.backup.keep_days, now, keep=path)

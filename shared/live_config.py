@@ -223,11 +223,3 @@ def apply_log_level(level: str) -> None:
     """Set the level of the loggers a process configured at start (root and uvicorn's)."""
     for name in ("", "uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).setLevel(level)
-
-
-def live_ttl_days(live: LiveConfig) -> Callable[[str, float, int], float]:
-    """An atom's shelf life from the atoms.ttl_* keys current when it is computed."""
-    from shared.extract.atoms import ttl_days
-
-    return lambda atom_type, importance, reinforcements: ttl_days(
-        atom_type, importance, reinforcements, live.current.atoms)

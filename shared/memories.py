@@ -24,7 +24,8 @@ from typing import Callable, Protocol, Sequence
 from shared import memory_rules as rules
 from shared.decay import DAY, decayed_importance
 from shared.errors import InvalidInput
-from shared.live_config import LiveConfig, live_ttl_days
+from shared.extract.atoms import ttl_days
+from shared.live_config import LiveConfig
 from shared.store import meta
 from shared.store.documents import (Document, History, MemoryFields, content_hash, epoch, stored_text,
                                     unmarked)
@@ -55,7 +56,7 @@ class MemoryService:
         self.live = live  # memory.* and atoms.ttl_* are read when a memory is written
         self.segmenter = segmenter
         self.queue = queue
-        self.ttl_for = ttl_for or live_ttl_days(live)
+        self.ttl_for = ttl_for or _live_ttl_days(live)
         self.clock = clock
 
     # -- the rules ----------------------------------------------------------------------------
@@ -335,3 +336,9 @@ class MemoryService:
                 log.exception("could not record the failed queueing; the reconciler's full pass"
                               " will queue them")
             return False
+
+
+def _live_ttl_days(live: LiveConfig) -> Callable[[str, float, int], float]:
+    """An atom's shelf life from the atoms.ttl_* keys current when it is computed."""
+    return lambda atom_type, importance, reinforcements: ttl_days(
+        atom_type, importance, reinforcements, live.current.atoms)

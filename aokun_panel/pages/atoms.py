@@ -12,8 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from aokun_panel.pages import Page
-from aokun_panel.render import render
+from aokun_panel.render import Page, render
 from shared.decay import DAY
 from shared.health import format_age
 from shared.rules.atoms import time_factor

@@ -17,8 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from aokun_panel.pages import Page
-from aokun_panel.render import render
+from aokun_panel.render import Page, render
 from shared.config import AppConfig, build_config
 from shared.decay import ATOM_CURVES, atom_time_factor, importance_over_days
 from shared.errors import AokunError, InvalidInput

@@ -16,8 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from aokun_panel.pages import Page
-from aokun_panel.render import render
+from aokun_panel.render import Page, render
 from shared.extract.relation_words import vocabulary
 from shared.store.documents import unmarked
 from shared.store.graph import NODE_TYPES, SELF_CANONICAL

@@ -16,14 +16,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from aokun_panel.pages import Page
 from aokun_panel.pages.atoms import MAX_PAGE, atom_view, chains, link, utc
 from shared.search.recall import RecallRequest
-from aokun_panel.render import render
+from aokun_panel.render import Page, render
 from shared.api.models import MAX_INT64, MemoryMetadata, MemoryOut, parse_iso
 from shared.errors import AokunError, InvalidInput, MemoryNotFound, StorageError
 from shared.store.documents import LIST_STATES, DocumentFilter, epoch, unmarked
 from shared.store.graph import NODE_TYPES
+from shared.api.validation import describe_validation_error
 
 log = logging.getLogger("aokun.panel")
 
@@ -205,8 +205,6 @@ async def _write(fn, ctx, request: Request, *args) -> JSONResponse:
 
 
 def _describe(exc: ValidationError) -> str:
-    from shared.api.validation import describe_validation_error
-
     return describe_validation_error(exc, EditArgs)
 
 

@@ -9,8 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from aokun_panel.pages import Page
-from aokun_panel.render import render
+from aokun_panel.render import Page, render
 from shared import health
 from shared.store.backup import latest_backup
 

@@ -10,10 +10,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from aokun_panel.pages import Page
-from aokun_panel.render import render
+from aokun_panel.render import Page, render
 from shared import health
 from shared.errors import AokunError
+from shared.embedders import build_embedder, recorded_models
 
 PAGE = Page("/queue", "Queue")
 LISTED = 100  # rows per table; the counts above them are exact
@@ -41,8 +41,6 @@ def queue_view(s, heartbeat_timeout_s: float, now: float) -> dict:
 def configured_model(config, s) -> str:
     """The name of the configured vector space, as the store's worker resolves it (the local
     models load only on first use, so naming it loads nothing)."""
-    from shared.embedders import build_embedder, recorded_models
-
     return build_embedder(config.embedding, threads=1, recorded=recorded_models(s)).model
 
 

@@ -17,8 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from aokun_panel.pages import Page
-from aokun_panel.render import render
+from aokun_panel.render import Page, render
 from shared.config import SECRET_KEYS
 from aokun_panel.config_file import as_json, config_target, example_settings, save_settings
 from shared.errors import ConfigError

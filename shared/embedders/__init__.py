@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from shared.store.interface import Session
 
 log = logging.getLogger("aokun.embedding")
+# Lazy imports: only the configured provider's module loads (the local one imports the ONNX
+# runtime and its model, the OpenAI one an HTTP client), in build_embedder.
 
 
 class Embedder(Protocol):

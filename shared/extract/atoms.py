@@ -16,6 +16,7 @@ from shared.config import AtomsConfig
 from shared.errors import ConfigError
 from shared.store.atoms import ATOM_TYPES
 from shared.store.documents import Document, unmarked
+from shared.extract.timeparse import deadline as find_deadline
 
 # The types rules can give (ATOM_TYPES without "unknown", which is what no rule gives).
 TYPES = tuple(t for t in ATOM_TYPES if t != "unknown")
@@ -200,8 +201,6 @@ def ttl_days(atom_type: str, importance: float, reinforcements: int, config: Ato
 
 def draft_atoms(document: Document, rules: AtomRules, config: AtomsConfig) -> list[AtomDraft]:
     """The atoms of one memory."""
-    from shared.extract.timeparse import deadline as find_deadline
-
     speaker, facts = split_facts(document, rules)
     anchor = document.fields.original_time or datetime.fromtimestamp(document.create_time, timezone.utc)
     anchor_naive = anchor.replace(tzinfo=None)

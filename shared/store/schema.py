@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from shared.config import StorageConfig
 from shared.errors import StorageError
 from shared.store.db import Database, Migration, apply_migrations
+from shared.store.sqlite_store import SqliteStore
 
 if TYPE_CHECKING:
     from shared.store.interface import Store
@@ -354,8 +355,6 @@ def open_store(storage: StorageConfig, *, migrate: bool = True) -> Store:
     migrate=False opens an existing store as it is, never creating or migrating it (the
     hook, a restore's probe), and refuses when there is none. SQLite for now; the engine
     will be chosen from `storage`."""
-    from shared.store.sqlite_store import SqliteStore
-
     if migrate:
         return SqliteStore(open_database(storage))
     if not storage.db_path.is_file():

@@ -32,6 +32,7 @@ from shared.store.interface import Record
 from shared.store.sqlite_repos import (SqliteAtoms, SqliteConsistency, SqliteDocuments, SqliteFullText,
                                        SqliteGraph, SqliteGraphBrowse, SqliteMeta, SqliteNeighbours,
                                        SqliteRuntime, SqliteStages, SqliteUsage, SqliteVectors)
+from shared.store.backup import backup_database
 
 
 def records(rows: list) -> list[Record]:
@@ -223,8 +224,6 @@ class SqliteStore(SqliteSession):
         return fts.flush_deleted(self.db.connection())
 
     def backup(self, directory: Path, now: float, reason: str) -> Path:
-        from shared.store.backup import backup_database
-
         return backup_database(self.db, directory, now, reason)
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from typing import Annotated, Callable, Literal
 from pydantic import AfterValidator, Field
 
 from shared.api.models import MAX_INT64, MAX_LIST_LIMIT, MemoryMetadata, ScopeId
+from shared.config import SUMMARIZER_PROVIDERS
 from shared.lifecycle import ACTIONS
 from shared.store.atoms import ATOM_TYPES
 
@@ -102,5 +103,5 @@ SessionOf = Annotated[ScopeId | None, Field(description="the conversation's sess
                                             "with the memory")]
 Store = _flag("also memorize the summary and return the receipt (a conversation stored "
               "before stays one memory)")
-Provider = _optional(Literal["rules", "llm"], "rules (offline) or llm (the configured model); "
+Provider = _optional(Literal[SUMMARIZER_PROVIDERS], "rules (offline) or llm (the configured model); "
                      "default summarizer.provider")

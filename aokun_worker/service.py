@@ -17,7 +17,7 @@ from aokun_worker.runner import RunnerParts, StageRunner
 from shared import health, platform
 from shared.assembly import Services, open_services
 from shared.config import AppConfig
-from shared.decay import DAY
+from shared.units import DAY, HOUR
 from shared.extract.atoms import AtomRules
 from shared.embedders import space_dim
 from shared.extract.graph_rules import GraphBuilder
@@ -29,8 +29,8 @@ from shared.tasks import Enqueuer
 
 log = logging.getLogger("aokun.worker")
 
-HOUSEKEEPING_INTERVAL_S = 3600.0
-TOMBSTONE_KEEP_S = 86_400.0
+HOUSEKEEPING_INTERVAL_S = HOUR
+TOMBSTONE_KEEP_S = DAY
 # FAISS snapshots are written once vector writes have paused this long (an embedding burst
 # writes every second or so), or after SNAPSHOT_MAX_WAIT_S of writes that never pause; and
 # only when a front would otherwise apply more changes than this share of the snapshot's
@@ -88,7 +88,7 @@ class WorkerService:
             # Hourly: the job itself applies every daily decay that fell due (catch-up).
             PeriodicJob("decay", HOUSEKEEPING_INTERVAL_S, lambda prev, now: str(lifecycle.decay(now))),
             PeriodicJob("archive", DAY, lambda prev, now: str(lifecycle.archive(now))),
-            PeriodicJob("atoms", config.forgetting.atom_maintenance_interval_hours * 3600,
+            PeriodicJob("atoms", config.forgetting.atom_maintenance_interval_hours * HOUR,
                         lambda prev, now: str(lifecycle.sweep_atoms(now))),
         ]
         if config.backup.daily:

@@ -96,6 +96,11 @@ class MemoryConfig:
 
 
 CHANNELS = ("bm25", "vector", "graph_keyword", "graph_vector")
+# How a route's channels are fused (shared/search/fuse.py): standardised scores, min-max scores,
+# or reciprocal rank fusion.
+FUSIONS = ("zscore", "score", "rrf")
+# Who summarizes a conversation (shared/summarize/): the offline rules, or the configured model.
+SUMMARIZER_PROVIDERS = ("rules", "llm")
 
 # Keys a running process cannot take over from a changed file: they shape what was opened or
 # built at start (files, sockets, models, thread pools, tokenizers). A change to one is
@@ -137,7 +142,7 @@ class RetrievalConfig:
     # document route: channels fused (zscore: each channel standardised by its own score
     # spread, then weighted; score: weighted min-max; rrf: reciprocal rank fusion),
     # then final = fused * a + importance * b + recency * g
-    doc_fusion: str = _opt("zscore", choices=("zscore", "score", "rrf"))
+    doc_fusion: str = _opt("zscore", choices=FUSIONS)
     bm25_weight: float = _opt(0.6, minimum=0.0)
     # a query term found in a memory's conversation context (memory.context_turns) counts
     # this many times one found in its own text (0.5 chosen on every held-out LoCoMo fold
@@ -152,7 +157,7 @@ class RetrievalConfig:
     mmr_lambda: float = _opt(0.7, minimum=0.0, maximum=1.0)
     # graph route: channels fused like the document route's, then
     # final = (rrf * a + importance * b + recency * g + confidence * d) x temporal factor
-    graph_fusion: str = _opt("zscore", choices=("zscore", "score", "rrf"))
+    graph_fusion: str = _opt("zscore", choices=FUSIONS)
     graph_keyword_weight: float = _opt(0.5, minimum=0.0)
     graph_vector_weight: float = _opt(0.8, minimum=0.0)
     graph_rrf_weight: float = _opt(0.55, minimum=0.0)
@@ -308,7 +313,7 @@ class EmbeddingConfig:
 
 @dataclass(frozen=True)
 class SummarizerConfig:
-    provider: str = _opt("rules", choices=("rules", "llm"))
+    provider: str = _opt("rules", choices=SUMMARIZER_PROVIDERS)
     base_url: str = _opt("")
     model: str = _opt("")
     api_key: str = _opt("")

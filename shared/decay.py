@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 
-DAY = 86_400.0
-
 # How an atom of each type fades over its shelf life (ttl).
 EXPONENTIAL, STEP, LINEAR = "exponential", "step", "linear"
 ATOM_CURVES = {

@@ -15,6 +15,7 @@ from typing import Callable
 from shared import platform
 from shared.store.interface import Session, Store
 from shared.store.runtime import ProcessRow
+from shared.units import DAY, HOUR
 
 log = logging.getLogger("aokun.health")
 
@@ -58,9 +59,9 @@ def format_age(seconds: float) -> str:
         return f"{seconds:.0f} s"
     if seconds < 90 * 60:
         return f"{seconds / 60:.0f} min"
-    if seconds < 48 * 3600:
-        return f"{seconds / 3600:.0f} h"
-    return f"{seconds / 86400:.0f} days"
+    if seconds < 48 * HOUR:
+        return f"{seconds / HOUR:.0f} h"
+    return f"{seconds / DAY:.0f} days"
 
 
 def _count(n: int, noun: str) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from shared import __version__
 from shared.config import AppConfig
-from shared.decay import DAY
+from shared.units import DAY
 from shared.errors import InvalidInput
 from shared.live_config import LiveConfig
 from shared.memories import MemoryService

@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Callable, Protocol, Sequence
 
 from shared import memory_rules as rules
-from shared.decay import DAY, decayed_importance
+from shared.decay import decayed_importance
 from shared.errors import InvalidInput
 from shared.extract.atoms import ttl_days
 from shared.live_config import LiveConfig
@@ -34,6 +34,7 @@ from shared.store.interface import Session, Store
 from shared.store.stages import STAGES, StageKey
 from shared.rules.atoms import TtlFor, retract
 from shared.text.segment import Segmenter
+from shared.units import DAY
 
 log = logging.getLogger("aokun.memories")
 

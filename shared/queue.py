@@ -23,13 +23,11 @@ from pathlib import Path
 from shared.config import StorageConfig
 from shared.errors import StorageError
 from shared.platform import exclusive_file_lock
+from shared.sqlite_errors import DAMAGED, primary_code
 
 log = logging.getLogger("aokun.queue")
 
 QUEUE_NAME = "aokun"
-# Primary SQLite result codes that mean the file itself is damaged.
-_CORRUPT, _NOTADB = 11, 26
-_DAMAGE_WORDS = ("file is not a database", "malformed")
 
 
 def open_queue(storage: StorageConfig):
@@ -66,10 +64,7 @@ def is_damage(exc: BaseException) -> bool:
     seen = exc
     while seen is not None:
         if isinstance(seen, sqlite3.Error):
-            code = getattr(seen, "sqlite_errorcode", None)  # Python 3.11+
-            if code is not None and code & 0xFF in (_CORRUPT, _NOTADB):
-                return True
-            if code is None and any(word in str(seen) for word in _DAMAGE_WORDS):
+            if primary_code(seen) in DAMAGED:
                 return True
         seen = seen.__cause__ or seen.__context__
     return False

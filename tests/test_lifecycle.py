@@ -14,7 +14,7 @@ from aokun_server.app import build_front
 from helpers import mcp_session, memory_service, store_sql, write_config
 from shared.assembly import open_services
 from shared.config import load_config
-from shared.decay import DAY
+from shared.units import DAY
 from shared.lifecycle import Lifecycle, decay_boundaries
 from shared.store.documents import MemoryFields
 from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec

@@ -32,7 +32,7 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import mcp_session, wait_for, write_config
 from shared.assembly import Services, open_services
 from shared.config import AppConfig, AtomsConfig, load_config, needs_restart
-from shared.decay import DAY
+from shared.units import DAY
 from shared.errors import InvalidInput
 from shared.extract.atoms import ttl_days
 from shared.live_config import LiveConfig

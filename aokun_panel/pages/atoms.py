@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from aokun_panel.render import Page, render
-from shared.decay import DAY
+from shared.units import DAY
 from shared.health import format_age
 from shared.rules.atoms import time_factor
 from shared.store.atoms import ATOM_STATES, ATOM_TYPES

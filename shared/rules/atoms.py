@@ -14,11 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from shared.decay import DAY, atom_time_factor
+from shared.decay import atom_time_factor
 from shared.text.overlap import jaccard
 from shared.errors import StorageError
 from shared.store.atoms import AtomOwner, AtomRow
 from shared.store.interface import Session
+from shared.units import DAY
 
 TtlFor = Callable[[str, float, int], float]  # (type, importance, reinforcements) -> days
 

@@ -112,3 +112,8 @@ def fuse_routes(document: Ranking, graph: Ranking, document_weight: float, graph
             score += both_bonus
         combined[doc_id] = min(score, 1.0)
     return ordered(combined)
+
+
+# The score fusions by their config name (retrieval.doc_fusion / graph_fusion); "rrf", the
+# third of shared.config.FUSIONS, fuses ranks, not scores, and takes no weights.
+SCORE_FUSIONS = {"zscore": weighted_zscore, "score": weighted_minmax}

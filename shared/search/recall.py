@@ -31,14 +31,14 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from shared.config import RetrievalConfig
-from shared.decay import DAY, recency
+from shared.decay import recency
 from shared.errors import AokunError
 from shared.rules.atoms import temporal_factors
 from shared.search import answer, calibration
 from shared.search.cache import RecallCache
 from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel
 from shared.search.focus import asks, focus, speaker
-from shared.search.fuse import fuse_routes, normalise, ordered, rrf, spread, weighted_minmax, weighted_zscore
+from shared.search.fuse import SCORE_FUSIONS, fuse_routes, normalise, ordered, rrf, spread
 from shared.search.atoms import holding_types
 from shared.search.intent import has_cue, route_weights, wanted_atom_types
 from shared.search.mmr import mmr
@@ -47,6 +47,7 @@ from shared.search.query import Query
 from shared.store.documents import Document, DocumentFilter, unmarked
 from shared.store.interface import Store
 from shared.text.segment import Segmenter
+from shared.units import DAY
 
 log = logging.getLogger("aokun.recall")
 
@@ -280,8 +281,7 @@ class _Fusion:
         found = self.found.route(route)
         if method == "rrf":
             return rrf([ranking for _, ranking in found], self.c.rrf_k)
-        combine = weighted_zscore if method == "zscore" else weighted_minmax
-        return combine([ranking for _, ranking in found], [ch.weight for ch, _ in found],
+        return SCORE_FUSIONS[method]([ranking for _, ranking in found], [ch.weight for ch, _ in found],
                        [self.pending.get(ch.name, set()) for ch, _ in found])
 
     def _document_route(self) -> list[tuple[int, float]]:

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from shared.store import meta
 from shared.store.match import any_of
+from shared.units import DAY
 
 ATOM_TYPES = ("episodic", "planned", "factual", "relational", "preference", "unknown")
 ATOM_STATES = ("active", "expired", "forgotten", "purged", "dormant", "superseded")
@@ -164,7 +165,7 @@ def still_valid_of_types(conn: sqlite3.Connection, types: Sequence[str], persona
     others newest first."""
     clauses = ["a.state = 'active'", f"a.type IN ({','.join('?' * len(types))})",
                f"NOT ({_EXPIRED_SQL})", "a.id NOT IN (SELECT value FROM json_each(?))"]
-    params: list = [*types, now, _DAY, now, json.dumps(list(exclude))]
+    params: list = [*types, now, DAY, now, json.dumps(list(exclude))]
     _scoped(clauses, params, persona_id, session_id)
     return conn.execute(
         f"SELECT a.* FROM memory_atoms a WHERE {' AND '.join(clauses)}"
@@ -181,13 +182,12 @@ def validity_rows(conn: sqlite3.Connection, memory_ids: Sequence[int]) -> list[s
         " WHERE memory_id IN (SELECT value FROM json_each(?))", (json.dumps(list(memory_ids)),)).fetchall()
 
 
-_DAY = 86_400.0
 
 
 def expire(conn: sqlite3.Connection, now: float) -> list[int]:
     """Active atoms past their deadline or their shelf life become expired; return their ids."""
     ids = [r[0] for r in conn.execute(
-        f"SELECT a.id FROM memory_atoms a WHERE a.state = 'active' AND ({_EXPIRED_SQL})", (now, _DAY, now))]
+        f"SELECT a.id FROM memory_atoms a WHERE a.state = 'active' AND ({_EXPIRED_SQL})", (now, DAY, now))]
     _set_state(conn, ids, "expired", now)
     return ids
 

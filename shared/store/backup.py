@@ -20,6 +20,7 @@ from shared.config import StorageConfig
 from shared.errors import StorageError
 from shared.store import runtime
 from shared.store.db import Database
+from shared.units import DAY
 
 PREFIX = "aokun-"
 
@@ -82,7 +83,7 @@ def prune_backups(directory: Path, keep_days: float, now: float, keep: Path | No
     """Delete backups older than keep_days (never `keep`); return what was deleted."""
     removed = []
     for path in directory.glob(f"{PREFIX}*.db"):
-        if path != keep and now - path.stat().st_mtime > keep_days * 86_400:
+        if path != keep and now - path.stat().st_mtime > keep_days * DAY:
             path.unlink()
             removed.append(path)
     return removed

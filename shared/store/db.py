@@ -28,6 +28,8 @@ from typing import Iterator, Sequence
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
+from shared.sqlite_errors import (BUSY, CANTOPEN, CORRUPT, FULL, IOERR, LOCKED, NOTADB, READONLY,
+                                   primary_code)
 from shared.store import fts
 
 MIGRATIONS_DDL = """
@@ -38,11 +40,9 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 )
 """
 
-# Primary result codes (the low byte of an extended code, e.g. SQLITE_READONLY_DIRECTORY).
-_BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 10, 11, 13, 14, 26
 # Failures a fresh connection may not have: stale read-only, a replaced file, no descriptor
 # left, an I/O error on a file handle.
-_REOPEN_CODES = {_READONLY, _CANTOPEN, _IOERR}
+_REOPEN_CODES = {READONLY, CANTOPEN, IOERR}
 
 
 @dataclass(frozen=True)
@@ -51,18 +51,6 @@ class Migration:
     name: str
     statements: Sequence[str]
 
-
-# Python 3.10 has no sqlite_errorcode: there, SQLite's fixed messages tell the code.
-_CODE_BY_MESSAGE = {"database or disk is full": _FULL, "readonly database": _READONLY,
-                    "database is locked": _BUSY, "table is locked": _LOCKED, "malformed": _CORRUPT,
-                    "not a database": _NOTADB, "unable to open": _CANTOPEN, "disk I/O error": _IOERR}
-
-
-def _primary_code(exc: sqlite3.Error) -> int | None:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF
-    return next((c for text, c in _CODE_BY_MESSAGE.items() if text in str(exc)), None)
 
 
 def _close_connection(conn: sqlite3.Connection, registry: set, lock: threading.RLock) -> None:
@@ -196,7 +184,7 @@ class Database:
         except sqlite3.Error as exc:
             self._abandon(conn, exc)
             # An I/O error while syncing can leave a complete commit in the WAL file.
-            outcome = "it may not have been stored" if _primary_code(exc) == _IOERR else "nothing was stored"
+            outcome = "it may not have been stored" if primary_code(exc) == IOERR else "nothing was stored"
             raise self._failure(exc, outcome) from exc
 
     def _begin_write(self) -> sqlite3.Connection:
@@ -208,7 +196,7 @@ class Database:
             conn.execute("BEGIN IMMEDIATE")
             return conn
         except sqlite3.Error as exc:
-            if _primary_code(exc) not in _REOPEN_CODES:
+            if primary_code(exc) not in _REOPEN_CODES:
                 raise self._failure(exc, "nothing was stored") from exc
         conn = self._reopen()
         try:
@@ -227,7 +215,7 @@ class Database:
             except sqlite3.Error:
                 self._drop(conn)  # state unknown: do not hand it out again
                 return
-        if isinstance(exc, sqlite3.Error) and _primary_code(exc) in _REOPEN_CODES:
+        if isinstance(exc, sqlite3.Error) and primary_code(exc) in _REOPEN_CODES:
             self._drop(conn)
 
     @contextmanager
@@ -254,27 +242,27 @@ class Database:
 
     def _failure(self, exc: sqlite3.Error, outcome: str = "") -> StorageError:
         """One line saying what happened to the database and what to do about it."""
-        data_dir, code = self.path.parent, _primary_code(exc)
+        data_dir, code = self.path.parent, primary_code(exc)
         tail = f"; {outcome}" if outcome else ""
-        if code == _FULL:
+        if code == FULL:
             return StorageError(f"the disk holding data_dir ({data_dir}) is full: free space and "
                                 f"retry{tail}", kind="full")
-        if code == _READONLY or (code == _CANTOPEN and not os.access(data_dir, os.W_OK)):
+        if code == READONLY or (code == CANTOPEN and not os.access(data_dir, os.W_OK)):
             return StorageError(f"data_dir {data_dir} is read-only: {exc}; make it writable for "
                                 f"this user and retry{tail}", kind="read_only")
-        if code in (_BUSY, _LOCKED):
+        if code in (BUSY, LOCKED):
             return StorageError("the database stayed locked by another process for longer than "
                                 f"storage.busy_timeout_ms ({self._busy_timeout_ms} ms); retry{tail}",
                                 kind="locked")
-        if code in (_CORRUPT, _NOTADB):
+        if code in (CORRUPT, NOTADB):
             return StorageError(f"the database {self.path} is damaged ({exc}): run `aokun doctor`, "
                                 f"and `aokun restore FILE` from a backup if it confirms{tail}",
                                 kind="corrupt")
-        if code == _CANTOPEN:
+        if code == CANTOPEN:
             return StorageError(f"cannot open the database {self.path} ({exc}): check that data_dir "
                                 f"is writable and the process has file descriptors left{tail}",
                                 kind="cannot_open")
-        if code == _IOERR:
+        if code == IOERR:
             return StorageError(f"I/O error on the database {self.path} ({exc}): check the disk "
                                 f"holding data_dir{tail}", kind="io")
         return StorageError(f"database error on {self.path}: {exc}{tail}")

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 STAGES = ("embed", "atoms", "graph")
+# A stage row's status (the memory_stages CHECK constraint in schema.py lists the same four).
+PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+STATUSES = (PENDING, RUNNING, FAILED, DONE)
 # A stage that reads another stage's output: it runs only once that stage is done for the
 # same version of the memory, runs again whenever that stage has run again, and fails when
 # that stage fails for good (so it never waits forever).
@@ -130,15 +133,15 @@ def fail(conn: sqlite3.Connection, key: StageKey, owner: str, error: str, now: f
         (key.memory_id, key.stage, key.content_hash, owner)).fetchone()
     if row is None:
         return None
-    status = "failed" if row[0] >= max_attempts else "pending"
+    status = FAILED if row[0] >= max_attempts else PENDING
     delay = retry_delay(row[0])
     conn.execute(
         "UPDATE memory_stages SET status = ?, lease_owner = NULL, lease_until = NULL, last_error = ?,"
         " next_attempt_time = ?, enqueued_time = ?, update_time = ? WHERE memory_id = ? AND stage = ?",
         (status, error[:2000], now + delay, now, now, key.memory_id, key.stage))
-    if status == "failed":
+    if status == FAILED:
         _fail_dependents(conn, key.memory_id, key.stage, now)
-    return delay if status == "pending" else None
+    return delay if status == PENDING else None
 
 
 def _fail_dependents(conn: sqlite3.Connection, memory_id: int, stage: str, now: float) -> None:
@@ -166,7 +169,7 @@ def reclaim_abandoned(conn: sqlite3.Connection, now: float, live_owners: Sequenc
         "SELECT memory_id, stage, attempts, last_error FROM memory_stages WHERE status = 'running'"
         f" AND (lease_until IS NULL OR lease_until < ? OR lease_owner IS NULL OR {dead_owner})",
         (now, *live_owners)).fetchall()
-    updates = [("failed" if attempts >= max_attempts else "pending",
+    updates = [(FAILED if attempts >= max_attempts else PENDING,
                 lease_error(_lease_expiries(last_error) + 1), now, memory_id, stage)
                for memory_id, stage, attempts, last_error in rows]
     conn.executemany(
@@ -174,9 +177,9 @@ def reclaim_abandoned(conn: sqlite3.Connection, now: float, live_owners: Sequenc
         " next_attempt_time = NULL, enqueued_time = NULL, last_error = ?, update_time = ?"
         " WHERE memory_id = ? AND stage = ?", updates)
     for status, _, _, memory_id, stage in updates:
-        if status == "failed":
+        if status == FAILED:
             _fail_dependents(conn, memory_id, stage, now)
-    failed = sum(1 for u in updates if u[0] == "failed")
+    failed = sum(1 for u in updates if u[0] == FAILED)
     return len(updates) - failed, failed
 
 
@@ -246,8 +249,7 @@ def queue_figures(conn: sqlite3.Connection, now: float) -> dict:
     stuck = conn.execute(f"SELECT COUNT(*) FROM memory_stages WHERE {_STUCK}", (now,)).fetchone()[0]
     retrying = conn.execute(
         "SELECT COUNT(*) FROM memory_stages WHERE status = 'pending' AND attempts > 0").fetchone()[0]
-    return {"pending": counts.get("pending", 0), "running": counts.get("running", 0),
-            "failed": counts.get("failed", 0), "done": counts.get("done", 0),
+    return {**{status: counts.get(status, 0) for status in STATUSES},
             "oldest_pending_age_s": round(now - oldest, 1) if oldest is not None else 0.0,
             "stuck": stuck, "retrying": retrying}
 
@@ -273,8 +275,8 @@ def stage_problems(conn: sqlite3.Connection, now: float, limit: int = 50) -> lis
 
 def _problem(row: tuple, now: float) -> dict:
     memory_id, stage, status, attempts, last_error, owner, lease_until, update_time = row
-    if status == "failed":
-        return {"memory_id": memory_id, "stage": stage, "status": "failed", "attempts": attempts,
+    if status == FAILED:
+        return {"memory_id": memory_id, "stage": stage, "status": FAILED, "attempts": attempts,
                 "last_error": last_error, "age_s": round(now - update_time, 1)}
     since = lease_until if lease_until is not None else update_time
     detail = f"lease held by {owner or 'nobody'} expired {now - since:.0f} s ago"

@@ -7,7 +7,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Callable
 
-from shared.config import SummarizerConfig
+from shared.config import SUMMARIZER_PROVIDERS, SummarizerConfig
 from shared.errors import InvalidInput, StorageError
 from shared.summarize.conversation import Turn
 from shared.summarize.llm import LlmSummarizer, SummarizerError, Usage
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from shared.summarize.rules import RulesSummarizer
 
 log = logging.getLogger(__name__)
-PROVIDERS = ("rules", "llm")
 
 
 class Summarizer:
@@ -38,8 +37,8 @@ class Summarizer:
         memorize's limits."""
         config = self._config()
         provider = provider or config.provider
-        if provider not in PROVIDERS:
-            raise InvalidInput(f"provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
+        if provider not in SUMMARIZER_PROVIDERS:
+            raise InvalidInput(f"provider must be one of {', '.join(SUMMARIZER_PROVIDERS)}, got {provider!r}")
         if provider == "rules":
             return self._rules.summarize(turns, config).trimmed()
         return self._by_llm(turns, config).trimmed()

@@ -12,9 +12,9 @@ from typing import Any, Protocol, Sequence
 from shared.config import AtomsConfig
 from shared.embedders import Embedder
 from shared.errors import AokunError
-from shared.extract.atoms import AtomRules, draft_atoms, speaker_of, ttl_days
+from shared.extract.atomize import AtomRules, draft_atoms, speaker_of, ttl_days
 from shared.extract.graph_rules import GraphBuilder, StoredFact
-from shared.rules.atoms import store_atoms
+from shared.atom_life import store_atoms
 from shared.store.atoms import AtomOwner, AtomRow
 from shared.store.documents import Document
 from shared.store.interface import Session, Store

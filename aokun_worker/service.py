@@ -18,7 +18,7 @@ from shared import health, platform
 from shared.assembly import Services, open_services
 from shared.config import AppConfig
 from shared.units import DAY, HOUR
-from shared.extract.atoms import AtomRules
+from shared.extract.atomize import AtomRules
 from shared.embedders import space_dim
 from shared.extract.graph_rules import GraphBuilder
 from shared.search.vectors import VectorIndex

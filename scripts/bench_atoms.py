@@ -5,7 +5,7 @@ The labelled set is scripts/data/atom_labels.jsonl, one sentence a line: {id, la
 deadline?} with either its own text and anchor (when it was said), or a reference into the dev
 benchmarks ({dataset, memory, sentence}: the memory's text is read from ../shared/bench at run
 time, never copied; its time is the anchor). Each sentence becomes a memory of its own, drafted
-into atoms by shared.extract.atoms.draft_atoms; its first atom's type and, for a plan, the date
+into atoms by shared.extract.atomize.draft_atoms; its first atom's type and, for a plan, the date
 of its deadline are compared with the label.
 
 The rules' free constants (atom_rules.yaml "weights") are chosen on four folds and scored on
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 import folds  # noqa: E402
 
 from shared.config import AtomsConfig  # noqa: E402
-from shared.extract.atoms import AtomRules, draft_atoms  # noqa: E402
+from shared.extract.atomize import AtomRules, draft_atoms  # noqa: E402
 from shared.store.documents import Document, MemoryFields  # noqa: E402
 
 LABELS = ROOT / "scripts" / "data" / "atom_labels.jsonl"

@@ -48,7 +48,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(args.repo))
     from shared.config import AtomsConfig, GraphConfig, TextConfig
-    from shared.extract.atoms import AtomRules, draft_atoms, speaker_of
+    from shared.extract.atomize import AtomRules, draft_atoms, speaker_of
     from shared.extract.graph_rules import GraphBuilder, StoredFact
     from shared.text.segment import Segmenter
 

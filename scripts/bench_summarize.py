@@ -45,7 +45,7 @@ import bench_recall  # noqa: E402  (scripts/bench_recall.py: config, worker wait
 import folds  # noqa: E402
 
 from shared.config import AppConfig, load_config  # noqa: E402
-from shared.extract.atoms import AtomRules  # noqa: E402
+from shared.extract.atomize import AtomRules  # noqa: E402
 from shared.summarize.conversation import Turn, transcript  # noqa: E402
 from shared.summarize.facts import FactWeights, TurnReading, score  # noqa: E402
 from shared.summarize.rules import PERSON_KEYWORDS, RulesSummarizer  # noqa: E402

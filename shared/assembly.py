@@ -31,7 +31,7 @@ from shared.live_config import LiveConfig
 from shared.memories import MemoryService
 from shared.queue import open_queue
 from shared.reconcile import ReconcileReport, reconcile
-from shared.search.atoms import AtomSearch
+from shared.search.atom_search import AtomSearch
 from shared.search.cache import RecallCache
 from shared.search.channels import ChannelParts, build_channels
 from shared.search.recall import Hit, Recaller, RecallRequest
@@ -137,7 +137,7 @@ class Services:
 
     @part
     def summarizer(self) -> "Summarizer":
-        from shared.extract.atoms import AtomRules
+        from shared.extract.atomize import AtomRules
         from shared.summarize.rules import RulesSummarizer
         from shared.summarize.summarizer import Summarizer
 

@@ -24,7 +24,7 @@ from typing import Callable, Protocol, Sequence
 from shared import memory_rules as rules
 from shared.decay import decayed_importance
 from shared.errors import InvalidInput
-from shared.extract.atoms import ttl_days
+from shared.extract.atomize import ttl_days
 from shared.live_config import LiveConfig
 from shared.store import meta
 from shared.store.documents import (Document, History, MemoryFields, content_hash, epoch, stored_text,
@@ -32,7 +32,7 @@ from shared.store.documents import (Document, History, MemoryFields, content_has
 from shared.store.fts import FTS_TABLES
 from shared.store.interface import Session, Store
 from shared.store.stages import STAGES, StageKey
-from shared.rules.atoms import TtlFor, retract
+from shared.atom_life import TtlFor, retract
 from shared.text.segment import Segmenter
 from shared.units import DAY
 

@@ -21,7 +21,7 @@ PROCESS_PACKAGES = ("aokun_server", "aokun_admin", "aokun_worker", "aokun_panel"
 DISPATCHER = "aokun_admin"
 OWN = (*PROCESS_PACKAGES, "shared")
 # What the store may import from shared/ besides itself: values and errors, nothing above it.
-STORE_MAY_IMPORT = {"shared.config", "shared.errors", "shared.platform"}
+STORE_MAY_IMPORT = {"shared.config", "shared.errors", "shared.platform", "shared.units", "shared.sqlite_errors"}
 LAZY_MARKER = "# Lazy imports:"
 
 

@@ -13,7 +13,7 @@ import pytest
 from fake_openai import FakeEmbeddingsServer
 from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
 from shared.config import AtomsConfig
-from shared.extract.atoms import AtomRules, draft_atoms
+from shared.extract.atomize import AtomRules, draft_atoms
 from shared.store.documents import Document, MemoryFields
 
 TUESDAY = datetime(2025, 12, 9, 10, 0)

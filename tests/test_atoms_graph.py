@@ -13,7 +13,7 @@ from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_par
 from shared.assembly import open_services
 from shared.config import AppConfig, AtomsConfig, StorageConfig
 from shared.extract.graph_rules import canonical
-from shared.rules.atoms import store_atoms
+from shared.atom_life import store_atoms
 from shared.store.atoms import AtomOwner, AtomRow
 from shared.store.documents import MemoryFields
 

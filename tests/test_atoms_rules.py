@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from shared.config import AtomsConfig
-from shared.extract.atoms import AtomRules
+from shared.extract.atomize import AtomRules
 from shared.extract.timeparse import deadline
 
 FACTS = [
@@ -153,7 +153,7 @@ def test_slots_only_from_trusted_shapes(rules, text, speaker, slots):
 
 
 def test_ttl_formula():
-    from shared.extract.atoms import ttl_days
+    from shared.extract.atomize import ttl_days
 
     config = AtomsConfig()
     assert ttl_days("episodic", 0.5, 0, config) == pytest.approx(7.0)

@@ -9,7 +9,7 @@ from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_par
 from shared.config import GraphConfig, TextConfig
 from shared.extract.entities import EntityFinder
 from shared.extract.graph_rules import GraphBuilder, StoredFact
-from shared.extract.atoms import speaker_of
+from shared.extract.atomize import speaker_of
 from shared.extract.relation_words import vocabulary
 from shared.extract.relations import find_relations
 from shared.search.relation_route import Chain, chains

@@ -109,7 +109,7 @@ def test_the_wheel_holds_every_file_of_the_packages(wheel):
 IMPORTS = """
 import json, aokun_server, aokun_admin, aokun_worker, aokun_panel, shared
 from aokun_panel.config_file import EXAMPLE_PATH, example_settings
-from shared.extract.atoms import AtomRules
+from shared.extract.atomize import AtomRules
 import aokun_panel.app as panel
 print(json.dumps({"files": [m.__file__ for m in (aokun_server, aokun_admin, aokun_worker, aokun_panel, shared)],
                   "example": str(EXAMPLE_PATH), "settings": sum(map(len, example_settings().values())),

@@ -97,7 +97,7 @@ def test_archival_and_include_archived(tmp_path):
 def test_an_atom_walks_to_purged_with_its_graph_output(life):
     lifecycle, store = life
     doc = store.memorize("I have a dentist appointment tomorrow", MemoryFields())
-    from shared.rules.atoms import store_atoms
+    from shared.atom_life import store_atoms
     from shared.store.atoms import AtomOwner, AtomRow
 
     owner = AtomOwner(doc.id, None, None, 0.5, doc.content_hash)

@@ -34,7 +34,7 @@ from shared.assembly import Services, open_services
 from shared.config import AppConfig, AtomsConfig, load_config, needs_restart
 from shared.units import DAY
 from shared.errors import InvalidInput
-from shared.extract.atoms import ttl_days
+from shared.extract.atomize import ttl_days
 from shared.live_config import LiveConfig
 from shared.search.recall import RecallRequest
 from shared.store.documents import DocumentFilter, MemoryFields

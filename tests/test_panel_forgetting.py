@@ -10,7 +10,7 @@ from helpers import write_config
 from panel_helpers import chromium_page, panel_process, screenshot
 from shared.config import AtomsConfig
 from shared.decay import atom_time_factor, decayed_importance
-from shared.extract.atoms import ttl_days
+from shared.extract.atomize import ttl_days
 from shared.store.atoms import ATOM_TYPES
 
 pytestmark = pytest.mark.slow

@@ -15,8 +15,8 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
 from shared.assembly import open_services
 from shared.config import AppConfig, StorageConfig, TextConfig
-from shared.rules.atoms import store_atoms
-from shared.search.atoms import AtomSearch
+from shared.atom_life import store_atoms
+from shared.search.atom_search import AtomSearch
 from shared.store.atoms import AtomOwner, AtomRow
 from shared.store.documents import MemoryFields
 from shared.text.segment import Segmenter

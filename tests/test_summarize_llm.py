@@ -14,7 +14,7 @@ from helpers import free_port
 from shared import http_retry
 from shared.config import StorageConfig, SummarizerConfig, TextConfig
 from shared.errors import InvalidInput
-from shared.extract.atoms import AtomRules
+from shared.extract.atomize import AtomRules
 from helpers import store_sql
 from shared.store.schema import open_store
 from shared.summarize.conversation import parse_conversation

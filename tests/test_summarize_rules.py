@@ -13,7 +13,7 @@ from datetime import datetime
 import pytest
 
 from shared.config import SummarizerConfig, TextConfig
-from shared.extract.atoms import AtomRules
+from shared.extract.atomize import AtomRules
 from shared.extract.timeparse import date_mentions, deadline
 from shared.summarize.conversation import Turn, parse_conversation
 from shared.summarize.rewrite import third_person

@@ -15,7 +15,7 @@ from starlette.routing import Route
 from aokun_panel.render import Page, render
 from shared.units import DAY
 from shared.health import format_age
-from shared.rules.atoms import time_factor
+from shared.atom_life import time_factor
 from shared.store.atoms import ATOM_STATES, ATOM_TYPES
 
 PAGE = Page("/atoms", "Atoms")
@@ -26,7 +26,7 @@ MAX_PAGE = 1_000_000  # far past any store; keeps the offset a number SQLite tak
 def shelf_life(row, now: float) -> dict | None:
     """What is left of an active atom's validity: until its deadline (a plan), else in its
     shelf life (ttl_days from its last confirmation), as the fraction left for a bar, a label
-    and the time factor recall applies (shared/rules/atoms.time_factor). None when the atom
+    and the time factor recall applies (shared/atom_life.time_factor). None when the atom
     is no longer active (its state says why)."""
     if row["state"] != "active":
         return None

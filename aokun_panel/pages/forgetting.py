@@ -21,7 +21,7 @@ from aokun_panel.render import Page, render
 from shared.config import AppConfig, build_config
 from shared.decay import ATOM_CURVES, atom_time_factor, importance_over_days
 from shared.errors import AokunError, InvalidInput
-from shared.extract.atoms import ttl_days
+from shared.extract.atomize import ttl_days
 from shared.store.atoms import ATOM_TYPES
 
 log = logging.getLogger("aokun.panel")

@@ -10,7 +10,7 @@ from shared.assembly import LiveRecaller
 from shared.lifecycle import Lifecycle
 from shared.live_config import LiveConfig
 from shared.memories import MemoryService
-from shared.search.atoms import AtomSearch
+from shared.search.atom_search import AtomSearch
 from shared.search.vectors import VectorIndex
 
 if TYPE_CHECKING:

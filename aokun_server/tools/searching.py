@@ -16,7 +16,7 @@ from aokun_server.tooling import checked_id, described, time_bound
 from aokun_server.tools.deps import ToolDeps
 from shared.errors import InvalidInput
 from shared.search import answer
-from shared.search.atoms import AtomHit
+from shared.search.atom_search import AtomHit
 from shared.search.recall import Hit, RecallRequest, floors
 from shared.store.documents import DocumentFilter
 

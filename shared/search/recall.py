@@ -33,13 +33,13 @@ from typing import Callable, Sequence
 from shared.config import RetrievalConfig
 from shared.decay import recency
 from shared.errors import AokunError
-from shared.rules.atoms import temporal_factors
+from shared.atom_life import temporal_factors
 from shared.search import answer, calibration
 from shared.search.cache import RecallCache
 from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel
 from shared.search.focus import asks, focus, speaker
 from shared.search.fuse import SCORE_FUSIONS, fuse_routes, normalise, ordered, rrf, spread
-from shared.search.atoms import holding_types
+from shared.search.atom_search import holding_types
 from shared.search.intent import has_cue, route_weights, wanted_atom_types
 from shared.search.mmr import mmr
 from shared.text.overlap import jaccard

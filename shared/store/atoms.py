@@ -1,6 +1,6 @@
 """Memory atoms: typed facts with a shelf life, and their full-text index.
 
-The SQL only: what reinforcement and superseding mean is decided in shared/rules/atoms.py,
+The SQL only: what reinforcement and superseding mean is decided in shared/atom_life.py,
 which calls these functions.
 """
 

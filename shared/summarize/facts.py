@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from shared.extract.atoms import AtomRules, sentences, word_count
+from shared.extract.atomize import AtomRules, sentences, word_count
 from shared.extract.timeparse import DateMention, date_mentions
 from shared.summarize.conversation import Turn
 from shared.summarize.rewrite import about_speaker

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from shared.config import SummarizerConfig
-from shared.extract.atoms import AtomRules
+from shared.extract.atomize import AtomRules
 from shared.extract.entities import NOT_NAMES, EntityFinder
 from shared.extract.relations import people_named
 from shared.summarize import lexicon

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from shared.rules.atoms import time_factor
+from shared.atom_life import time_factor
 from shared.search.bm25 import squash
 from shared.store.interface import Store
 from shared.store.match import MAX_QUERY_TERMS

@@ -1,4 +1,4 @@
-"""What happens when a memory's atoms are stored: reinforcement, superseding, retraction.
+"""An atom's life once stored: reinforcement, superseding, retraction, and how valid it is over time.
 
 - A new atom whose bag-of-words Jaccard with an active atom of the same persona reaches the
   threshold reinforces that atom (count + 1, confidence max, shelf life recomputed and

@@ -1,1 +1,0 @@
-"""Business rules over the store: what reinforcement, superseding and validity mean."""

@@ -16,7 +16,6 @@ from aokun_panel.reader import Reader
 from aokun_panel.security import PanelGate, csrf_token
 from aokun_panel.timing import ServerTiming
 from shared.assembly import open_services
-from shared.health import format_age
 from shared.live_config import LiveConfig, apply_log_level
 
 HERE = Path(__file__).resolve().parent
@@ -26,7 +25,6 @@ def build_context(live: LiveConfig, token: str) -> PanelContext:
     services = open_services(live)
     live.subscribe(lambda old, new: apply_log_level(new.server.log_level))
     templates = Jinja2Templates(directory=str(HERE / "templates"))
-    templates.env.filters["age"] = _age
     return PanelContext(services=services, reader=Reader(services.store), templates=templates,
                         csrf=csrf_token(token), nav=[module.PAGE for module in PAGES])
 
@@ -48,7 +46,3 @@ def build_app(ctx: PanelContext, token: str, port: int):
     routes.append(Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"))
     app = Starlette(routes=routes, lifespan=lifespan)
     return ServerTiming(PanelGate(app, token, port))
-
-
-def _age(seconds) -> str:
-    return "never" if seconds is None else format_age(float(seconds))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -35,6 +36,8 @@ from shared.errors import ConfigError
 EXAMPLE_PATH = Path(str(resources.files("shared.resources").joinpath("config.example.yaml")))
 NEW_FILE_MODE = 0o644
 _SAVE_LOCK = threading.Lock()  # one save at a time in this process: read, change, replace
+KEEP_BACKUPS = 5               # .bak copies kept beside the file; older ones are removed
+_BACKUP_NAME = re.compile(r"\.(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d)(?:-(\d+))?\.bak")
 
 
 @dataclass(frozen=True)
@@ -153,7 +156,28 @@ def save_settings(path: Path, changes: Mapping[str, Any], example: Path = EXAMPL
             if backup is not None:
                 backup.unlink(missing_ok=True)
             raise
+        if backup is not None:
+            prune_backups(path)
     return SaveReceipt(path, backup, created, saved)
+
+
+def prune_backups(path: Path, keep: int = KEEP_BACKUPS) -> list[Path]:
+    """Remove all but the newest `keep` <name>.<time>.bak copies of `path` (newest by the time
+    in their names: copy2 keeps the old file's mtime, so mtimes say nothing of when a copy was
+    made). Returns the removed ones; a copy that cannot be removed is left, not an error."""
+    found = []
+    for candidate in path.parent.glob(f"{path.name}.*.bak"):
+        stamp = _BACKUP_NAME.fullmatch(candidate.name[len(path.name):])
+        if stamp:
+            found.append(((stamp.group(1), int(stamp.group(2) or 1)), candidate))
+    removed = []
+    for _, old in sorted(found)[:-keep] if keep > 0 else sorted(found):
+        try:
+            old.unlink()
+            removed.append(old)
+        except OSError:
+            pass
+    return removed
 
 
 def validate_text(text: str, base_dir: Path) -> AppConfig:

@@ -21,6 +21,7 @@ class PanelContext:
     templates: Any               # starlette Jinja2Templates
     csrf: str
     nav: list[Page]              # the pages, in navigation order
+    search_ready: bool = False   # a search has been answered: the embedding model is loaded
 
     @property
     def live(self) -> LiveConfig:

@@ -1,21 +1,40 @@
-"""Rendering a page: the shared layout's values, then the page's own."""
+"""Rendering a page: the shared layout's values (language, time zone, navigation), then the
+page's own."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from starlette.requests import Request
+
+from aokun_panel import words, zones
+from aokun_panel.i18n import js_strings, language_of, translate
 
 
 @dataclass(frozen=True)
 class Page:
-    """A page's place in the navigation: its path and title."""
+    """A page's place in the navigation: its path and title. The title is English and stays
+    the page's id (data-page, tests); what is shown is its translation, `nav.<id>`."""
 
     path: str
     title: str
 
+    @property
+    def key(self) -> str:
+        return f"nav.{self.title.lower()}"
 
-def render(ctx, request: Request, template: str, page: Page, status_code: int = 200, **values):
+
+def render(ctx, request: Request, template: str, page: Page, status_code: int = 200,
+           seen_zones: tuple[str, ...] = (), **values):
+    """The template with the layout's values. `seen_zones`: the zones of the times this page
+    shows (offered by the zone switch beside UTC, the browser's and the chosen one)."""
+    lang = language_of(request)
+    zone = zones.chosen(request.cookies)
+    offered = [zones.UTC, zone.name, zones.browser(request.cookies), *seen_zones]
     return ctx.templates.TemplateResponse(
-        request, template, {"page": page, "nav": ctx.nav, "csrf": ctx.csrf, **values},
+        request, template,
+        {"page": page, "nav": ctx.nav, "csrf": ctx.csrf, "lang": lang, "t": partial(translate, lang),
+         "zone": zone, "when": zone.when, "zone_choices": list(dict.fromkeys(z for z in offered if z)),
+         "browser_zone": zones.browser(request.cookies), "age": partial(words.age, lang), "js_strings": js_strings(lang), **values},
         status_code=status_code)

@@ -3,7 +3,8 @@ plus a same-origin Origin on every write.
 
 - Host: a page on another site can make the browser talk to 127.0.0.1 under its own name (DNS
   rebinding); refusing any Host but 127.0.0.1 / localhost stops that.
-- Token: printed with the URL at start (as Jupyter does). The first visit brings it as
+- Token: printed with the URL at start (as Jupyter does); a browser without it gets a page
+  saying how to get the URL (locked.py), scripts get JSON. The first visit brings it as
   ?token=..., which sets an HttpOnly, SameSite=Strict cookie; after that the cookie carries it.
 - Writes (any method but GET/HEAD): the CSRF token (derived from the access token, sent in a
   form field or the X-CSRF-Token header) and an Origin header naming this panel.
@@ -16,6 +17,8 @@ import hmac
 import json
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qs
+
+from aokun_panel import locked
 
 COOKIE = "aokun_panel"
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
@@ -50,7 +53,10 @@ class PanelGate:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         refusal = self._refusal(scope, headers)
         if refusal is not None:
-            await _send(send, *refusal)
+            if refusal[0] == 401 and locked.wants_html(scope.get("path", ""), headers):
+                await _send_html(send, 401, locked.page(headers))
+            else:
+                await _send(send, *refusal)
             return
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         if query.get("token", [""])[0] == self.token and self._cookie(headers) != self.token:
@@ -64,7 +70,8 @@ class PanelGate:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         given = self._cookie(headers) or query.get("token", [""])[0] or headers.get("x-aokun-token", "")
         if not hmac.compare_digest(given.encode(), self.token.encode()):
-            return 401, "open the panel with the URL `aokun panel` printed (it carries the access token)"
+            return 401, ("open the panel with the URL `aokun panel` (or `aokun run`, scripts/run) printed:"
+                         " it carries the access token")
         if scope["method"] not in SAFE_METHODS:
             if headers.get("origin") not in self.origins:
                 return 403, "cross-origin write refused: the Origin header must be this panel"
@@ -96,4 +103,10 @@ async def _send(send, status: int, text: str) -> None:
     body = json.dumps({"error": text}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _send_html(send, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/html; charset=utf-8")]})
     await send({"type": "http.response.body", "body": body})

@@ -9,7 +9,7 @@ import pytest
 from helpers import write_config
 from panel_helpers import chromium_page, panel_process, screenshot
 from shared.config import AtomsConfig
-from shared.decay import atom_time_factor, decayed_importance
+from shared.decay import ATOM_CURVES, atom_time_factor, decayed_importance
 from shared.extract.atomize import ttl_days
 from shared.store.atoms import ATOM_TYPES
 
@@ -91,6 +91,8 @@ def test_the_shelf_life_curves_follow_the_atoms_config(panel):
         for index, atom_type in enumerate(ATOM_TYPES, start=1):
             ttl = ttl_days(atom_type, 0.5, 0, config)
             want = [atom_time_factor(atom_type, d, ttl) if d <= ttl else None for d in days]
+            if ATOM_CURVES[atom_type] == "step":  # drawn with its drop to 0 where it expires
+                want[next(i for i, d in enumerate(days) if d > ttl)] = 0.0
             assert data[index] == pytest.approx(want, abs=1e-12), atom_type
         rows = page.locator("#atom-table tbody tr").all_inner_texts()
         assert any(r.startswith("factual") and "120.0 d" in r for r in rows)

@@ -14,16 +14,18 @@ from starlette.routing import Route
 
 from aokun_panel.render import Page, render
 from shared.units import DAY
-from shared.health import format_age
+from aokun_panel.i18n import language_of, translate
+from aokun_panel.words import age
 from shared.atom_life import time_factor
 from shared.store.atoms import ATOM_STATES, ATOM_TYPES
 
 PAGE = Page("/atoms", "Atoms")
 PAGE_SIZE = 50
 MAX_PAGE = 1_000_000  # far past any store; keeps the offset a number SQLite takes
+WEEKDAYS_ZH = ("周一", "周二", "周三", "周四", "周五", "周六", "周日")
 
 
-def shelf_life(row, now: float) -> dict | None:
+def shelf_life(row, now: float, lang: str = "en") -> dict | None:
     """What is left of an active atom's validity: until its deadline (a plan), else in its
     shelf life (ttl_days from its last confirmation), as the fraction left for a bar, a label
     and the time factor recall applies (shared/atom_life.time_factor). None when the atom
@@ -31,30 +33,33 @@ def shelf_life(row, now: float) -> dict | None:
     if row["state"] != "active":
         return None
     if row["deadline"] is not None:
-        start, end, kind = row["create_time"], row["deadline"], "until its deadline"
+        start, end, kind = row["create_time"], row["deadline"], "atoms.kind_deadline"
     elif row["ttl_days"]:
         start = row["state_time"] or row["create_time"]
-        end, kind = start + row["ttl_days"] * DAY, "of its shelf life"
+        end, kind = start + row["ttl_days"] * DAY, "atoms.kind_shelf"
     else:
-        return {"fraction": 1.0, "label": "never fades", "factor": 1.0, "kind": "no shelf life"}
+        return {"fraction": 1.0, "label": translate(lang, "atoms.never_fades"), "factor": 1.0,
+                "kind": translate(lang, "atoms.kind_none")}
     left = end - now
     span = end - start
     fraction = min(1.0, max(0.0, left / span)) if span > 0 else float(left > 0)
-    label = f"{format_age(left)} left" if left > 0 else f"overdue by {format_age(-left)} (the sweep expires it)"
-    return {"fraction": fraction, "label": label, "factor": round(time_factor(row, now), 3), "kind": kind}
+    label = (translate(lang, "atoms.left", age=age(lang, left)) if left > 0
+             else translate(lang, "atoms.overdue", age=age(lang, -left)))
+    return {"fraction": fraction, "label": label, "factor": round(time_factor(row, now), 3),
+            "kind": translate(lang, kind)}
 
 
-def atom_view(row, now: float, zone: tzinfo | None = None) -> dict:
+def atom_view(row, now: float, zone: tzinfo | None = None, lang: str = "en") -> dict:
     """One atom as the pages show it; `zone` is its memory's clock (see due())."""
     return {
         "id": row["id"], "type": row["type"], "state": row["state"], "text": row["text"],
         "memory_id": row["memory_id"], "persona_id": row["persona_id"],
         "confidence": round(row["confidence"], 3), "importance": round(row["importance"], 3),
         "reinforcement_count": row["reinforcement_count"], "ttl_days": row["ttl_days"],
-        "deadline": due(row["deadline"], zone), "deadline_utc": utc(row["deadline"]),
+        "deadline": due(row["deadline"], zone, lang), "deadline_utc": utc(row["deadline"]),
         "superseded_by": row["superseded_by"],
         "slots": (row["subject"], row["attribute"], row["value"]) if row["subject"] else None,
-        "needs_repair": bool(row["needs_repair"]), "life": shelf_life(row, now),
+        "needs_repair": bool(row["needs_repair"]), "life": shelf_life(row, now, lang),
     }
 
 
@@ -71,12 +76,12 @@ def chains(s, rows) -> dict[int, list[dict]]:
     return found
 
 
-def atoms_page(s, filters: dict, offset: int, now: float) -> dict:
+def atoms_page(s, filters: dict, offset: int, now: float, lang: str = "en") -> dict:
     """One page of atoms (newest first) with their chains, in one read session."""
     rows = s.atoms.page(filters["type"], filters["state"], filters["persona"], PAGE_SIZE + 1, offset)
     shown = rows[:PAGE_SIZE]
     zones = memory_zones(s, [r["memory_id"] for r in shown if r["deadline"] is not None])
-    return {"atoms": [atom_view(r, now, zones.get(r["memory_id"])) for r in shown],
+    return {"atoms": [atom_view(r, now, zones.get(r["memory_id"]), lang) for r in shown],
             "chains": chains(s, shown), "more": len(rows) > PAGE_SIZE}
 
 
@@ -87,7 +92,7 @@ def memory_zones(s, memory_ids: list[int]) -> dict[int, tzinfo]:
             if d.fields.original_time is not None and d.fields.original_time.tzinfo is not None}
 
 
-def due(deadline: float | None, zone: tzinfo | None) -> str | None:
+def due(deadline: float | None, zone: tzinfo | None, lang: str = "en") -> str | None:
     """A plan's deadline as its memory meant it: "Fri 10 May 2024, 15:00 (UTC+08:00)". The
     rules resolve "Friday at 3pm" on the clock of the memory's original time (UTC when it had
     none), so it is shown on that clock, not converted; a plan for a day with no hour is due
@@ -95,10 +100,13 @@ def due(deadline: float | None, zone: tzinfo | None) -> str | None:
     if deadline is None:
         return None
     moment = datetime.fromtimestamp(deadline, zone or timezone.utc)
-    day = moment.strftime("%a %d %b %Y")
+    if lang == "zh":  # strftime's %a and %b follow the C locale: English names only
+        day = f"{moment.year}年{moment.month}月{moment.day}日 {WEEKDAYS_ZH[moment.weekday()]}"
+    else:
+        day = moment.strftime("%a %d %b %Y")
     if (moment.hour, moment.minute, moment.second) == (23, 59, 59):
-        return f"end of {day} ({moment.tzname()})"
-    return f"{day}, {moment:%H:%M} ({moment.tzname()})"
+        return translate(lang, "atoms.end_of", day=day, zone=moment.tzname())
+    return translate(lang, "atoms.at", day=day, time=f"{moment:%H:%M}", zone=moment.tzname())
 
 
 def counts(s) -> dict[str, dict[str, int]]:
@@ -121,29 +129,32 @@ def utc(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _filters(request: Request) -> tuple[dict, int, str | None]:
+def _filters(request: Request, lang: str = "en") -> tuple[dict, int, str | None]:
     """The filters of the query string, the offset, and what was wrong with them (or None)."""
     query = request.query_params
     filters = {"type": query.get("type") or None, "state": query.get("state") or None,
                "persona": query.get("persona") or None}
     problem = None
     if filters["type"] not in (None, *ATOM_TYPES):
-        problem = f"type must be one of {', '.join(ATOM_TYPES)}, got {filters['type'][:40]!r}"
+        problem = translate(lang, "problem.one_of", name="type", allowed=", ".join(ATOM_TYPES),
+                            got=repr(filters["type"][:40]))
         filters["type"] = None
     if filters["state"] not in (None, *ATOM_STATES):
-        problem = f"state must be one of {', '.join(ATOM_STATES)}, got {filters['state'][:40]!r}"
+        problem = translate(lang, "problem.one_of", name="state", allowed=", ".join(ATOM_STATES),
+                            got=repr(filters["state"][:40]))
         filters["state"] = None
     try:
         page = min(max(1, int(query.get("page", "1"))), MAX_PAGE)
     except ValueError:
-        page, problem = 1, f"page must be a whole number, got {query.get('page', '')[:40]!r}"
+        page, problem = 1, translate(lang, "problem.page", got=repr(query.get("page", "")[:40]))
     return filters, (page - 1) * PAGE_SIZE, problem
 
 
 def routes(ctx) -> list[Route]:
     async def page(request: Request):
-        filters, offset, problem = _filters(request)
-        data = await ctx.reader.run(atoms_page, filters, offset, time.time())
+        lang = language_of(request)
+        filters, offset, problem = _filters(request, lang)
+        data = await ctx.reader.run(atoms_page, filters, offset, time.time(), lang)
         return render(ctx, request, "atoms.html", PAGE, status_code=400 if problem else 200,
                       data=data, filters=filters, problem=problem, types=ATOM_TYPES,
                       states=ATOM_STATES, page_number=offset // PAGE_SIZE + 1,

@@ -23,6 +23,7 @@ from shared.decay import ATOM_CURVES, atom_time_factor, importance_over_days
 from shared.errors import AokunError, InvalidInput
 from shared.extract.atomize import ttl_days
 from shared.store.atoms import ATOM_TYPES
+from aokun_panel.i18n import language_of, translate
 
 log = logging.getLogger("aokun.panel")
 
@@ -116,6 +117,13 @@ def atom_curves(current: AppConfig, query) -> dict:
     for atom_type, ttl in ttls.items():
         # Past its shelf life the sweep expires an atom (out of search): its line ends there.
         factors = [atom_time_factor(atom_type, day, ttl) if day <= ttl else None for day in days]
+        if ATOM_CURVES.get(atom_type) == "step":
+            # A step stays at 1 until it ends: drawn as it was, it lay along the top edge
+            # under every other curve (all start at 1) for a few days of a months-long axis,
+            # so it could not be seen. Its drop to 0 where it expires is what shows it.
+            after = next((i for i, day in enumerate(days) if day > ttl), None)
+            if after is not None:
+                factors[after] = 0.0
         types[atom_type] = {"ttl_days": ttl, "base_days": tried.atoms.base_ttl_days(atom_type),
                             "curve": ATOM_CURVES.get(atom_type), "factors": factors,
                             "forgotten_day": ttl + f.atom_forget_delay_days,
@@ -141,7 +149,7 @@ def routes(ctx) -> list[Route]:
                 return JSONResponse({"error": str(error)}, status_code=400)
             except Exception:
                 log.exception("%s failed (a bug)", request.url.path)
-                return JSONResponse({"error": "internal error; see the panel's log"}, status_code=500)
+                return JSONResponse({"error": translate(language_of(request), "common.internal")}, status_code=500)
         return handler
 
     async def page(request: Request):

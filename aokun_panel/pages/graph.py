@@ -18,7 +18,8 @@ from starlette.routing import Route
 
 from aokun_panel.render import Page, render
 from shared.extract.relation_words import vocabulary
-from shared.store.documents import unmarked
+from aokun_panel.i18n import language_of, translate
+from shared.store.documents import DocumentFilter, unmarked
 from shared.store.graph import NODE_TYPES, SELF_CANONICAL
 
 PAGE = Page("/graph", "Graph")
@@ -28,6 +29,8 @@ PAGE = Page("/graph", "Graph")
 NODE_CAP = 3000
 MAX_NODE_CAP = 5000
 PERSONAS_SHOWN = 500
+PERSONAS_COUNTED = 100     # personas whose memories are counted to choose the first one shown
+COUNT_CAP = 10_000
 LINKS_SHOWN = 200
 RELATIONS_SHOWN = 100
 MEMORIES_SHOWN = 20
@@ -141,10 +144,24 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+def personas_and_busiest(s, choose: bool) -> tuple[list[str], str]:
+    """The personas with a graph, and (when the page must choose) the one with the most
+    memories: the graph a user most likely came to see. Each count stops at COUNT_CAP and only
+    the first PERSONAS_COUNTED personas are counted, so opening the page never reads a whole
+    table; a tie goes to the first in name order; '' (no persona) only when it is all there is."""
+    personas = s.graph_browse.graph_personas(PERSONAS_SHOWN)
+    named = [p for p in personas[:PERSONAS_COUNTED] if p]
+    if not choose or not named:
+        return personas, personas[0] if personas else ""
+    counts = [(s.documents.list_by_state(DocumentFilter(persona_id=p), "all", 0, 0, COUNT_CAP)[1], p)
+              for p in named]
+    return personas, max(counts, key=lambda c: c[0])[1]
+
+
 # -- the request ----------------------------------------------------------------------------
 
 
-def _limit(request: Request) -> tuple[int, str | None]:
+def _limit(request: Request, lang: str = "en") -> tuple[int, str | None]:
     raw = request.query_params.get("limit", "")
     if not raw:
         return NODE_CAP, None
@@ -153,23 +170,25 @@ def _limit(request: Request) -> tuple[int, str | None]:
     except ValueError:
         value = 0
     if not 1 <= value <= MAX_NODE_CAP:
-        return NODE_CAP, f"limit must be a whole number from 1 to {MAX_NODE_CAP}, got {raw[:40]!r}"
+        return NODE_CAP, translate(lang, "problem.limit", max=MAX_NODE_CAP, got=repr(raw[:40]))
     return value, None
 
 
 def routes(ctx) -> list[Route]:
     async def page(request: Request):
-        personas = await ctx.reader.run(lambda s: s.graph_browse.graph_personas(PERSONAS_SHOWN))
+        lang = language_of(request)
         chosen = request.query_params.get("persona")
+        personas, busiest = await ctx.reader.run(personas_and_busiest, chosen is None)
         if chosen is None:
-            chosen = next((p for p in personas if p), personas[0] if personas else "")
-        limit, problem = _limit(request)
+            chosen = busiest
+        limit, problem = _limit(request, lang)
         return render(ctx, request, "graph.html", PAGE, status_code=400 if problem else 200,
                       personas=personas, persona=chosen, limit=limit, problem=problem,
-                      node_types=NODE_TYPES, self_name=SELF_CANONICAL)
+                      node_types=NODE_TYPES, self_name=SELF_CANONICAL,
+                      edge_types=("describes", "co_occurs_with", "mentioned_in"))
 
     async def data(request: Request):
-        limit, problem = _limit(request)
+        limit, problem = _limit(request, language_of(request))
         if problem:
             return JSONResponse({"error": problem}, status_code=400)
         persona = request.query_params.get("persona", "")
@@ -179,8 +198,8 @@ def routes(ctx) -> list[Route]:
         node_id = request.path_params["node_id"]
         found = await ctx.reader.run(node_detail, node_id)
         if found is None:
-            return JSONResponse({"error": f"graph node {node_id} not found: it may have been removed "
-                                          "with its memory; reload the graph"}, status_code=404)
+            return JSONResponse({"error": translate(language_of(request), "graph.node_missing", id=node_id)},
+                                status_code=404)
         return JSONResponse(found)
 
     return [Route("/graph", page), Route("/api/graph", data),

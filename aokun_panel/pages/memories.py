@@ -16,7 +16,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from aokun_panel.pages.atoms import MAX_PAGE, atom_view, chains, link, utc
+from aokun_panel.i18n import language_of, translate
+from aokun_panel.pages.atoms import MAX_PAGE, atom_view, chains, link
+from aokun_panel.zones import zone_of
 from shared.search.recall import RecallRequest
 from aokun_panel.render import Page, render
 from shared.api.models import MAX_INT64, MemoryMetadata, MemoryOut, parse_iso
@@ -52,7 +54,7 @@ def list_page(s, scope: DocumentFilter, state: str, offset: int) -> dict:
             "personas": s.documents.persona_ids(PERSONAS_SHOWN)}
 
 
-def memory_page(s, memory_id: int, now: float) -> dict:
+def memory_page(s, memory_id: int, now: float, lang: str = "en") -> dict:
     """One memory with what was derived from it: atoms, graph entries and edges, stages."""
     doc = s.documents.get(memory_id)
     atom_rows = s.atoms.of_memory(memory_id)
@@ -65,7 +67,7 @@ def memory_page(s, memory_id: int, now: float) -> dict:
     for e in entries:
         if e["node_id"] is not None:
             nodes[e["node_id"]] = (e["node_type"], e["node_value"])
-    return {"doc": doc, "atoms": [atom_view(r, now, _zone(doc)) for r in atom_rows], "chains": chains(s, atom_rows),
+    return {"doc": doc, "atoms": [atom_view(r, now, _zone(doc), lang) for r in atom_rows], "chains": chains(s, atom_rows),
             "entries": entries, "edges": edges,
             "nodes": sorted(nodes.values(), key=lambda n: NODE_TYPES.index(n[0])),
             "stages": s.stages.of_memory(memory_id)}
@@ -74,14 +76,15 @@ def memory_page(s, memory_id: int, now: float) -> dict:
 # -- the request's filters -------------------------------------------------------------------
 
 
-def read_filters(request: Request) -> tuple[dict, DocumentFilter, int, str | None]:
+def read_filters(request: Request, lang: str = "en") -> tuple[dict, DocumentFilter, int, str | None]:
     """(filters as given, the DocumentFilter they make, offset, what was wrong or None)."""
     q = request.query_params
     filters = {key: q.get(key, "").strip() for key in ("q", "persona", "session", "since", "until")}
     filters["state"] = q.get("state") or "active"
     problem = None
     if filters["state"] not in LIST_STATES:
-        problem = f"state must be one of {', '.join(LIST_STATES)}, got {filters['state'][:40]!r}"
+        problem = translate(lang, "problem.one_of", name="state", allowed=", ".join(LIST_STATES),
+                            got=repr(filters["state"][:40]))
         filters["state"] = "active"
     bounds = {}
     for name in ("since", "until"):
@@ -90,11 +93,11 @@ def read_filters(request: Request) -> tuple[dict, DocumentFilter, int, str | Non
         except InvalidInput as exc:
             problem, bounds[name] = str(exc), None
     if bounds["since"] is not None and bounds["until"] is not None and bounds["since"] > bounds["until"]:
-        problem = f"since ({filters['since']}) is after until ({filters['until']})"
+        problem = translate(lang, "problem.since_after_until", since=filters["since"], until=filters["until"])
     try:
         page = min(max(1, int(q.get("page", "1"))), MAX_PAGE)
     except ValueError:
-        page, problem = 1, f"page must be a whole number, got {q.get('page', '')[:40]!r}"
+        page, problem = 1, translate(lang, "problem.page", got=repr(q.get("page", "")[:40]))
     scope = DocumentFilter(session_id=filters["session"] or None, persona_id=filters["persona"] or None,
                            include_archived=filters["state"] != "active",
                            since=bounds["since"], until=bounds["until"])
@@ -114,29 +117,39 @@ def _bound(value: str, name: str) -> float | None:
 
 def routes(ctx) -> list[Route]:
     async def memories(request: Request):
-        filters, scope, offset, problem = read_filters(request)
+        lang = language_of(request)
+        filters, scope, offset, problem = read_filters(request, lang)
         hits, search_error = None, None
         if filters["q"] and problem is None:
             try:  # the recaller (and its embedding model) is built on the first search
                 # Searching here is looking, not using: no access is counted.
                 asked = RecallRequest(filters["q"], ctx.config.memory.recall_top_k, scope, explain=True)
                 hits = await run_in_threadpool(ctx.services.recaller.recall, asked)
+                ctx.search_ready = True
             except AokunError as exc:
                 search_error = str(exc)
         data = await ctx.reader.run(list_page, scope, filters["state"], offset)
+        seen = tuple(z for z in (zone_of(m.fields.original_time) for m in data["memories"]) if z)
         return render(ctx, request, "memories.html", PAGE, status_code=400 if problem else 200,
-                      filters=filters, problem=problem, hits=hits, search_error=search_error,
+                      seen_zones=tuple(dict.fromkeys(seen)), search_ready=ctx.search_ready,
+                      intents=_intents(hits), filters=filters, problem=problem, hits=hits, search_error=search_error,
                       data=data, offset=offset, page_size=PAGE_SIZE, states=LIST_STATES,
-                      channels=ctx.config.retrieval.channels, utc=utc,
+                      channels=ctx.config.retrieval.channels,
                       link=lambda **changes: link(PAGE.path, filters, **changes))
 
     async def memory(request: Request):
         try:
-            data = await ctx.reader.run(memory_page, _memory_id(request), time.time())
-        except MemoryNotFound as exc:
-            return render(ctx, request, "memory.html", PAGE, status_code=404, missing=str(exc), utc=utc)
-        return render(ctx, request, "memory.html", PAGE, data=data, missing=None,
-                      content=unmarked(data["doc"].text), utc=utc)
+            data = await ctx.reader.run(memory_page, _memory_id(request), time.time(), language_of(request))
+        except MemoryNotFound:
+            return render(ctx, request, "memory.html", PAGE, status_code=404, missing=request.path_params["memory_id"])
+        own = zone_of(data["doc"].fields.original_time)
+        return render(ctx, request, "memory.html", PAGE, data=data, missing=None, seen_zones=(own,) if own else (),
+                      content=unmarked(data["doc"].text))
+
+    async def ready(request: Request):
+        """Whether a search has been answered yet: the first builds the recaller and loads the
+        embedding model (seconds), so the page says so while it waits."""
+        return JSONResponse({"ready": ctx.search_ready})
 
     async def edit(request: Request):
         try:
@@ -157,6 +170,7 @@ def routes(ctx) -> list[Route]:
         return await _write(_delete, ctx, request)
 
     return [Route("/memories", memories), Route("/memories/{memory_id:int}", memory),
+            Route("/api/search/ready", ready),
             Route("/api/memories/{memory_id:int}", edit, methods=["POST"]),
             Route("/api/memories/{memory_id:int}", delete, methods=["DELETE"]),
             Route("/api/memories/{memory_id:int}/pin", pin, methods=["POST"])]
@@ -222,3 +236,10 @@ def _refused(message: str, status: int) -> JSONResponse:
 def _zone(doc):
     """The memory's own clock (a plan's deadline reads in it, as on the atoms page)."""
     return doc.fields.original_time.tzinfo if doc is not None and doc.fields.original_time else None
+
+
+def _intents(hits) -> list[str]:
+    """The query's intents (recall classifies the query, so every hit carries the same)."""
+    for hit in hits or ():
+        return list(hit.explain.get("parts", {}).get("routes", {}).get("intents") or [])
+    return []

@@ -10,7 +10,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from aokun_panel.render import Page, render
-from shared import health
+from aokun_panel import words
+from aokun_panel.i18n import language_of
 from shared.store.backup import latest_backup
 
 PAGE = Page("/", "Overview")
@@ -36,8 +37,14 @@ def figures(s, config, now: float) -> dict:
                      "heartbeat_age_s": round(now - w.heartbeat_time, 1)} for w in workers],
         "fronts": [{"pid": f.pid, "host": f.hostname, "heartbeat_age_s": round(now - f.heartbeat_time, 1)}
                    for f in s.runtime.live_fronts(alive_since)],
-        "warnings": health.pipeline_warnings(queue, len(workers), newest, now),
+        "newest_heartbeat": newest, "now": now,
     }
+
+
+def with_warnings(data: dict, lang: str) -> dict:
+    """The figures with the pipeline's warnings in the page's language."""
+    return {**data, "warnings": words.pipeline_warnings(lang, data["queue"], len(data["workers"]),
+                                                        data["newest_heartbeat"], data["now"])}
 
 
 def _files(config) -> dict:
@@ -49,11 +56,11 @@ def _files(config) -> dict:
 
 def routes(ctx) -> list[Route]:
     async def page(request: Request):
-        data = await ctx.reader.run(figures, ctx.config, time.time())
+        data = with_warnings(await ctx.reader.run(figures, ctx.config, time.time()), language_of(request))
         return render(ctx, request, "overview.html", PAGE, data=data, files=_files(ctx.config))
 
     async def data(request: Request):
-        data = await ctx.reader.run(figures, ctx.config, time.time())
+        data = with_warnings(await ctx.reader.run(figures, ctx.config, time.time()), language_of(request))
         return JSONResponse({**data, "files": _files(ctx.config)})
 
     return [Route("/", page), Route("/api/overview", data)]

@@ -11,7 +11,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from aokun_panel.render import Page, render
-from shared import health
+from aokun_panel.i18n import language_of
+from aokun_panel.pages.overview import with_warnings
 from shared.errors import AokunError
 from shared.embedders import build_embedder, recorded_models
 
@@ -34,7 +35,7 @@ def queue_view(s, heartbeat_timeout_s: float, now: float) -> dict:
         "fronts": [{"pid": f.pid, "host": f.hostname, "transport": f.kind,
                     "heartbeat_age_s": round(now - f.heartbeat_time, 1)}
                    for f in s.runtime.live_fronts(alive_since)],
-        "warnings": health.pipeline_warnings(figures, len(workers), s.runtime.newest_heartbeat(), now),
+        "newest_heartbeat": s.runtime.newest_heartbeat(), "now": now,
     }
 
 
@@ -54,18 +55,19 @@ def refused(exc: AokunError) -> JSONResponse:
 
 
 def routes(ctx) -> list[Route]:
-    async def view() -> dict:
-        return await ctx.reader.run(queue_view, ctx.config.worker.heartbeat_timeout_s, time.time())
+    async def view(request: Request) -> dict:
+        found = await ctx.reader.run(queue_view, ctx.config.worker.heartbeat_timeout_s, time.time())
+        return with_warnings(found, language_of(request))
 
     async def find_missing() -> dict[str, list[int]]:
         return await ctx.reader.run(
             lambda s: s.consistency.missing_outputs(configured_model(ctx.config, s)))
 
     async def page(request: Request):
-        return render(ctx, request, "queue.html", PAGE, data=await view())
+        return render(ctx, request, "queue.html", PAGE, data=await view(request))
 
     async def data(request: Request):
-        return JSONResponse(await view())
+        return JSONResponse(await view(request))
 
     async def missing(request: Request):
         """The doctor's check for derived rows a done stage should have made (a full scan:

@@ -11,6 +11,8 @@ process (this one too) applies the change through its config watcher (shared/liv
 from __future__ import annotations
 
 import json
+import time
+from functools import partial
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -21,6 +23,7 @@ from aokun_panel.render import Page, render
 from shared.config import SECRET_KEYS
 from aokun_panel.config_file import as_json, config_target, example_settings, save_settings
 from shared.errors import ConfigError
+from aokun_panel.i18n import catalogue, language_of, translate
 
 PAGE = Page("/settings", "Settings")
 
@@ -31,21 +34,27 @@ def running_values(config, sections: dict) -> dict:
             for section, settings in sections.items() for s in settings}
 
 
-def shown(key: str, value) -> str:
+def shown(key: str, value, lang: str = "en") -> str:
     """A value as one line of text in the default / now columns."""
     if key in SECRET_KEYS:
-        return "set" if value else "not set"
+        return translate(lang, "settings.set" if value else "settings.not_set")
     if isinstance(value, list):
-        return ", ".join(value) if value else "(none)"
+        return ", ".join(value) if value else translate(lang, "settings.none")
     if isinstance(value, bool):
-        return "on" if value else "off"
-    return "(empty)" if value == "" else str(value)
+        return translate(lang, "settings.on" if value else "settings.off")
+    return translate(lang, "settings.empty") if value == "" else str(value)
 
 
-def waiting(live) -> dict:
+def waiting(live, lang: str = "en") -> dict:
     """{section.key: text of the saved value} for keys the file changed that this process
     applies only after a restart."""
-    return {key: shown(key, as_json(new)) for key, (_, new) in live.pending_restart.items()}
+    return {key: shown(key, as_json(new), lang) for key, (_, new) in live.pending_restart.items()}
+
+
+def running_fronts(s, alive_since: float) -> list[dict]:
+    """The fronts alive on this store, with the transport each serves: the panel runs no front,
+    so what server.* says in its config is only the file's value; this is what runs."""
+    return [{"pid": f.pid, "transport": f.kind} for f in s.runtime.live_fronts(alive_since)]
 
 
 def routes(ctx) -> list[Route]:
@@ -55,38 +64,47 @@ def routes(ctx) -> list[Route]:
 
     async def page(request: Request):
         config = ctx.config
+        lang = language_of(request)
+        fronts = await ctx.reader.run(running_fronts, time.time() - config.worker.heartbeat_timeout_s)
         target = config_target(config)
         try:
             sections = await described()
         except ConfigError as exc:
             return render(ctx, request, "settings.html", PAGE, status_code=500, problem=str(exc),
                           sections={}, target=str(target), exists=target.is_file())
-        return render(ctx, request, "settings.html", PAGE, sections=sections,
-                      values=running_values(config, sections), shown=shown, secrets=SECRET_KEYS,
-                      waiting=waiting(ctx.live), target=str(target), exists=target.is_file())
+        return render(ctx, request, "settings.html", PAGE, sections=sections, fronts=fronts,
+                      values=running_values(config, sections), shown=partial(shown, lang=lang),
+                      secrets=SECRET_KEYS, waiting=waiting(ctx.live, lang), target=str(target),
+                      exists=target.is_file(), description=partial(described_in, lang))
 
     async def current(request: Request):
+        lang = language_of(request)
         values = running_values(ctx.config, await described())
-        return JSONResponse({"values": values, "shown": {k: shown(k, v) for k, v in values.items()},
-                             "waiting": waiting(ctx.live)})
+        return JSONResponse({"values": values, "shown": {k: shown(k, v, lang) for k, v in values.items()},
+                             "waiting": waiting(ctx.live, lang)})
 
     async def save(request: Request):
         try:
             changes = json.loads(await request.body())
         except ValueError:
-            return JSONResponse({"error": 'send the changed settings as JSON {"section.key": value}'},
-                                status_code=400)
+            return JSONResponse({"error": translate(language_of(request), "settings.send_json")}, status_code=400)
         target = config_target(ctx.config)
         try:
             receipt = await run_in_threadpool(save_settings, target, changes)
         except ConfigError as exc:  # the loader's message; nothing was written
             return JSONResponse({"error": str(exc)}, status_code=400)
         except OSError as exc:
-            return JSONResponse({"error": f"cannot write {target}: {exc.strerror or exc}; the file is unchanged"},
-                                status_code=500)
+            return JSONResponse({"error": translate(language_of(request), "settings.cannot_write", file=target,
+                                                    why=exc.strerror or exc)}, status_code=500)
         return JSONResponse({"file": str(receipt.path), "created": receipt.created,
                              "backup": str(receipt.backup) if receipt.backup else None,
                              "saved": list(receipt.saved), "live": receipt.live, "restart": receipt.restart})
 
     return [Route("/settings", page), Route("/api/settings", current),
             Route("/api/settings", save, methods=["POST"])]
+
+
+def described_in(lang: str, key: str, english: str) -> str:
+    """A setting's description: config.example.yaml's comment (English), or its translation
+    (i18n/<lang>.yaml, under `setting.<key>`) when there is one."""
+    return catalogue(lang).get(f"setting.{key}", english) if lang != "en" else english

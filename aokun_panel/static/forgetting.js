@@ -33,34 +33,36 @@
   function drawDecay(d) {
     plot("importance", document.getElementById("decay-chart"), {
       scales: {x: {time: false}, y: {range: [0, 1]}},
-      axes: [{label: "days from now"}, {label: "importance"}],
+      axes: [{label: aokun.t("forgetting.days_from_now")}, {label: aokun.t("forgetting.importance")}],
       series: [
-        {label: "day"},
-        {label: "with these settings", stroke: "#3559e0", width: 2.5, value: (u, v) => fixed(v)},
-        {label: "with the current config", stroke: "#98a2b3", width: 2, dash: [6, 4], value: (u, v) => fixed(v)},
-        {label: "archive threshold", stroke: "#b42318", width: 1, dash: [2, 4], points: {show: false}},
+        {label: aokun.t("forgetting.day")},
+        {label: aokun.t("forgetting.tried"), stroke: "#3559e0", width: 2.5, value: (u, v) => fixed(v)},
+        {label: aokun.t("forgetting.current"), stroke: "#98a2b3", width: 2, dash: [6, 4], value: (u, v) => fixed(v)},
+        {label: aokun.t("forgetting.threshold"), stroke: "#b42318", width: 1, dash: [2, 4], points: {show: false}},
       ],
     }, [d.days, d.tried, d.current, d.days.map(() => d.threshold)]);
     const last = d.tried.length - 1;
-    let text = `After ${last} days: importance ${fixed(d.tried[last])} (with the current config ${fixed(d.current[last])}).`;
-    text += d.below_threshold_day === null
-      ? ` It stays above the archive threshold ${d.threshold}.`
-      : ` It falls below the archive threshold ${d.threshold} on day ${d.below_threshold_day}.`;
+    let text = aokun.t("forgetting.after", {days: last, value: fixed(d.tried[last]), current: fixed(d.current[last])});
+    text += " " + (d.below_threshold_day === null
+      ? aokun.t("forgetting.stays_above", {threshold: d.threshold})
+      : aokun.t("forgetting.falls_below", {threshold: d.threshold, day: d.below_threshold_day}));
     document.getElementById("decay-summary").textContent = text;
   }
 
   function drawAtoms(d) {
+    // A step curve (a plan's) is drawn wider: it shares the top edge with every curve until it drops.
     const types = Object.keys(d.types);
     plot("atoms", document.getElementById("atom-chart"), {
       scales: {x: {time: false}, y: {range: [0, 1.05]}},
-      axes: [{label: "days since the atom was stored or last reinforced"}, {label: "time factor"}],
-      series: [{label: "day"}, ...types.map(t => ({label: t, stroke: TYPE_COLOURS[t] || "#444", width: 2,
-                                                   value: (u, v) => fixed(v)}))],
+      axes: [{label: aokun.t("forgetting.atom_days")}, {label: aokun.t("forgetting.time_factor")}],
+      series: [{label: aokun.t("forgetting.day")}, ...types.map(t => ({label: aokun.t(`type.${t}`), stroke: TYPE_COLOURS[t] || "#444",
+                                                   width: d.types[t].curve === "step" ? 3 : 2, value: (u, v) => fixed(v)}))],
     }, [d.days, ...types.map(t => d.types[t].factors)]);
     const rows = types.map(t => {
       const a = d.types[t];
-      const cells = [t, a.curve, `${fixed(a.base_days, 1)} d`, `${fixed(a.ttl_days, 1)} d`, `day ${fixed(a.ttl_days, 1)}`,
-                     `day ${fixed(a.forgotten_day, 1)}`, `day ${fixed(a.purged_day, 1)}`];
+      const days = v => aokun.t("forgetting.n_days", {n: fixed(v, 1)}), on = v => aokun.t("forgetting.on_day", {n: fixed(v, 1)});
+      const cells = [aokun.t(`type.${t}`), aokun.t(`forgetting.curve_${a.curve}`), days(a.base_days), days(a.ttl_days),
+                     on(a.ttl_days), on(a.forgotten_day), on(a.purged_day)];
       const tr = document.createElement("tr");
       cells.forEach((c, i) => {
         const td = document.createElement("td");

@@ -104,9 +104,9 @@
       const cell = document.getElementById(`count-${type}`);
       if (cell) cell.textContent = `(${count})`;
     }
-    if (!d.total) return `No graph for persona “${d.persona || "(no persona)"}” yet: the worker builds it from stored memories.`;
-    if (d.capped) return `Showing the ${d.shown.toLocaleString()} most connected of ${d.total.toLocaleString()} nodes (raise “at most” to see more, up to 5,000).`;
-    return `All ${d.total.toLocaleString()} nodes.`;
+    if (!d.total) return aokun.t("graph.empty", {persona: d.persona || aokun.t("graph.no_persona")});
+    if (d.capped) return aokun.t("graph.capped", {shown: d.shown.toLocaleString(), total: d.total.toLocaleString()});
+    return aokun.t("graph.all", {total: d.total.toLocaleString()});
   }
 
   async function draw() {
@@ -116,7 +116,7 @@
     const large = data.nodes.length > 1000;
     const started = performance.now();
     const drawing = elements(data);
-    await layout(drawing, part => { status.textContent = `laying out ${data.nodes.length} nodes… ${Math.round(part * 100)}%`; });
+    await layout(drawing, part => { status.textContent = aokun.t("graph.laying_out", {n: data.nodes.length, pct: Math.round(part * 100)}); });
     const cy = cytoscape({
       container: document.getElementById("graph-canvas"), elements: drawing, style: style(large),
       layout: {name: "preset", fit: true, padding: 30}, minZoom: 0.05, maxZoom: 4,
@@ -126,7 +126,7 @@
     window.aokunGraph.cy = cy;
     await new Promise(requestAnimationFrame);  // the first frame drawn
     const ms = Math.round(performance.now() - started);
-    status.textContent = `${data.nodes.length} nodes · ${data.edges.length} edges · drawn in ${ms} ms`;
+    status.textContent = aokun.t("graph.drawn", {nodes: data.nodes.length, edges: data.edges.length, ms});
     cy.on("tap", "node", evt => select(evt.target));
     cy.on("tap", evt => { if (evt.target === cy) clear(); });
     cy.on("mouseover", "node", evt => evt.target.addClass("hover"));
@@ -169,14 +169,14 @@
   const memoryLink = id => el("a", {href: `/memories/${id}`}, `#${id}`);
 
   function refs(ids) {
-    const span = el("span", {className: "refs"}, "from ");
+    const span = el("span", {className: "refs"}, aokun.t("graph.from"));
     ids.slice(0, 6).forEach((id, i) => { if (i) span.append(", "); span.append(memoryLink(id)); });
-    if (ids.length > 6) span.append(` and ${ids.length - 6} more`);
+    if (ids.length > 6) span.append(aokun.t("graph.and_more", {n: ids.length - 6}));
     return span;
   }
 
   async function openNode(id) {
-    panel.replaceChildren(el("p", {className: "muted"}, "loading…"));
+    panel.replaceChildren(el("p", {className: "muted"}, aokun.t("loading")));
     let d;
     try {
       d = await aokun.get(`/api/graph/node/${id}`);
@@ -185,35 +185,39 @@
       return;
     }
     const n = d.node;
-    const parts = [el("h2", {}, el("span", {className: `kind ${n.type}`}, n.type), " ", n.value)];
-    if (n.self) parts.push(el("p", {className: "muted self-note"}, "The user: what they said of themselves (I, my, 我, the persona's own name), one node for the persona."));
-    if (n.forms.length > 1) parts.push(el("p", {className: "muted"}, `written as: ${n.forms.join(", ")}`));
+    const kind = type => aokun.t(`node.${type}`);
+    const memories = count => aokun.t(count === 1 ? "graph.memory" : "graph.memories", {n: count});
+    const parts = [el("h2", {}, el("span", {className: `kind ${n.type}`}, kind(n.type)), " ", n.value)];
+    if (n.self) parts.push(el("p", {className: "muted self-note"}, aokun.t("graph.self_note")));
+    if (n.forms.length > 1) parts.push(el("p", {className: "muted"}, aokun.t("graph.written_as", {forms: n.forms.join(", ")})));
     if (d.relations.length) {
       // "wife: 王芳" reads "王芳 is this node's wife", whichever way the edge was stored.
-      parts.push(el("h3", {}, `Relations (${d.relations.length})`));
+      parts.push(el("h3", {}, aokun.t("graph.relations", {n: d.relations.length})));
       parts.push(el("ul", {id: "node-relations"}, ...d.relations.map(r => el("li", {},
         el("span", {className: "relation"}, `${r.relation}: `),
         el("span", {className: "related-node", onclick: () => selectById(r.id)}, r.label), " ",
-        el("span", {className: `kind ${r.type}`}, r.type),
-        el("span", {className: "refs"}, ` · ${r.memories} memor${r.memories === 1 ? "y" : "ies"}`)))));
+        el("span", {className: `kind ${r.type}`}, kind(r.type)),
+        el("span", {className: "refs"}, ` · ${memories(r.memories)}`)))));
     }
-    parts.push(el("h3", {}, n.type === "fact" ? "The fact" : `Facts (${d.facts.length})`));
+    parts.push(el("h3", {}, n.type === "fact" ? aokun.t("graph.the_fact") : aokun.t("graph.facts", {n: d.facts.length})));
     parts.push(el("ul", {id: "node-facts"}, ...d.facts.map(f => el("li", {className: "fact"}, f.text, el("br"), refs(f.memory_ids)))));
     if (d.entries.length) {
-      parts.push(el("h3", {}, "Searchable entries"));
+      parts.push(el("h3", {}, aokun.t("graph.entries")));
       parts.push(el("ul", {}, ...d.entries.map(e => el("li", {}, e.text, el("br"), refs([e.memory_id])))));
     }
     if (d.related.length) {
-      parts.push(el("h3", {}, `Linked to (${d.related.length})`));
+      parts.push(el("h3", {}, aokun.t("graph.linked", {n: d.related.length})));
       parts.push(el("ul", {id: "node-related"}, ...d.related.map(r => {
         const name = el("span", {className: "related-node", onclick: () => selectById(r.id)}, r.label);
-        return el("li", {}, el("span", {className: `kind ${r.type}`}, r.type), " ", name,
-                  el("span", {className: "refs"}, ` · ${r.edge.replaceAll("_", " ")} · ${r.memories} memor${r.memories === 1 ? "y" : "ies"}`));
+        return el("li", {}, el("span", {className: `kind ${r.type}`}, kind(r.type)), " ", name,
+                  el("span", {className: "refs"}, ` · ${aokun.t(`edge.${r.edge}`)} · ${memories(r.memories)}`));
       })));
     }
-    const count = d.memories_total > d.memories.length ? `${d.memories.length} of ${d.memories_total}` : d.memories.length;
-    parts.push(el("h3", {}, `Source memories (${count})`));
-    parts.push(el("ul", {id: "node-memories"}, ...d.memories.map(m => el("li", {}, memoryLink(m.id), m.archived ? " (archived) " : " ", m.text))));
+    const count = d.memories_total > d.memories.length
+      ? aokun.t("graph.of", {shown: d.memories.length, total: d.memories_total}) : d.memories.length;
+    parts.push(el("h3", {}, aokun.t("graph.sources", {n: count})));
+    parts.push(el("ul", {id: "node-memories"}, ...d.memories.map(m => el("li", {}, memoryLink(m.id),
+      m.archived ? ` (${aokun.t("archived")}) ` : " ", m.text))));
     panel.replaceChildren(...parts);
   }
 
@@ -224,7 +228,7 @@
     if (!wanted || !cy) return;
     const hit = cy.nodes().filter(n => n.data("label").toLowerCase().includes(wanted)).sort((a, b) => b.data("degree") - a.data("degree"))[0];
     if (hit) selectById(hit.data("key"));
-    else status.textContent = `no drawn node matches “${wanted}”`;
+    else status.textContent = aokun.t("graph.no_match", {q: wanted});
   });
 
   window.aokunGraph = {cy: null, select: selectById};

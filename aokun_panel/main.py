@@ -6,8 +6,10 @@ import argparse
 import secrets
 import sys
 
+from shared import __version__
 from shared.config import load_config
 from shared.errors import AokunError
+from shared.logs import configure_logging, uvicorn_log_config
 from shared.serving import bind_listener, describe_start_failure, interrupt_on_stop_signals
 from aokun_panel.app import build_app, build_context
 from shared.live_config import LiveConfig
@@ -16,7 +18,10 @@ DEFAULT_PORT = 8765
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="aokun panel", description="Aokun Memory's local web panel")
+    parser = argparse.ArgumentParser(
+        prog="aokun panel", description="Aokun Memory's local web panel: browse, search and forget "
+                                        "memories, see the pipeline, change settings (127.0.0.1 only).")
+    parser.add_argument("--version", action="version", version=f"aokun {__version__}")
     parser.add_argument("--config", help="config file (default: $AOKUN_CONFIG, else ./config.yaml)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
@@ -25,6 +30,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    configure_logging()
     try:
         return serve(args)
     except (AokunError, OSError) as exc:
@@ -35,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-
     config = load_config(args.config)
+    configure_logging(config.server.log_level)
     # Loopback only, whatever the config says.
     listener = bind_listener("127.0.0.1", args.port, owner="aokun panel", choose="--port")
     port = listener.getsockname()[1]
@@ -49,7 +55,8 @@ def serve(args: argparse.Namespace) -> int:
         import webbrowser
 
         webbrowser.open(url)
-    server = uvicorn.Server(uvicorn.Config(app, log_level=config.server.log_level.lower()))
+    server = uvicorn.Server(uvicorn.Config(app, log_level=config.server.log_level.lower(),
+                                           log_config=uvicorn_log_config()))
     interrupt_on_stop_signals()  # the panel closes its reader on the way out, as the front does
     try:
         server.run(sockets=[listener])

@@ -9,9 +9,11 @@ import os
 import sys
 from pathlib import Path
 
+from shared import __version__
 from shared.assembly import open_services
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
+from shared.logs import configure_logging
 from aokun_worker.service import WorkerService
 from aokun_worker.rebuild import rebuild_index
 
@@ -19,7 +21,10 @@ log = logging.getLogger("aokun.worker")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="aokun-worker", description="Aokun Memory background worker")
+    parser = argparse.ArgumentParser(
+        prog="aokun-worker", description="Aokun Memory's background worker: runs each memory's stages "
+                                         "(embedding, extraction, graph) and the periodic upkeep jobs.")
+    parser.add_argument("--version", action="version", version=f"aokun {__version__}")
     parser.add_argument("--config", help="config file (default: $AOKUN_CONFIG, else ./config.yaml)")
     parser.add_argument("--data-dir", type=Path, help="overrides storage.data_dir")
     parser.add_argument("--autostarted", action="store_true",
@@ -40,12 +45,12 @@ def with_data_dir(config: AppConfig, data_dir: Path | None) -> AppConfig:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_logging("INFO")
     # Idle OpenMP threads must sleep, not spin: the front shares these cores.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         config = with_data_dir(load_config(args.config), args.data_dir)
+        configure_logging(worker_log_level(config))
         if args.rebuild_index:
             return _rebuild_index(config)
 
@@ -54,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"aokun-worker: {exc}", file=sys.stderr)
         return 2
     return service.run()
+
+
+def worker_log_level(config: AppConfig) -> str:
+    """INFO (a worker says what it does: start, upkeep, stop), or DEBUG when the config asks."""
+    return "DEBUG" if config.server.log_level == "DEBUG" else "INFO"
 
 
 def _rebuild_index(config: AppConfig) -> int:

@@ -88,7 +88,9 @@ class LiveConfig:
             applied = {k: v for k, v in changed_keys(self._config, from_file).items()
                        if not needs_restart(k)}
             if applied or pending != self._pending or self._invalid:
-                log.warning(describe_reload(self._watched, applied, pending))
+                # INFO when everything saved applied; WARNING when keys wait for a restart.
+                level = logging.WARNING if pending else logging.INFO
+                log.log(level, describe_reload(self._watched, applied, pending))
             self._pending, self._invalid = pending, False
             if applied:
                 self.replace(with_values(self._config, {k: new for k, (_, new) in applied.items()}))

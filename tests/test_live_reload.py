@@ -122,7 +122,7 @@ def test_restart_keys_keep_their_running_values(tmp_path, caplog, monkeypatch):
     services = Services(live, open_store(live.current.storage), queued=False)
     lifecycle = services.lifecycle
     watcher = live.watch()
-    caplog.set_level(logging.WARNING, logger="aokun.config")
+    caplog.set_level(logging.INFO, logger="aokun.config")
     try:
         rewrite(config, storage={"busy_timeout_ms": 20000}, forgetting={"decay_rate": 0.2},
                 graph={"max_topics": 7}, server={"token": "s3cret-token"})
@@ -143,7 +143,7 @@ def test_a_broken_file_is_one_log_line_and_a_fixed_one_applies(tmp_path, caplog)
     config = write_config(tmp_path, memory={"recall_top_k": 5})
     live = LiveConfig(load_config(config))
     watcher = live.watch()
-    caplog.set_level(logging.WARNING, logger="aokun.config")
+    caplog.set_level(logging.INFO, logger="aokun.config")
     try:
         config.write_text("memory:\n  recall_top_k: [5\n", encoding="utf-8")
         wait_for(lambda: [r for r in caplog.records if "not applied" in r.getMessage()], 5,

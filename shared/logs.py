@@ -1,0 +1,92 @@
+"""One logging setup for every process (front, worker, panel, admin CLI).
+
+Every line on stderr reads `<time> <logger> <LEVEL> <message>`, whichever process wrote it and
+whether it came from Aokun, uvicorn or a library. Libraries are held at WARNING unless the
+level asked for is DEBUG: faiss's loader reports each optional AVX build it does not find as
+a `ModuleNotFoundError` at INFO, and Huey logs every task twice and says "Periodic tasks are
+disabled." (Aokun runs its own periodic jobs: aokun_worker/periodic.py). Of Huey's consumer
+only the lines about its start and its stop (graceful or not) are kept. A config reload is
+news in every process, so `aokun.config` logs at INFO even when the rest is at WARNING.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+# Libraries whose INFO lines are noise to an Aokun user: shown from WARNING up, unless DEBUG.
+QUIET_LIBRARIES = ("faiss", "faiss.loader", "huey", "huey.api", "huey.consumer.Scheduler", "httpx",
+                   "httpcore", "httpx2", "httpcore2", "watchfiles", "watchfiles.main", "urllib3", "asyncio", "mcp",
+                   "sse_starlette")
+# Aokun's own loggers that speak at INFO whatever the process's level (up to WARNING).
+ALWAYS_INFO = ("aokun.config",)
+
+_HANDLER_NAME = "aokun"
+# What Huey's consumer says that a worker's reader needs: it consumes, a signal came, how it
+# stops. Its list of tasks, "Periodic tasks are disabled." and the like are left out.
+HUEY_CONSUMER_KEPT = ("Huey consumer started", "Received ", "Shutting down", "All workers have stopped")
+
+
+class HueyConsumerLines(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or str(record.msg).startswith(HUEY_CONSUMER_KEPT)
+
+
+def configure_logging(level: str | int = "WARNING", stream=None) -> None:
+    """Log to stderr (or `stream`) in FORMAT at `level`; calling again replaces the setup.
+
+    Must run before anything configures logging its own way: the MCP SDK's basicConfig
+    (with its rich handler) does nothing once the root logger has our handler."""
+    level = _level(level)
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if handler.get_name() == _HANDLER_NAME:
+            root.removeHandler(handler)
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler.set_name(_HANDLER_NAME)
+    handler.setFormatter(logging.Formatter(FORMAT))
+    root.addHandler(handler)
+    root.setLevel(level)
+    library_level = level if level <= logging.DEBUG else max(level, logging.WARNING)
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(library_level)
+    for name in ALWAYS_INFO:
+        logging.getLogger(name).setLevel(min(level, logging.INFO))
+    consumer = logging.getLogger("huey.consumer")
+    consumer.setLevel(level)  # not the "huey" level: its kept lines show at the process's level
+    for old in [f for f in consumer.filters if isinstance(f, HueyConsumerLines)]:
+        consumer.removeFilter(old)
+    if level > logging.DEBUG:
+        consumer.addFilter(HueyConsumerLines())
+
+
+def _level(level: str | int) -> int:
+    if isinstance(level, int):
+        return level
+    name = level.upper()
+    if name not in LEVELS:
+        raise ValueError(f"log level must be one of {', '.join(LEVELS)}; got {level!r}")
+    return getattr(logging, name)
+
+
+def uvicorn_log_config() -> dict:
+    """A uvicorn `log_config` that leaves its loggers' lines to our root handler."""
+    return {"version": 1, "disable_existing_loggers": False,
+            "loggers": {name: {"handlers": [], "propagate": True}
+                        for name in ("uvicorn", "uvicorn.error", "uvicorn.access")}}
+
+
+def route_uvicorn_logs() -> None:
+    """Make uvicorn's default log_config ours, for a server built where none is passed.
+
+    uvicorn.Config() applies uvicorn.config.LOGGING_CONFIG (its own handlers and "INFO:     "
+    format) unless given log_config; the front's aokun_server/http.py passes none, so the
+    default itself is replaced (the panel passes uvicorn_log_config())."""
+    import uvicorn.config
+
+    defaults = uvicorn.config.LOGGING_CONFIG
+    defaults.clear()
+    defaults.update(uvicorn_log_config())

@@ -5,16 +5,22 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from aokun_server import http
+from shared import __version__
 from aokun_server.app import build_front
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
+from shared.logs import configure_logging, route_uvicorn_logs
 from shared.serving import bind_listener, describe_start_failure, interrupt_on_stop_signals
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="aokun-server", description="Aokun Memory MCP server")
+    parser = argparse.ArgumentParser(
+        prog="aokun-server", description="Aokun Memory's MCP server (the front): over stdio, started by "
+                                         "an MCP host, or over streamable HTTP with --transport http.")
+    parser.add_argument("--version", action="version", version=f"aokun {__version__}")
     parser.add_argument("--config", help="config file (default: $AOKUN_CONFIG, else ./config.yaml)")
     parser.add_argument("--transport", choices=("stdio", "http"), help="overrides server.transport")
     parser.add_argument("--host", help="HTTP bind address (overrides server.host)")
@@ -24,6 +30,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    configure_logging()  # before the MCP SDK would set up its own (server.log_level once read)
     # One OpenMP thread for the query embedder (its count is fixed when the engine first
     # loads), sleeping when idle: measured 50 ms per query instead of 1.4 s on a busy 2-core box.
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -38,9 +45,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve(args: argparse.Namespace) -> int:
     config = load_config(args.config)
+    configure_logging(config.server.log_level)
     transport = args.transport or config.server.transport
     if transport == "http":
         return serve_http(config, args.host or config.server.host, args.port or config.server.port)
+    if sys.stdin.isatty():
+        # A host never gives a terminal as stdin: a person typed the command. Say what this is
+        # and leave, before anything starts (no store opened, no worker autostarted).
+        print(terminal_help(config), file=sys.stderr)
+        return 0
     front = start_front(config, "stdio")
     try:
         front.server.run("stdio")
@@ -51,9 +64,30 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def terminal_help(config: AppConfig) -> str:
+    """What `aokun-server` says when started by hand on a terminal for stdio."""
+    config_file = str(config.source) if config.source is not None else "FILE"
+    bin_dir = Path(sys.executable).absolute().parent
+    scripts = [p for p in (bin_dir / "aokun-server", bin_dir / "aokun-server.exe") if p.is_file()]
+    command = str(scripts[0]) if scripts else f"{sys.executable} -m aokun_server.main"
+    return (
+        "aokun-server: Aokun Memory's MCP server speaks JSON-RPC over stdin/stdout to an MCP host\n"
+        "(Claude Code, Claude Desktop, ...), which starts it; typed in a terminal it has no host to\n"
+        "talk to, so it exits without starting anything.\n"
+        "  connect a host:   aokun mcp-config   (the block to paste, and the `claude mcp add` line)\n"
+        "  try it yourself:  aokun run          (the front over HTTP, a worker and the web panel)\n"
+        "  or the MCP Inspector, which keeps --config for itself, with the file in AOKUN_CONFIG:\n"
+        f"    npx @modelcontextprotocol/inspector --cli -e AOKUN_CONFIG={config_file} "
+        f"{command} --method tools/list\n"
+        "  serve HTTP here:  aokun-server --transport http"
+        + ("" if config.source is not None else
+           "\n  no config file was found: give one with --config FILE or AOKUN_CONFIG=FILE"))
+
+
 def serve_http(config: AppConfig, host: str, port: int) -> int:
     # Bound before the slow start-up: a busy port fails at once, and nothing starts for nothing.
     listener = bind_listener(host, port)
+    route_uvicorn_logs()
     interrupt_on_stop_signals()
     try:
         front = start_front(config, "http")

@@ -17,6 +17,7 @@ from aokun_panel.security import PanelGate, csrf_token
 from aokun_panel.timing import ServerTiming
 from shared.assembly import open_services
 from shared.live_config import LiveConfig, apply_log_level
+from shared.store.documents import unmarked
 
 HERE = Path(__file__).resolve().parent
 
@@ -25,6 +26,9 @@ def build_context(live: LiveConfig, token: str) -> PanelContext:
     services = open_services(live)
     live.subscribe(lambda old, new: apply_log_level(new.server.log_level))
     templates = Jinja2Templates(directory=str(HERE / "templates"))
+    # A memory's text without its "[2024-05-08 21:56]" marker: that is the time on its own
+    # clock, and the pages show every time in the one chosen zone instead.
+    templates.env.filters["unmarked"] = unmarked
     return PanelContext(services=services, reader=Reader(services.store), templates=templates,
                         csrf=csrf_token(token), nav=[module.PAGE for module in PAGES])
 

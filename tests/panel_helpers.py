@@ -74,8 +74,10 @@ def panel_process(config: Path, env: dict | None = None):
 
 
 @contextmanager
-def chromium_page():
-    """A fresh headless Chromium page (skips the test when no Chromium is installed)."""
+def chromium_page(locale: str | None = None, timezone_id: str | None = None):
+    """A fresh headless Chromium page (skips the test when no Chromium is installed). `locale`
+    sets the browser's language (its Accept-Language and navigator.language), `timezone_id`
+    its time zone."""
     executable = find_chromium()
     if executable is None:
         pytest.skip("no Chromium found (apt-get install chromium, or set AOKUN_CHROMIUM): "
@@ -87,7 +89,9 @@ def chromium_page():
             "--no-sandbox", "--disable-gpu", "--disable-background-networking",
             "--disable-component-update", "--disable-sync", "--no-first-run"])
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            options = {"locale": locale, "timezone_id": timezone_id}
+            page = browser.new_page(viewport={"width": 1280, "height": 900},
+                                    **{k: v for k, v in options.items() if v})
             yield page
         finally:
             browser.close()
@@ -107,3 +111,13 @@ def screenshot(page, name: str) -> Path:
     path = folder / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def collect_problems(page) -> list[str]:
+    """A list that fills with what the page reports as wrong: console errors, uncaught
+    exceptions, and responses of 400 or more (a missing favicon, a failed fetch)."""
+    found: list[str] = []
+    page.on("console", lambda m: found.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: found.append(f"pageerror: {e}"))
+    page.on("response", lambda r: found.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+    return found

@@ -85,6 +85,17 @@ def friends_graph(tmp_path):
     yield from built(tmp_path, {"friends": FRIENDS})
 
 
+def test_the_page_opens_on_the_persona_with_the_most_memories(built_graph):
+    """Not the first by name ("bees" has one memory, "journal" several)."""
+    config, url, token = built_graph
+    assert db_rows(config, "SELECT persona_id, COUNT(*) > 1 FROM documents GROUP BY 1 ORDER BY 1") == [
+        ("bees", 0), ("journal", 1)]
+    with chromium_page() as page:
+        page.goto(f"{url}/graph?token={token}")
+        assert page.locator("#persona").input_value() == "journal"
+        drawn(page)
+
+
 def click_node(page, label: str) -> None:
     """A real mouse click where the library drew the node with this label."""
     x, y = page.evaluate("""label => { const cy = aokunGraph.cy;

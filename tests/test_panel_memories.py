@@ -94,7 +94,23 @@ def test_search_finds_a_seeded_memory_with_channel_bars(panel):
     url, token, _, ids = panel
     with chromium_page() as page:
         page.goto(f"{url}/?token={token}")
+        if not httpx.get(f"{url}/api/search/ready", cookies={"aokun_panel": token}).json()["ready"]:
+            # Before the first search the page says, on submit, that the model is loading. The
+            # submission itself is held back here (a listener after the page's own), so the
+            # message is seen however fast the machine answers.
+            page.goto(f"{url}/memories")
+            page.evaluate("document.getElementById('filters').addEventListener('submit', e => e.preventDefault())")
+            page.fill("input[name=q]", "grey cat")
+            page.click("button[type=submit]")
+            assert page.locator("#searching").is_visible()
+            assert "loads the embedding model" in page.locator("#searching").inner_text()
         assert search(page, url, "grey cat Mochi")[0] == ids["cat"]
+        assert httpx.get(f"{url}/api/search/ready", cookies={"aokun_panel": token}).json() == {"ready": True}
+        assert page.locator("#intents").count() == 0  # no cue in the query, no intent to show
+        # A query's intent ("what is" is a factual cue) once above the results, not on each hit.
+        assert len(search(page, url, "what is the grey cat called")) > 1
+        assert page.locator("#intents").inner_text() == "The query's intent: factual"
+        assert "intent" not in page.locator("#hits").inner_text()
         hit = page.locator(f"#hits .hit[data-id='{ids['cat']}']")
         assert bar_width(hit.locator(".channel-bar[data-channel=bm25]")) > 0
         assert bar_width(hit.locator(".channel-bar[data-channel=vector]")) > 0

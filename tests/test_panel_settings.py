@@ -182,6 +182,22 @@ def panel(tmp_path):
         yield path, url, token
 
 
+def test_saving_keeps_only_the_last_five_backups(tmp_path):
+    path = user_copy(tmp_path)
+    stamps = [datetime(2026, 12, 1, 15, 30, 0), *(datetime(2026, 12, 1, 15, 30, 0) for _ in range(3)),
+              *(datetime(2026, 12, 2, 9, minute, 0) for minute in range(4))]
+    made = [save_settings(path, {"memory.recall_top_k": 2 + i % 2}, now=stamp).backup
+            for i, stamp in enumerate(stamps)]
+    kept = sorted(p.name for p in tmp_path.glob("config.yaml.*.bak"))
+    # Newest by the time in the name (copies within one second are -2, -3...).
+    assert kept == sorted(p.name for p in made[-5:]), kept
+    assert "config.yaml.2026-12-01T15-30-00-4.bak" in kept and "config.yaml.2026-12-01T15-30-00-3.bak" not in kept
+    other = tmp_path / "config.yaml.notes.bak"  # not a copy the panel made: left alone
+    other.write_text("mine", encoding="utf-8")
+    save_settings(path, {"memory.recall_top_k": 7}, now=datetime(2026, 12, 3))
+    assert other.exists() and len(list(tmp_path.glob("config.yaml.2026-*.bak"))) == 5
+
+
 def field(page, key: str):
     return page.locator(f'.field[data-key="{key}"]')
 
@@ -211,8 +227,14 @@ def test_the_page_saves_recall_top_k_with_the_comments_kept(panel):
         assert page.locator("table.settings tr.setting").count() == sum(
             len(s) for s in example_settings().values())
         assert page.locator("#save").is_disabled()
+        opacity = 'Number(getComputedStyle(document.getElementById("save")).opacity)'
+        assert page.evaluate(opacity) < 0.6  # a disabled Save looks disabled
+        # The panel runs no front: server.transport says what runs (nothing here) and the file's value.
+        assert page.locator("#transport-now").inner_text() == "no front running"
+        assert "in the config file: stdio" in page.locator('tr[data-key="server.transport"]').inner_text()
 
         field(page, "memory.recall_top_k").locator("input").fill("3")
+        assert page.evaluate(opacity) == 1
         assert page.locator("#changed-count").inner_text() == "1 changed"
         shown = save_and_wait(page, "ok")
         assert "Saved 1 setting(s)" in shown and "Applies live: memory.recall_top_k." in shown
@@ -241,6 +263,10 @@ def test_the_page_shows_the_loaders_refusal_and_writes_nothing(panel):
         shown = save_and_wait(page, "error")
         assert "memory.recall_top_k must be >= 1, got 0" in shown
         assert page.locator('tr[data-key="memory.recall_top_k"].invalid').count() == 1
+        # The reason is on the refused row too, not only at the top of a long page.
+        beside = page.locator('tr[data-key="memory.recall_top_k"] .row-error')
+        assert "memory.recall_top_k must be >= 1, got 0" in beside.inner_text()
+        assert page.locator(".row-error").count() == 1
         assert path.read_bytes() == before
         top_k.fill("20")
         shown = save_and_wait(page, "error")
@@ -284,6 +310,8 @@ def test_a_setting_saved_in_the_browser_reaches_a_running_front_without_a_restar
         assert len(front.ok("recall", {"query": "garden roses", "min_score": 0})["results"]) == 5
         with chromium_page() as page:
             page.goto(f"{url}/settings?token={token}")
+            # What runs, from the fronts' heartbeats: this stdio front, by its pid.
+            assert "stdio (front pid " in page.locator("#transport-now").inner_text()
             field(page, "memory.recall_top_k").locator("input").fill("3")
             save_and_wait(page, "ok")
         wait_for(lambda: len(front.ok("recall", {"query": "garden roses", "min_score": 0})["results"]) == 3,

@@ -124,3 +124,20 @@ def test_times_of_every_clock_show_in_the_one_zone():
     assert zones.parse("Asia/Shanghai").when(new_york) == "2024-05-08 21:56"
     assert utc.when(datetime(2024, 5, 8, 13, 56)) == "2024-05-08 13:56"  # naive: taken as UTC
     assert zones.zone_of(beijing) == "+08:00" and zones.zone_of(datetime(2024, 1, 1)) is None
+
+
+def test_every_setting_is_described_in_chinese_too():
+    from aokun_panel.config_file import example_settings
+    from aokun_panel.pages.settings import described_in, setting_descriptions
+
+    sections = example_settings()
+    wanted = {s.key for settings in sections.values() for s in settings}
+    wanted |= {f"note.{s.key}" for settings in sections.values() for s in settings if s.note}
+    assert set(setting_descriptions("zh")) == wanted
+    assert all(HAN.search(text) or "|" in text for text in setting_descriptions("zh").values())
+    top_k = described_in("zh", "memory.recall_top_k", "results when recall is called without k")
+    assert top_k == "调用 recall 时未指定 k 返回的结果数"
+    assert described_in("en", "memory.recall_top_k", "english") == "english"
+
+
+HAN = re.compile(r"[\u4e00-\u9fff]")

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import time
-from functools import partial
+from functools import lru_cache, partial
+
+import yaml
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -23,7 +25,7 @@ from aokun_panel.render import Page, render
 from shared.config import SECRET_KEYS
 from aokun_panel.config_file import as_json, config_target, example_settings, save_settings
 from shared.errors import ConfigError
-from aokun_panel.i18n import catalogue, language_of, translate
+from aokun_panel.i18n import HERE as I18N_DIR, language_of, translate
 
 PAGE = Page("/settings", "Settings")
 
@@ -105,6 +107,16 @@ def routes(ctx) -> list[Route]:
 
 
 def described_in(lang: str, key: str, english: str) -> str:
-    """A setting's description: config.example.yaml's comment (English), or its translation
-    (i18n/<lang>.yaml, under `setting.<key>`) when there is one."""
-    return catalogue(lang).get(f"setting.{key}", english) if lang != "en" else english
+    """A setting's description (or, as `note.<key>`, the heading above it): the comment in
+    config.example.yaml (English), or its translation in i18n/settings.<lang>.yaml."""
+    return setting_descriptions(lang).get(key, english) if lang != "en" else english
+
+
+@lru_cache(maxsize=None)
+def setting_descriptions(lang: str) -> dict[str, str]:
+    """{section.key or note.section.key: description} in `lang` ({} when there is no file)."""
+    path = I18N_DIR / f"settings.{lang}.yaml"
+    if not path.is_file():
+        return {}
+    with open(path, encoding="utf-8") as handle:
+        return {str(k): str(v) for k, v in (yaml.safe_load(handle) or {}).items()}

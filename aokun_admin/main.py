@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 
 from aokun_admin import hook, run_all
+from aokun_admin.cli import (NEEDS_CONFIG_FILE, add_version, described_subcommands,
+                             maintenance_epilog, require_config_file)
 from aokun_admin.health import cmd_doctor, cmd_status, cmd_stop, embedder_space
 from aokun_admin.ingest import cmd_ingest, ingest_parser
 from aokun_admin.mcp_config import add_parser as mcp_config_parser, cmd_mcp_config
@@ -18,6 +20,7 @@ from shared.assembly import Services, open_services
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
 from shared.lifecycle import ACTIONS, run_action
+from shared.logs import configure_logging
 from shared.store.backup import restore
 from shared.store.schema import open_store
 
@@ -34,8 +37,10 @@ def _with_config(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _with_config(argparse.ArgumentParser(prog="aokun", description="Aokun Memory admin"))
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = add_version(_with_config(argparse.ArgumentParser(
+        prog="aokun", description="Aokun Memory's admin command line: run the processes, inspect, "
+                                  "repair, back up and move a store. `aokun COMMAND --help` for one.")))
+    commands = described_subcommands(parser, dest="command", required=True, metavar="COMMAND")
     _with_config(commands.add_parser("config", help="print the effective configuration"))
     _with_config(commands.add_parser("stats", help="print memory and table counts as JSON"))
     _with_config(commands.add_parser("doctor", help="check consistency; exit 0 only when consistent"))
@@ -47,8 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("--apply", action="store_true", help="retry what was found")
     _with_config(commands.add_parser(
         "rebuild-index", help="re-embed every memory with the configured embedder"))
-    maintenance = _with_config(commands.add_parser("maintenance", help="run upkeep now and report it"))
-    maintenance.add_argument("action", choices=ACTIONS)
+    maintenance = _with_config(commands.add_parser(
+        "maintenance", help="run one upkeep job now (what the worker runs periodically) and report it",
+        epilog=maintenance_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter))
+    maintenance.add_argument("action", choices=ACTIONS, metavar="ACTION",
+                             help=f"one of {', '.join(ACTIONS)} (below)")
     _with_config(commands.add_parser("backup", help="write an online backup; prints its path last"))
     panel = _with_config(commands.add_parser("panel", help="the local web panel (prints its URL with a token)"))
     panel.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765)")
@@ -209,8 +217,12 @@ def main(argv: list[str] | None = None) -> int:
     if (hook_argv := hook.hook_args(argv)) is not None:
         return hook.main(hook_argv)  # its own parsing and config: a hook never fails its host
     args = build_parser().parse_args(argv)
+    configure_logging("WARNING")
     try:
-        admin = Admin(load_config(getattr(args, "config", None)))
+        config = load_config(getattr(args, "config", None))
+        if args.command in NEEDS_CONFIG_FILE:
+            require_config_file(config)
+        admin = Admin(config)
     except AokunError as exc:
         print(f"aokun {args.command}: {exc}", file=sys.stderr)
         return 2

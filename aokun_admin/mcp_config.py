@@ -18,8 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from shared.config import TOKEN_ENV, AppConfig
-from shared.errors import ConfigError
+from aokun_admin.cli import require_config_file
+from shared.config import CONFIG_ENV, TOKEN_ENV, AppConfig
 
 TRANSPORTS = ("stdio", "http")
 # ${VAR} as secret_env and http_entry write it; inside double quotes a POSIX shell expands it.
@@ -55,17 +55,28 @@ def cmd_mcp_config(admin, args) -> int:
 
 def stdio_entry(config: AppConfig, inline: bool) -> tuple[dict, list[str]]:
     """command, args and env that start this install's server over stdio on this config."""
-    if config.source is None:
-        raise ConfigError("no config file found: pass --config FILE (or set AOKUN_CONFIG), so the "
-                          "server a host starts opens the same store")
+    require_config_file(config, "so the server a host starts opens the same store")
     command, args = server_command()
+    source = Path(config.source).resolve()
+    inspector = inspector_line([command, *args], source)
     # --transport stdio: a config whose server.transport is http must still speak stdio here.
-    args += ["--transport", "stdio", "--config", str(Path(config.source).resolve())]
+    args += ["--transport", "stdio", "--config", str(source)]
     names = key_variables(config)
     env = secret_env(names, inline)
     notes = [f"{n} is not set here: the server reads an API key from it, so set it where the host "
              "runs, or put the key in the config file" for n in names if not os.environ.get(n)]
+    notes.append(f"to try it in the MCP Inspector, which keeps --config and --transport for itself, "
+                 f"name the file with -e {CONFIG_ENV}=FILE: {inspector}")
     return {"type": "stdio", "command": command, "args": args, "env": env}, notes
+
+
+def inspector_line(command: list[str], config: Path) -> str:
+    """The MCP Inspector's CLI listing this server's tools (its own --config would swallow
+    ours, so the file goes by $AOKUN_CONFIG; the server speaks stdio unless the file says
+    server.transport: http)."""
+    words = ["npx", "@modelcontextprotocol/inspector", "--cli", "-e", f"{CONFIG_ENV}={config}",
+             *command, "--method", "tools/list"]
+    return subprocess.list2cmdline(words) if os.name == "nt" else shlex.join(words)
 
 
 def server_command() -> tuple[str, list[str]]:

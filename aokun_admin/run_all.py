@@ -14,23 +14,26 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable, TextIO
 
 from shared import platform
-from aokun_admin.mcp_config import http_url
-from aokun_admin.mcp_config import server_command
+from aokun_admin import run_record
+from aokun_admin.mcp_config import http_url, server_command
 
 PANEL_PORT = 8765
 STOP_TIMEOUT_S = 30.0
 POLL_S = 0.1
 NAME_WIDTH = 6
+PANEL_LINE = re.compile(r"aokun panel: (http://127\.0\.0\.1:\d+/\?token=\S+)")
 
 
 def add_parser(commands, with_config: Callable) -> argparse.ArgumentParser:
@@ -50,11 +53,35 @@ def cmd_run(admin, args) -> int:
     or one of them ends. 0 after a requested stop; otherwise the failing child's status."""
     config = admin.config
     source = Path(config.source).resolve() if config.source is not None else None
-    out = _line_stream(sys.stdout)
-    out.write(startup_text(config.server.host, config.server.port, source, args.panel_port))
-    out.flush()
-    supervisor = Supervisor(children(source, args.panel_port), out, args.stop_timeout)
-    return supervisor.run()
+    data_dir = config.storage.data_dir
+    try:  # before anything starts: a second run on this data_dir says where the first one is
+        running = run_record.claim(data_dir, http_url(config.server.host, config.server.port),
+                                   f"http://127.0.0.1:{args.panel_port}/ (its link with the access "
+                                   "token is in that run's output)")
+    except OSError as exc:
+        print(f"aokun run: cannot use {data_dir}: {exc}", file=sys.stderr)
+        return 2
+    if running is not None:
+        print(f"aokun run: {running.describe(data_dir)}", file=sys.stderr)
+        return 1
+    try:
+        out = _line_stream(sys.stdout)
+        out.write(startup_text(config.server.host, config.server.port, source, args.panel_port))
+        out.flush()
+        supervisor = Supervisor(children(source, args.panel_port), out, args.stop_timeout,
+                                on_line=partial(_record_panel_url, data_dir))
+        return supervisor.run()
+    finally:
+        run_record.release(data_dir)
+
+
+def _record_panel_url(data_dir: Path, name: str, line: str) -> None:
+    found = name == "panel" and PANEL_LINE.search(line)
+    if found:
+        try:
+            run_record.update_panel(data_dir, found.group(1))
+        except OSError:
+            pass  # the record keeps the panel's address without its token
 
 
 def children(config: Path | None, panel_port: int) -> list[tuple[str, list[str]]]:
@@ -97,8 +124,10 @@ class Supervisor:
     """Starts children, prefixes their output, and stops them all together."""
 
     def __init__(self, commands: list[tuple[str, list[str]]], out: TextIO,
-                 stop_timeout_s: float = STOP_TIMEOUT_S):
+                 stop_timeout_s: float = STOP_TIMEOUT_S,
+                 on_line: Callable[[str, str], None] | None = None):
         self.children = [Child(name, command) for name, command in commands]
+        self._on_line = on_line
         self._out = out
         self._out_lock = threading.Lock()
         self._stop_timeout_s = stop_timeout_s
@@ -152,7 +181,10 @@ class Supervisor:
 
     def _pump(self, child: Child) -> None:
         for line in child.process.stdout:
-            self.say(line.rstrip("\r\n"), child.name)
+            line = line.rstrip("\r\n")
+            self.say(line, child.name)
+            if self._on_line is not None:
+                self._on_line(child.name, line)
 
     def _watch(self) -> Child | None:
         """Wait for a stop request or a child's end; return the child that ended, if any."""

@@ -9,6 +9,8 @@ import socket
 
 from mcp.server.mcpserver import MCPServer
 
+from shared.logs import uvicorn_log_config
+
 
 class BearerTokenGate:
     """ASGI middleware: every HTTP request must carry 'Authorization: Bearer <token>'."""
@@ -49,5 +51,5 @@ def serve_http(server: MCPServer, listener: socket.socket, host: str, token: str
     app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
     if token:
         app = BearerTokenGate(app, token)
-    config = uvicorn.Config(app, log_level=log_level.lower())
+    config = uvicorn.Config(app, log_level=log_level.lower(), log_config=uvicorn_log_config())
     uvicorn.Server(config).run(sockets=[listener])

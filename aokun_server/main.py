@@ -12,7 +12,7 @@ from shared import __version__
 from aokun_server.app import build_front
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
-from shared.logs import configure_logging, route_uvicorn_logs
+from shared.logs import configure_logging
 from shared.serving import bind_listener, describe_start_failure, interrupt_on_stop_signals
 
 
@@ -87,7 +87,6 @@ def terminal_help(config: AppConfig) -> str:
 def serve_http(config: AppConfig, host: str, port: int) -> int:
     # Bound before the slow start-up: a busy port fails at once, and nothing starts for nothing.
     listener = bind_listener(host, port)
-    route_uvicorn_logs()
     interrupt_on_stop_signals()
     try:
         front = start_front(config, "http")

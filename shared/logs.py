@@ -77,16 +77,3 @@ def uvicorn_log_config() -> dict:
     return {"version": 1, "disable_existing_loggers": False,
             "loggers": {name: {"handlers": [], "propagate": True}
                         for name in ("uvicorn", "uvicorn.error", "uvicorn.access")}}
-
-
-def route_uvicorn_logs() -> None:
-    """Make uvicorn's default log_config ours, for a server built where none is passed.
-
-    uvicorn.Config() applies uvicorn.config.LOGGING_CONFIG (its own handlers and "INFO:     "
-    format) unless given log_config; the front's aokun_server/http.py passes none, so the
-    default itself is replaced (the panel passes uvicorn_log_config())."""
-    import uvicorn.config
-
-    defaults = uvicorn.config.LOGGING_CONFIG
-    defaults.clear()
-    defaults.update(uvicorn_log_config())

@@ -15,6 +15,7 @@ from aokun_server.autostart import ensure_worker
 from aokun_server.reinforcer import Reinforcer
 from aokun_server.server import AokunMCPServer
 from aokun_server.tools import ToolDeps, register_tools
+from aokun_server.tools.model_calls import ModelCalls
 from shared import __version__
 from shared.assembly import LiveRecaller, Services, open_services
 from shared.config import AppConfig
@@ -131,7 +132,8 @@ def build_front(config: AppConfig) -> Front:
                     reinforcer=reinforcer, atom_search=services.atom_search,
                     lifecycle=services.lifecycle,
                     reconcile_queue=lambda: vars(services.reconcile()),
-                    live=live, summarizer=services.summarizer)
+                    live=live, summarizer=services.summarizer,
+                    model_calls=ModelCalls(config.summarizer.max_concurrent, "the chat model"))
     server = AokunMCPServer("aokun-memory", version=__version__, instructions=INSTRUCTIONS,
                             log_level=config.server.log_level,
                             exposed_tools=config.server.exposed_tools)

@@ -1,5 +1,7 @@
 """What every tool shares: how it is declared (`described`: title and hints, next to the
-function) and registered (`register`: its dependencies bound, a compact text answer), how its
+function) and registered (`register`: its dependencies bound, a compact text answer; a tool
+written as `async def` stays one, so it runs on the event loop and chooses where its work
+waits: tools/model_calls.py), how its
 errors read, and the checks several tools make on their arguments (the search filters; what
 a memory may hold is the memory service's rule, shared/memory_rules.py)."""
 
@@ -62,9 +64,14 @@ def bound(fn: Callable, deps: Any, **annotations: Any) -> Callable:
     params = [p.replace(annotation=annotations[p.name]) if p.name in annotations else p
               for p in list(signature.parameters.values())[1:]]
 
-    @functools.wraps(fn)
-    def call(*args, **kwargs):
-        return fn(deps, *args, **kwargs)
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def call(*args, **kwargs):
+            return await fn(deps, *args, **kwargs)
+    else:
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            return fn(deps, *args, **kwargs)
 
     call.__doc__ = listed_description(fn.__doc__ or "")
     call.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
@@ -99,9 +106,14 @@ def answered(fn: F) -> F:
     if get_origin(model) is Annotated:
         return fn
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return compact(fn(*args, **kwargs))
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def wrapper(*args, **kwargs):
+            return compact(await fn(*args, **kwargs))
+    else:
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return compact(fn(*args, **kwargs))
 
     wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
         return_annotation=Annotated[CallToolResult, model])
@@ -126,6 +138,15 @@ def translate_errors(fn: F) -> F:
     """Our own errors (AokunError: bad input, no such memory, storage...) become ToolError, so
     the caller reads their one-line message. Anything else is a bug: it goes on to the server
     (AokunMCPServer.call_tool), which logs it with its traceback and answers an internal error."""
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def waiter(*args, **kwargs):
+            try:
+                return await fn(*args, **kwargs)
+            except AokunError as exc:
+                raise ToolError(str(exc)) from exc
+
+        return waiter  # type: ignore[return-value]
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):

@@ -109,7 +109,7 @@ RESTART_SECTIONS = frozenset({"storage", "text", "embedding"})
 RESTART_KEYS = frozenset({
     "server.transport", "server.host", "server.port", "server.token",
     "worker.threads", "worker.heartbeat_interval_s", "worker.poll_interval_s",
-    "atoms.rules_file", "graph.aliases", "graph.max_topics",
+    "atoms.rules_file", "graph.aliases", "graph.max_topics", "summarizer.max_concurrent",
 })
 
 
@@ -322,6 +322,9 @@ class SummarizerConfig:
     max_retries: int = _opt(3, minimum=0)
     summary_chars: int = _opt(1200, minimum=100, maximum=20_000)
     max_key_facts: int = _opt(24, minimum=1, maximum=64)
+    # llm: calls waiting on the model at once per front; 4x as many more may queue, the rest
+    # are refused "busy" (aokun_server/tools/model_calls.py)
+    max_concurrent: int = _opt(4, minimum=1, maximum=32)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,10 @@ their types (aokun_server/params.py), and can be called and tested alone. regist
 registers them.
 
 Tools are plain `def`s: the SDK runs them in worker threads, and each thread has its own
-SQLite connection, so a slow write never blocks the event loop. Every write goes through the
+SQLite connection, so a slow write never blocks the event loop. The one exception,
+summarize_memory, is an `async def` that sends work which may wait on a chat model to a
+bounded pool of its own (tools/model_calls.py), so a model that never answers cannot take
+the threads memorize and recall need. Every write goes through the
 memory service (shared/memories.py), like every other entry point, and its rules decide what
 a memory may hold.
 """

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from aokun_server.reinforcer import Reinforcer
+from aokun_server.tools.model_calls import ModelCalls
 from shared.assembly import LiveRecaller
 from shared.lifecycle import Lifecycle
 from shared.live_config import LiveConfig
@@ -32,6 +33,8 @@ class ToolDeps:
     reconcile_queue: Callable[[], dict]
     live: LiveConfig
     summarizer: "Summarizer"
+    # Where calls that wait on a chat model run (summarize_memory with provider llm).
+    model_calls: ModelCalls = field(default_factory=lambda: ModelCalls(4, "the chat model"))
 
     @property
     def store(self) -> "Store":

@@ -4,6 +4,9 @@ Each is `tool(deps, **arguments)`; what a memory may hold is the memory service'
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from functools import partial
+
+import anyio
 
 from shared.summarize.transcripts import dated, memory_fields
 from shared.api.models import (Conversation, DeleteResult, EditResult, MemorizeResult,
@@ -34,15 +37,26 @@ def memorize(deps: ToolDeps, content: Content, metadata: Metadata = MemoryMetada
 # With store=true it adds a memory (once per conversation); provider=llm calls the
 # configured model, an outside service, and spends tokens on every call: not idempotent.
 @described("Summarize a conversation into a memory", open_world=True)
-def summarize_memory(deps: ToolDeps, conversation: Conversation, persona_id: PersonaOf = None,
-                     session_id: SessionOf = None, store: Store = False,
-                     provider: Provider = None) -> SummarizeResult:
+async def summarize_memory(deps: ToolDeps, conversation: Conversation, persona_id: PersonaOf = None,
+                           session_id: SessionOf = None, store: Store = False,
+                           provider: Provider = None) -> SummarizeResult:
     """Turn a conversation into a structured memory: a summary, topics, participants, key
     facts (stand-alone sentences with the speaker as subject and dates resolved),
     sentiment and importance. Call it when a conversation ends, or before older turns
     leave your context, instead of writing the memory yourself; store=true also memorizes
     it (the same conversation stored twice stays one memory) and returns the receipt.
     conversation: a list of turns {speaker, text, time?} or one "Name: text" transcript."""
+    work = partial(summarized, deps, conversation, persona_id, session_id, store, provider)
+    if deps.summarizer.uses_model(provider):
+        # It may wait on the model for its whole timeout: in the model's own bounded pool,
+        # never in the threads memorize and recall run in.
+        return await deps.model_calls.run(work)
+    return await anyio.to_thread.run_sync(work)
+
+
+def summarized(deps: ToolDeps, conversation: Conversation, persona_id: str | None,
+               session_id: str | None, store: bool, provider: str | None) -> SummarizeResult:
+    """summarize_memory's work, in whichever thread it was given."""
     turns = dated(conversation_turns(conversation), datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0))
     memory = deps.summarizer.summarize(turns, provider)
     if not store:

@@ -32,6 +32,10 @@ class Summarizer:
         """The summarizer.* settings the next call will use."""
         return self._config()
 
+    def uses_model(self, provider: str | None = None) -> bool:
+        """Whether a call with `provider` (None: summarizer.provider) would wait on the model."""
+        return (provider or self._config().provider) == "llm"
+
     def summarize(self, turns: list[Turn], provider: str | None = None) -> StructuredMemory:
         """The structured memory of `turns` by `provider` (None: summarizer.provider), trimmed to
         memorize's limits."""

@@ -16,6 +16,7 @@ only for the keys in RESTART_SECTIONS / RESTART_KEYS below.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import typing
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.errors import ConfigError
+from shared.units import DAY
 
 CONFIG_ENV = "AOKUN_CONFIG"
 TOKEN_ENV = "AOKUN_SERVER_TOKEN"
@@ -42,9 +44,19 @@ ALL_TOOLS = (
 )
 
 
+# The longest value a string key takes, and a list of strings (its entries, each at most
+# MAX_TEXT_CHARS, together).
+MAX_TEXT_CHARS = 2_000
+MAX_LIST_CHARS = 100_000
+MAX_PATH_CHARS = 4_096
+# How much of a refused value a message shows.
+SHOWN_CHARS = 60
+
+
 def _opt(default: Any, *, choices: tuple = (), minimum: float | None = None,
          maximum: float | None = None, subset_of: tuple = ()) -> Any:
-    """A dataclass field with validation rules kept beside its default."""
+    """A dataclass field with validation rules kept beside its default. Every number has a
+    minimum and a maximum (tests/test_config.py holds every key to it), and must be finite."""
     rules = {"choices": choices, "min": minimum, "max": maximum, "subset_of": subset_of}
     if isinstance(default, (list, tuple)):
         return field(default=tuple(default), metadata=rules)
@@ -54,7 +66,7 @@ def _opt(default: Any, *, choices: tuple = (), minimum: float | None = None,
 @dataclass(frozen=True)
 class StorageConfig:
     data_dir: Path = _opt(Path("data"))
-    busy_timeout_ms: int = _opt(10_000, minimum=0)
+    busy_timeout_ms: int = _opt(10_000, minimum=0, maximum=600_000)
     synchronous: str = _opt("full", choices=("full", "normal"))
 
     @property
@@ -80,19 +92,19 @@ class ServerConfig:
     token: str = _opt("")
     exposed_tools: tuple[str, ...] = _opt(
         ("memorize", "recall", "list_memories", "edit_memory"), subset_of=ALL_TOOLS)
-    max_content_chars: int = _opt(20_000, minimum=1)
+    max_content_chars: int = _opt(20_000, minimum=1, maximum=1_000_000)
     log_level: str = _opt("WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
 
 
 @dataclass(frozen=True)
 class MemoryConfig:
-    recall_top_k: int = _opt(5, minimum=1)
-    recall_max_k: int = _opt(15, minimum=1)
+    recall_top_k: int = _opt(5, minimum=1, maximum=100)
+    recall_max_k: int = _opt(15, minimum=1, maximum=100)
     # A memory is indexed with the memories stored just before it in its conversation (same
     # persona and session, or without a session the same dialogue's participants or speaker
     # turns; each within context_window_s of the next): shared/store/neighbours.py.
     context_turns: int = _opt(2, minimum=0, maximum=8)
-    context_window_s: float = _opt(1800.0, minimum=0.0)
+    context_window_s: float = _opt(1800.0, minimum=0.0, maximum=30 * DAY)
 
 
 CHANNELS = ("bm25", "vector", "graph_keyword", "graph_vector")
@@ -127,7 +139,7 @@ class RetrievalConfig:
     channels: tuple[str, ...] = _opt(CHANNELS, subset_of=CHANNELS)
     fallback_enabled: bool = _opt(True)
     query_focus: bool = _opt(True)
-    rrf_k: int = _opt(60, minimum=1)
+    rrf_k: int = _opt(60, minimum=1, maximum=1000)
     candidate_depth: int = _opt(30, minimum=1, maximum=1000)
     # results whose score (the estimated probability that a memory is relevant) is below
     # this are left out, so a recall may answer nothing; recall's min_score overrides it.
@@ -143,44 +155,44 @@ class RetrievalConfig:
     # spread, then weighted; score: weighted min-max; rrf: reciprocal rank fusion),
     # then final = fused * a + importance * b + recency * g
     doc_fusion: str = _opt("zscore", choices=FUSIONS)
-    bm25_weight: float = _opt(0.6, minimum=0.0)
+    bm25_weight: float = _opt(0.6, minimum=0.0, maximum=100.0)
     # a query term found in a memory's conversation context (memory.context_turns) counts
     # this many times one found in its own text (0.5 chosen on every held-out LoCoMo fold
     # from 0.25-1.0, with 2 turns of context against 1 and 3)
-    bm25_context_weight: float = _opt(0.5, minimum=0.0)
-    vector_weight: float = _opt(0.4, minimum=0.0)
-    doc_rrf_weight: float = _opt(0.5, minimum=0.0)
-    doc_importance_weight: float = _opt(0.25, minimum=0.0)
-    doc_recency_weight: float = _opt(0.25, minimum=0.0)
-    recency_days: float = _opt(30.0, minimum=0.001)
+    bm25_context_weight: float = _opt(0.5, minimum=0.0, maximum=100.0)
+    vector_weight: float = _opt(0.4, minimum=0.0, maximum=100.0)
+    doc_rrf_weight: float = _opt(0.5, minimum=0.0, maximum=100.0)
+    doc_importance_weight: float = _opt(0.25, minimum=0.0, maximum=100.0)
+    doc_recency_weight: float = _opt(0.25, minimum=0.0, maximum=100.0)
+    recency_days: float = _opt(30.0, minimum=0.001, maximum=36_500.0)
     mmr_enabled: bool = _opt(False)
     mmr_lambda: float = _opt(0.7, minimum=0.0, maximum=1.0)
     # graph route: channels fused like the document route's, then
     # final = (rrf * a + importance * b + recency * g + confidence * d) x temporal factor
     graph_fusion: str = _opt("zscore", choices=FUSIONS)
-    graph_keyword_weight: float = _opt(0.5, minimum=0.0)
-    graph_vector_weight: float = _opt(0.8, minimum=0.0)
-    graph_rrf_weight: float = _opt(0.55, minimum=0.0)
-    graph_importance_weight: float = _opt(0.20, minimum=0.0)
-    graph_recency_weight: float = _opt(0.15, minimum=0.0)
+    graph_keyword_weight: float = _opt(0.5, minimum=0.0, maximum=100.0)
+    graph_vector_weight: float = _opt(0.8, minimum=0.0, maximum=100.0)
+    graph_rrf_weight: float = _opt(0.55, minimum=0.0, maximum=100.0)
+    graph_importance_weight: float = _opt(0.20, minimum=0.0, maximum=100.0)
+    graph_recency_weight: float = _opt(0.15, minimum=0.0, maximum=100.0)
     # The best confidence among a memory's graph entries is how sure the atom rules are of a
     # fact's type, not of its relevance: 0 chosen on pooled held-out folds (every fold of the
     # three sets; MADial zh 0.667 -> 0.680, en 0.641 -> 0.654, LoCoMo 0.734 -> 0.733)
-    graph_confidence_weight: float = _opt(0.0, minimum=0.0)
-    graph_entry_weight: float = _opt(1.0, minimum=0.0)
-    graph_node_weight: float = _opt(0.7, minimum=0.0)
-    graph_hop1_weight: float = _opt(0.7, minimum=0.0)
-    graph_hop2_weight: float = _opt(0.4, minimum=0.0)
-    graph_multi_entry_boost: float = _opt(0.35, minimum=0.0)
+    graph_confidence_weight: float = _opt(0.0, minimum=0.0, maximum=100.0)
+    graph_entry_weight: float = _opt(1.0, minimum=0.0, maximum=100.0)
+    graph_node_weight: float = _opt(0.7, minimum=0.0, maximum=100.0)
+    graph_hop1_weight: float = _opt(0.7, minimum=0.0, maximum=100.0)
+    graph_hop2_weight: float = _opt(0.4, minimum=0.0, maximum=100.0)
+    graph_multi_entry_boost: float = _opt(0.35, minimum=0.0, maximum=100.0)
     graph_expansion_hops: int = _opt(2, minimum=0, maximum=2)
-    graph_expansion_limit: int = _opt(24, minimum=0)
+    graph_expansion_limit: int = _opt(24, minimum=0, maximum=1000)
     # dual-route fusion and intent routing
-    document_route_weight: float = _opt(0.65, minimum=0.0)
-    graph_route_weight: float = _opt(0.1, minimum=0.0)
-    both_routes_bonus: float = _opt(0.08, minimum=0.0)
-    relational_graph_boost: float = _opt(0.20, minimum=0.0)
-    temporal_graph_boost: float = _opt(0.0, minimum=0.0)
-    factual_document_boost: float = _opt(0.15, minimum=0.0)
+    document_route_weight: float = _opt(0.65, minimum=0.0, maximum=100.0)
+    graph_route_weight: float = _opt(0.1, minimum=0.0, maximum=100.0)
+    both_routes_bonus: float = _opt(0.08, minimum=0.0, maximum=100.0)
+    relational_graph_boost: float = _opt(0.20, minimum=0.0, maximum=100.0)
+    temporal_graph_boost: float = _opt(0.0, minimum=0.0, maximum=100.0)
+    factual_document_boost: float = _opt(0.15, minimum=0.0, maximum=100.0)
     relational_cues: tuple[str, ...] = _opt((
         "who", "whom", "relationship", "related", "friend", "friends", "colleague", "coworker",
         "partner", "family", "know each other", "谁", "关系", "朋友", "同事", "家人", "认识"))
@@ -217,20 +229,20 @@ class RetrievalConfig:
     relation_boost: float = _opt(1.0, minimum=0.0, maximum=2.0)
     # around it
     cache_enabled: bool = _opt(True)
-    cache_ttl_s: float = _opt(45.0, minimum=0.0)
-    cache_size: int = _opt(256, minimum=1)
+    cache_ttl_s: float = _opt(45.0, minimum=0.0, maximum=DAY)
+    cache_size: int = _opt(256, minimum=1, maximum=100_000)
     access_reinforcement: bool = _opt(True)
 
 
 @dataclass(frozen=True)
 class AtomsConfig:
     rules_file: Path | None = _opt(None)
-    ttl_episodic_days: float = _opt(7.0, minimum=0.0)
-    ttl_planned_days: float = _opt(2.0, minimum=0.0)
-    ttl_factual_days: float = _opt(180.0, minimum=0.0)
-    ttl_relational_days: float = _opt(90.0, minimum=0.0)
-    ttl_preference_days: float = _opt(60.0, minimum=0.0)
-    ttl_unknown_days: float = _opt(30.0, minimum=0.0)
+    ttl_episodic_days: float = _opt(7.0, minimum=0.0, maximum=36_500.0)
+    ttl_planned_days: float = _opt(2.0, minimum=0.0, maximum=36_500.0)
+    ttl_factual_days: float = _opt(180.0, minimum=0.0, maximum=36_500.0)
+    ttl_relational_days: float = _opt(90.0, minimum=0.0, maximum=36_500.0)
+    ttl_preference_days: float = _opt(60.0, minimum=0.0, maximum=36_500.0)
+    ttl_unknown_days: float = _opt(30.0, minimum=0.0, maximum=36_500.0)
     reinforce_jaccard: float = _opt(0.6, minimum=0.0, maximum=1.0)
 
     def base_ttl_days(self, atom_type: str) -> float:
@@ -253,20 +265,20 @@ class ForgettingConfig:
     decay_rate: float = _opt(0.01, minimum=0.0, maximum=1.0)
     decay_hour: int = _opt(0, minimum=0, maximum=23)
     decay_minute: int = _opt(5, minimum=0, maximum=59)
-    access_decay_window_days: float = _opt(30.0, minimum=0.0)
+    access_decay_window_days: float = _opt(30.0, minimum=0.0, maximum=3650.0)
     access_count_decay_multiplier: float = _opt(0.5, minimum=0.0, maximum=1.0)
     auto_cleanup_enabled: bool = _opt(True)
-    cleanup_days_threshold: float = _opt(180.0, minimum=0.0)
+    cleanup_days_threshold: float = _opt(180.0, minimum=0.0, maximum=36_500.0)
     cleanup_importance_threshold: float = _opt(0.1, minimum=0.0, maximum=1.0)
-    atom_maintenance_interval_hours: float = _opt(24.0, minimum=0.01)
-    atom_forget_delay_days: float = _opt(7.0, minimum=0.0)
-    atom_purge_delay_days: float = _opt(30.0, minimum=0.0)
+    atom_maintenance_interval_hours: float = _opt(24.0, minimum=0.01, maximum=8760.0)
+    atom_forget_delay_days: float = _opt(7.0, minimum=0.0, maximum=3650.0)
+    atom_purge_delay_days: float = _opt(30.0, minimum=0.0, maximum=3650.0)
 
 
 @dataclass(frozen=True)
 class BackupConfig:
     dir: Path | None = _opt(None)
-    keep_days: float = _opt(7.0, minimum=0.0)
+    keep_days: float = _opt(7.0, minimum=0.0, maximum=3650.0)
     daily: bool = _opt(True)
 
 
@@ -274,11 +286,11 @@ class BackupConfig:
 class WorkerConfig:
     threads: int = _opt(2, minimum=1, maximum=32)
     autostart: bool = _opt(True)
-    heartbeat_interval_s: float = _opt(5.0, minimum=0.1)
+    heartbeat_interval_s: float = _opt(5.0, minimum=0.1, maximum=300.0)
     poll_interval_s: float = _opt(0.25, minimum=0.01, maximum=5.0)
     # An autostarted worker exits once no front has been alive this long and no work is
     # pending (0 = never); workers started by hand never do.
-    idle_exit_s: float = _opt(600.0, minimum=0.0)
+    idle_exit_s: float = _opt(600.0, minimum=0.0, maximum=7 * DAY)
 
     @property
     def heartbeat_timeout_s(self) -> float:
@@ -288,11 +300,11 @@ class WorkerConfig:
 
 @dataclass(frozen=True)
 class QueueConfig:
-    max_retries: int = _opt(8, minimum=1)
-    retry_base_s: float = _opt(5.0, minimum=0.0)
-    retry_max_s: float = _opt(600.0, minimum=0.0)
-    lease_s: float = _opt(300.0, minimum=1.0)
-    reconcile_interval_s: float = _opt(180.0, minimum=1.0)
+    max_retries: int = _opt(8, minimum=1, maximum=100)
+    retry_base_s: float = _opt(5.0, minimum=0.0, maximum=3600.0)
+    retry_max_s: float = _opt(600.0, minimum=0.0, maximum=DAY)
+    lease_s: float = _opt(300.0, minimum=1.0, maximum=DAY)
+    reconcile_interval_s: float = _opt(180.0, minimum=1.0, maximum=DAY)
     embed_batch_size: int = _opt(16, minimum=1, maximum=512)
 
 
@@ -303,12 +315,12 @@ class EmbeddingConfig:
     threads: int = _opt(0, minimum=0, maximum=64)
     base_url: str = _opt("")
     model: str = _opt("")
-    dimensions: int = _opt(0, minimum=0)
+    dimensions: int = _opt(0, minimum=0, maximum=65_536)
     api_key: str = _opt("")
     api_key_env: str = _opt("AOKUN_EMBEDDING_API_KEY")
     batch_size: int = _opt(32, minimum=1, maximum=2048)
-    timeout_s: float = _opt(30.0, minimum=0.1)
-    max_retries: int = _opt(4, minimum=0)
+    timeout_s: float = _opt(30.0, minimum=0.1, maximum=3600.0)
+    max_retries: int = _opt(4, minimum=0, maximum=20)
 
 
 @dataclass(frozen=True)
@@ -318,8 +330,8 @@ class SummarizerConfig:
     model: str = _opt("")
     api_key: str = _opt("")
     api_key_env: str = _opt("AOKUN_SUMMARIZER_API_KEY")
-    timeout_s: float = _opt(60.0, minimum=0.1)
-    max_retries: int = _opt(3, minimum=0)
+    timeout_s: float = _opt(60.0, minimum=0.1, maximum=3600.0)
+    max_retries: int = _opt(3, minimum=0, maximum=20)
     summary_chars: int = _opt(1200, minimum=100, maximum=20_000)
     max_key_facts: int = _opt(24, minimum=1, maximum=64)
     # llm: calls waiting on the model at once per front; 4x as many more may queue, the rest
@@ -343,6 +355,56 @@ class AppConfig:
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     summarizer: SummarizerConfig = field(default_factory=SummarizerConfig)
     source: Path | None = None
+
+
+# Folders that are the system's, never a data folder: the folder itself, or anything inside.
+_SYSTEM_TREES = ("/etc", "/bin", "/sbin", "/boot", "/dev", "/proc", "/sys", "/usr/bin", "/usr/sbin",
+                 "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libexec", "/usr/include", "/usr/share",
+                 "/private/etc", "/System", "/Library/Apple")
+# Folders that hold others' folders: not one of them itself (a folder inside is fine).
+_SYSTEM_ROOTS = ("/", "/usr", "/usr/local", "/var", "/var/lib", "/opt", "/home", "/root", "/tmp",
+                 "/mnt", "/media", "/srv", "/run", "/private", "/private/var", "/private/tmp",
+                 "/Users", "/Library", "/Applications", "/Volumes")
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why `folder` (absolute, resolved) cannot be a data folder, or None: a system folder, the
+    user's home itself, or one this process cannot write in (or create in its parent)."""
+    if _is_system_folder(folder):
+        return "is a system folder; choose a folder of its own for Aokun's data (e.g. ~/aokun-data)"
+    try:
+        home = Path.home().resolve()
+    except (RuntimeError, OSError):  # no home to be found
+        home = None
+    if folder == home:
+        return "is your home folder itself; choose a folder inside it (e.g. ~/aokun-data)"
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return None  # a file in the way: opening the store says so ("cannot create data_dir")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "writable" if existing == folder else f"creatable ({existing} is not writable)"
+        return f"is not {what} by this user; make it writable for this user or choose another folder"
+    return None
+
+
+def _is_system_folder(folder: Path) -> bool:
+    if os.name == "nt":
+        windows = Path(os.environ.get("SystemRoot", r"C:\Windows")).resolve()
+        drive_root = Path(folder.anchor)
+        program_files = [Path(p).resolve() for p in (os.environ.get("ProgramFiles"),
+                         os.environ.get("ProgramFiles(x86)"), os.environ.get("ProgramData")) if p]
+        users = drive_root / "Users"
+        return (folder == drive_root or folder == users or folder == windows or windows in folder.parents
+                or any(folder == p or p in folder.parents for p in program_files))
+    text = folder.as_posix()
+    if text in _SYSTEM_ROOTS:
+        return True
+    top = folder.parts[1] if len(folder.parts) > 1 else ""
+    if top.startswith("lib"):  # /lib, /lib32, /lib64, /libx32
+        return True
+    return any(text == tree or text.startswith(tree + "/") for tree in _SYSTEM_TREES)
 
 
 def find_config_file(explicit: str | os.PathLike | None, env: typing.Mapping[str, str]) -> Path | None:
@@ -430,28 +492,34 @@ def _build_section(section: str, cls: type, values: dict, base_dir: Path) -> Any
 def _coerce(key: str, hint: Any, value: Any, rules: typing.Mapping) -> Any:
     if hint is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"{key} must be true or false, got {value!r}")
+            raise ConfigError(f"{key} must be true or false, got {shown(value)}")
         return value
     if hint in (int, float):
         ok = isinstance(value, int) if hint is int else isinstance(value, (int, float))
         if isinstance(value, bool) or not ok:
-            raise ConfigError(f"{key} must be a{'n integer' if hint is int else ' number'}, got {value!r}")
+            raise ConfigError(f"{key} must be a{'n integer' if hint is int else ' number'}, got {shown(value)}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{key} must be a finite number, got {value}")
         _check_range(key, value, rules)
         return hint(value)
     if hint in (Path, Path | None):
         if value is None or value == "":
             if hint is Path:
-                raise ConfigError(f"{key} must be a non-empty path string, got {value!r}")
+                raise ConfigError(f"{key} must be a non-empty path string, got {shown(value)}")
             return None
         if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"{key} must be a path string, got {value!r}")
+            raise ConfigError(f"{key} must be a path string, got {shown(value)}")
+        _check_length(key, value, MAX_PATH_CHARS)
+        if "\0" in value:
+            raise ConfigError(f"{key} must not hold a NUL character")
         return value
     if hint is str:
         if not isinstance(value, str):
-            raise ConfigError(f"{key} must be a string, got {value!r}")
+            raise ConfigError(f"{key} must be a string, got {shown(value)}")
+        _check_length(key, value, MAX_TEXT_CHARS)
         choices = rules.get("choices") or ()
         if choices and value not in choices:
-            raise ConfigError(f"{key} must be one of {', '.join(choices)}; got {value!r}")
+            raise ConfigError(f"{key} must be one of {', '.join(choices)}; got {shown(value)}")
         return value
     if typing.get_origin(hint) is tuple:
         return _coerce_str_list(key, value, rules)
@@ -460,11 +528,17 @@ def _coerce(key: str, hint: Any, value: Any, rules: typing.Mapping) -> Any:
 
 def _coerce_str_list(key: str, value: Any, rules: typing.Mapping) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{key} must be a list of strings, got {value!r}")
+        raise ConfigError(f"{key} must be a list of strings, got {shown(value)}")
+    for number, entry in enumerate(value, 1):
+        _check_length(f"{key} entry {number}", entry, MAX_TEXT_CHARS)
+    total = sum(len(v) for v in value)
+    if total > MAX_LIST_CHARS:
+        raise ConfigError(f"{key} holds {total} characters in {len(value)} entries; "
+                          f"at most {MAX_LIST_CHARS} are allowed")
     allowed = rules.get("subset_of") or ()
     bad = [v for v in value if allowed and v not in allowed]
     if bad:
-        raise ConfigError(f"{key}: unknown value(s) {', '.join(bad)}; allowed: {', '.join(allowed)}")
+        raise ConfigError(f"{key}: unknown value(s) {cut(', '.join(bad))}; allowed: {', '.join(allowed)}")
     return tuple(value)
 
 
@@ -476,7 +550,30 @@ def _check_range(key: str, value: float, rules: typing.Mapping) -> None:
         raise ConfigError(f"{key} must be <= {high}, got {value}")
 
 
+def _check_length(key: str, value: str, limit: int) -> None:
+    if len(value) > limit:
+        raise ConfigError(f"{key} is {len(value)} characters long; at most {limit} are allowed "
+                          f"(it starts {shown(value)})")
+
+
+def shown(value: Any) -> str:
+    """A value as a message shows it: its repr on one line, cut to SHOWN_CHARS characters
+    with its full length said (a 1 MB value is not echoed back)."""
+    return cut(repr(value))
+
+
+def cut(text: str) -> str:
+    """text, or its first SHOWN_CHARS characters and its length."""
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[:SHOWN_CHARS]}... ({len(text)} characters)"
+
+
 def _check_cross_rules(config: AppConfig) -> None:
+    for key, folder in (("storage.data_dir", config.storage.data_dir), ("backup.dir", config.backup.dir)):
+        problem = folder_problem(folder) if folder is not None else None
+        if problem:
+            raise ConfigError(f"{key} {folder} {problem}")
     embedding = config.embedding
     if embedding.provider == "openai" and not (embedding.base_url and embedding.model):
         raise ConfigError("embedding.provider openai needs embedding.base_url and embedding.model")
@@ -485,7 +582,7 @@ def _check_cross_rules(config: AppConfig) -> None:
         raise ConfigError("summarizer.provider llm needs summarizer.base_url and summarizer.model")
     bad_aliases = [a for a in config.graph.aliases if "=" not in a or not all(p.strip() for p in a.split("=", 1))]
     if bad_aliases:
-        raise ConfigError(f"graph.aliases entries must look like alias=name; got {', '.join(bad_aliases)}")
+        raise ConfigError(f"graph.aliases entries must look like alias=name; got {cut(', '.join(bad_aliases))}")
     if config.memory.recall_top_k > config.memory.recall_max_k:
         raise ConfigError(
             f"memory.recall_top_k ({config.memory.recall_top_k}) must not exceed "

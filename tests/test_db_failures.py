@@ -310,8 +310,9 @@ def test_entry_points_report_a_data_dir_they_cannot_write_in_one_line(program):
                               capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         data_dir.chmod(0o755)
     assert done.returncode == 2, done.stderr
-    assert done.stderr.strip() == (f"{program}: data_dir {data_dir} is read-only: unable to open "
-                                   "database file; make it writable for this user and retry")
+    # The loader refuses it before anything opens it (shared/config.py folder_problem).
+    assert done.stderr.strip() == (f"{program}: storage.data_dir {data_dir} is not writable by this "
+                                   "user; make it writable for this user or choose another folder")
 
 
 @contextmanager

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -148,7 +149,10 @@ def store_api_latency(config_path: Path, questions: list[str]) -> list[float]:
 
 
 async def mcp_latency(config_path: Path, questions: list[str]) -> list[float]:
-    params = StdioServerParameters(command=str(BIN / "aokun-server"), args=["--config", str(config_path)])
+    # The whole environment: the MCP client passes a child only a safe few variables, and a
+    # PYTHONPATH naming the code under test must reach the server too.
+    params = StdioServerParameters(command=str(BIN / "aokun-server"), args=["--config", str(config_path)],
+                                   env=dict(os.environ))
     async with Client(params) as client:
         await client.call_tool("recall", {"query": "warm up"})
         times = []

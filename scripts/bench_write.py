@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -84,8 +85,10 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def measure(config: Path, calls: int, texts: list[str], queries: list[str]) -> dict:
+    # The whole environment: the MCP client passes a child only a safe few variables, and a
+    # PYTHONPATH naming the code under test must reach the server too.
     server = StdioServerParameters(command=str(Path(sys.executable).parent / "aokun-server"),
-                                   args=["--config", str(config)])
+                                   args=["--config", str(config)], env=dict(os.environ))
     async with Client(server) as client:
         await client.call_tool("recall", {"query": "warm up"})
         write_ms, read_ms = [], []

@@ -106,6 +106,10 @@ class Front:
             if autostart_worker and self.config.worker.autostart:
                 ensure_worker(self.config, self.services.store)
             self.services.reconcile()
+            swept = self.services.lifecycle.sweep_partial_backups()
+            if swept:
+                log.warning("removed %d unfinished backup file(s) left by a process killed "
+                            "while writing: %s", len(swept), ", ".join(swept))
         except Exception:
             log.exception("start-up reconcile failed; workers will reconcile")
 

@@ -356,6 +356,11 @@ class AppConfig:
     summarizer: SummarizerConfig = field(default_factory=SummarizerConfig)
     source: Path | None = None
 
+    @property
+    def backup_dir(self) -> Path:
+        """Where backups go: backup.dir, else data_dir/backups."""
+        return self.backup.dir or self.storage.data_dir / "backups"
+
 
 # Folders that are the system's, never a data folder: the folder itself, or anything inside.
 _SYSTEM_TREES = ("/etc", "/bin", "/sbin", "/boot", "/dev", "/proc", "/sys", "/usr/bin", "/usr/sbin",

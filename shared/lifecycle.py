@@ -9,6 +9,7 @@ memory service, the one way to change a memory; atoms, graph entries, meta and b
 from __future__ import annotations
 
 import calendar
+import logging
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -19,7 +20,9 @@ from shared.errors import InvalidInput
 from shared.live_config import LiveConfig
 from shared.memories import MemoryService
 from shared.store import meta
-from shared.store.backup import prune_backups
+from shared.store.backup import prune_backups, sweep_partials
+
+log = logging.getLogger("aokun.lifecycle")
 
 # The maintenance actions, in the order "all" runs them (tools, CLI and models use this).
 ACTIONS = ("decay", "archive", "atoms", "backup", "reconcile", "all")
@@ -92,7 +95,12 @@ class Lifecycle:
         return {"path": str(path), "pruned": len(pruned)}
 
     def backup_if_version_changed(self, now: float) -> dict | None:
-        """A full backup the first time this package version opens a store with data in it."""
+        """At a worker's start: leftovers of a backup killed while writing are swept, then a
+        full backup is written the first time this package version opens a store with data."""
+        swept = self.sweep_partial_backups()
+        if swept:
+            log.warning("removed %d unfinished backup file(s) left by a process killed while "
+                        "writing: %s", len(swept), ", ".join(swept))
         version = _version_number(__version__)
         if self.store.meta.get(meta.PACKAGE_VERSION) == version:
             return None
@@ -103,7 +111,12 @@ class Lifecycle:
         return report
 
     def backup_dir(self) -> Path:
-        return self.config.backup.dir or self.config.storage.data_dir / "backups"
+        return self.config.backup_dir
+
+    def sweep_partial_backups(self) -> list[str]:
+        """Remove what backups killed while writing left behind (their *.partial files);
+        run at a process's start (and by every backup before it writes)."""
+        return [path.name for path in sweep_partials(self.backup_dir())]
 
     def _set_meta(self, key: str, value: float) -> None:
         with self.store.write() as tx:

@@ -29,6 +29,7 @@ from shared.live_config import LiveConfig
 from shared.store import meta
 from shared.store.documents import (Document, History, MemoryFields, content_hash, epoch, stored_text,
                                     unmarked)
+from shared.store.backup import backups_holding
 from shared.store.fts import FTS_TABLES
 from shared.store.interface import Session, Store
 from shared.store.stages import STAGES, StageKey
@@ -41,6 +42,15 @@ log = logging.getLogger("aokun.memories")
 # Fields the atoms and graph stages read besides the text: changing one redoes the stages.
 DERIVED_FIELDS = frozenset({"key_facts", "participants", "topics", "persona_summary"})
 
+
+
+class DeleteReceipt(dict):
+    """{table: rows removed} by a delete, and `backups_holding`: the names of the backup files
+    (in the backups folder) that still hold the deleted memory."""
+
+    def __init__(self, removed: dict[str, int], backups_holding: Sequence[str] = ()):
+        super().__init__(removed)
+        self.backups_holding = list(backups_holding)
 
 
 class StageQueue(Protocol):
@@ -157,12 +167,13 @@ class MemoryService:
             tx.documents.set_pinned(memory_id, pinned, self.clock())
             return tx.documents.get(memory_id)
 
-    def delete(self, memory_id: int) -> dict[str, int]:
-        """Delete a memory and everything derived from it; return {table: rows removed}.
-        Its words leave the full-text indexes and the WAL too (shared/store/fts.py)."""
+    def delete(self, memory_id: int) -> "DeleteReceipt":
+        """Delete a memory and everything derived from it; return {table: rows removed}, with
+        `backups_holding`: the backup files that still hold it (they keep it until they age
+        out). Its words leave the full-text indexes and the WAL too (shared/store/fts.py)."""
         rules.check_memory_id(memory_id)
         with self.store.write() as tx:
-            tx.documents.get(memory_id)
+            doc = tx.documents.get(memory_id)
             now = self.clock()
             receipt = dict(tx.vectors.delete_for_memory(memory_id, now))
             receipt.update(tx.graph.delete_for_memory(memory_id))
@@ -175,7 +186,9 @@ class MemoryService:
             tx.fts.scrub_terms([table for table in FTS_TABLES if receipt.get(table)])
         self.store.flush_deleted()
         self._submit_keys(carried)
-        return receipt
+        holding = backups_holding(self.live.current.backup_dir, memory_id, doc.content_hash,
+                                  doc.create_time)
+        return DeleteReceipt(receipt, backups_holding=holding)
 
     def touch(self, ids: Sequence[int], now: float) -> None:
         """Access reinforcement for recalled memories."""

@@ -241,7 +241,7 @@ def test_memory_maintenance_tool_and_cli(tmp_path):
 
 
 def test_backups_in_one_millisecond_get_their_own_files_and_leave_nothing_else(tmp_path):
-    from shared.store.backup import integrity
+    from shared.store.backup import LOCK_NAME, integrity
 
     store = open_store(load_config(write_config(tmp_path)).storage)
     directory = tmp_path / "backups"
@@ -250,15 +250,17 @@ def test_backups_in_one_millisecond_get_their_own_files_and_leave_nothing_else(t
     finally:
         store.close()
     assert len(set(paths)) == 3
-    assert sorted(p.name for p in directory.iterdir()) == sorted(p.name for p in paths)
+    # Besides the backups, only the lock every backup of the folder takes (shared/store/backup.py).
+    assert sorted(p.name for p in directory.iterdir()) == sorted([LOCK_NAME, *(p.name for p in paths)])
     assert all(integrity(p) == (True, "ok") for p in paths)
-    assert sorted(p.name for p in directory.iterdir()) == sorted(p.name for p in paths)  # checks leave nothing
+    assert sorted(p.name for p in directory.iterdir()) == sorted([LOCK_NAME, *(p.name for p in paths)])  # checks leave nothing
 
 
 def test_a_failed_backup_leaves_no_files(tmp_path):
     import sqlite3
 
     from shared.errors import StorageError
+    from shared.store.backup import LOCK_NAME
 
     storage = load_config(write_config(tmp_path)).storage
     open_store(storage).close()
@@ -278,7 +280,7 @@ def test_a_failed_backup_leaves_no_files(tmp_path):
             damaged.backup(directory, T0, "manual")
     finally:
         damaged.close()
-    assert list(directory.iterdir()) == []
+    assert [p.name for p in directory.iterdir()] == [LOCK_NAME]  # the lock only: no partial file
 
 
 def test_a_restored_store_has_no_worker_or_front_rows(tmp_path):

@@ -85,8 +85,10 @@ def edit_memory(deps: ToolDeps, id: MemoryId, content: NewContent = None,
 def delete_memory(deps: ToolDeps, id: MemoryId) -> DeleteResult:
     """Permanently delete a memory and everything derived from it (atoms, graph facts,
     vectors); returns the rows removed per table. Call it only when the user asks you to
-    forget something. Backups taken earlier keep it until they age out."""
-    return DeleteResult(id=id, removed=deps.memories.delete(id))
+    forget something. Backups taken earlier keep it until they age out: backups_holding
+    names them."""
+    receipt = deps.memories.delete(id)
+    return DeleteResult(id=id, removed=dict(receipt), backups_holding=receipt.backups_holding)
 
 
 @described("Pin or unpin a memory", idempotent=True)

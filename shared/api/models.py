@@ -237,6 +237,10 @@ class DeleteResult(BaseModel):
     id: int
     status: Literal["deleted"] = "deleted"
     removed: dict[str, int] = Field(description="rows removed, per table")
+    backups_holding: list[str] = Field(
+        default_factory=list,
+        description="backup files (in the backups folder) that still hold the deleted memory; "
+                    "they keep it until they age out (backup.keep_days)")
 
 
 class PinResult(BaseModel):

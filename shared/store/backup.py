@@ -18,28 +18,76 @@ from pathlib import Path
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
+from shared.platform import exclusive_file_lock
 from shared.store import runtime
 from shared.store.db import Database
 from shared.units import DAY
 
 PREFIX = "aokun-"
+PARTIAL = ".partial"
+# Held while a backup is written or leftovers swept, by every process on the folder: a sweep
+# never removes a partial file another process is still writing. The OS releases it when its
+# holder dies, so a backup killed mid-way leaves its partial file to the next sweep.
+LOCK_NAME = ".backup.lock"
 
 
 def backup_database(db: Database, directory: Path, now: float, reason: str) -> Path:
     """Copy the live database into a new file in directory (writers keep going); return it.
-    Never overwrites an earlier backup, and leaves nothing else behind, even when it fails."""
+    Never overwrites an earlier backup. It is written as <name>.partial and renamed once
+    whole and checked; a failure removes the partial file, and a process killed while writing
+    leaves it to the next sweep (sweep_partials: at start, and before every backup)."""
     directory.mkdir(parents=True, exist_ok=True)
-    path, partial = _reserve_names(directory, now, reason)
-    try:
-        _copy_into(db, partial)
-        ok, detail = integrity(partial)
-        if not ok:
-            raise StorageError(f"the backup failed its integrity check: {detail}")
-        os.replace(partial, path)
-    except BaseException:
-        _remove_with_journals(partial)
-        raise
+    with exclusive_file_lock(directory / LOCK_NAME):
+        _sweep(directory)
+        path, partial = _reserve_names(directory, now, reason)
+        try:
+            _copy_into(db, partial)
+            ok, detail = integrity(partial)
+            if not ok:
+                raise StorageError(f"the backup failed its integrity check: {detail}")
+            os.replace(partial, path)
+        finally:
+            _remove_with_journals(partial)  # gone already once renamed
     return path
+
+
+def sweep_partials(directory: Path) -> list[Path]:
+    """Remove the partial files of backups that never finished (their writer was killed);
+    return them. A backup being written by a live process is waited for, not touched."""
+    if not directory.is_dir():
+        return []
+    with exclusive_file_lock(directory / LOCK_NAME):
+        return _sweep(directory)
+
+
+def _sweep(directory: Path) -> list[Path]:
+    found = sorted(directory.glob(f"{PREFIX}*.db{PARTIAL}"))
+    for partial in found:
+        _remove_with_journals(partial)
+    return found
+
+
+def backups_holding(directory: Path, memory_id: int, content_hash: str, create_time: float) -> list[str]:
+    """The names of the backup files in directory that hold the memory: a documents row with
+    its id and its text now or its creation time (an earlier version of it, before an edit).
+    Each file is opened read-only and immutable (nothing is written, no journal is made);
+    one that cannot be read is left out."""
+    if not directory.is_dir():
+        return []
+    holding = []
+    for path in sorted(directory.glob(f"{PREFIX}*.db")):
+        try:
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+            try:
+                row = conn.execute("SELECT 1 FROM documents WHERE id = ? AND (content_hash = ? OR "
+                                   "create_time = ?)", (memory_id, content_hash, create_time)).fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            continue
+        if row is not None:
+            holding.append(path.name)
+    return holding
 
 
 def _reserve_names(directory: Path, now: float, reason: str) -> tuple[Path, Path]:

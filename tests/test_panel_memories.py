@@ -9,6 +9,9 @@ starts: an edit's stages then stay pending for the test to see.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -200,6 +203,10 @@ def test_edit_from_the_browser_reindexes_and_requeues(panel):
 def test_delete_from_the_browser_shows_the_receipt(panel):
     url, token, config, ids = panel
     memory_id = ids["typewriters"]
+    backup = subprocess.run([str(Path(sys.executable).parent / "aokun"), "backup", "--config", str(config)],
+                            capture_output=True, text=True, timeout=120)
+    assert backup.returncode == 0, backup.stderr
+    backup_name = Path(backup.stdout.strip().splitlines()[-1]).name
     with chromium_page() as page:
         page.goto(f"{url}/?token={token}")
         assert search(page, url, "vintage typewriters Berlin")[0] == memory_id
@@ -211,6 +218,8 @@ def test_delete_from_the_browser_shows_the_receipt(panel):
             "els => els.map(e => [e.dataset.table, Number(e.cells[1].textContent)])"))
         assert receipt["documents"] == 1 and receipt["memory_stages"] == 3
         assert receipt["vectors"] >= 1 and receipt["memory_atoms"] >= 1
+        # The backup written before the delete still holds the memory, and the page says which.
+        assert backup_name in page.locator("#receipt-backups:not([hidden])").inner_text()
         assert memory_id not in search(page, url, "vintage typewriters Berlin")
         assert memory_id not in listed(page, url, state="all")
         assert listed(page, url, persona="carol") == []

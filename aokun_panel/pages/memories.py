@@ -191,7 +191,9 @@ def _pin(ctx, memory_id: int, pinned: bool) -> dict:
 
 
 def _delete(ctx, memory_id: int) -> dict:
-    return {"id": memory_id, "status": "deleted", "removed": ctx.memories.delete(memory_id)}
+    receipt = ctx.memories.delete(memory_id)
+    return {"id": memory_id, "status": "deleted", "removed": dict(receipt),
+            "backups_holding": receipt.backups_holding}
 
 
 def _memory_id(request: Request) -> int:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import argparse
 
 from shared import __version__
-from shared.config import CONFIG_ENV, DEFAULT_CONFIG_NAME, AppConfig
-from shared.errors import ConfigError
 
 VERSION = f"aokun {__version__}"
 
@@ -28,16 +26,6 @@ MAINTENANCE_ACTIONS = {
 NEEDS_CONFIG_FILE = frozenset({
     "stats", "doctor", "status", "stop", "repair", "rebuild-index", "maintenance", "backup",
     "panel", "restore", "ingest", "run", "export", "import"})
-
-HOW_TO_POINT = (f"pass --config FILE, set {CONFIG_ENV}=FILE, or run it in the folder holding "
-                f"{DEFAULT_CONFIG_NAME} (scripts/run creates one from config.example.yaml)")
-
-
-def require_config_file(config: AppConfig, why: str = "") -> None:
-    """Refuse built-in defaults: ConfigError (exit 2, one line) when no file was read."""
-    if config.source is None:
-        raise ConfigError(f"no config file found: {HOW_TO_POINT}" + (f", {why}" if why else ""))
-
 
 def add_version(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """`--version`: prints "aokun <version>" and exits, even where a subcommand is required."""

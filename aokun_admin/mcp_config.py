@@ -18,8 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aokun_admin.cli import require_config_file
-from shared.config import CONFIG_ENV, TOKEN_ENV, AppConfig
+from shared.config import CONFIG_ENV, TOKEN_ENV, AppConfig, require_config_file
 
 TRANSPORTS = ("stdio", "http")
 # ${VAR} as secret_env and http_entry write it; inside double quotes a POSIX shell expands it.

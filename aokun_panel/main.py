@@ -7,7 +7,7 @@ import secrets
 import sys
 
 from shared import __version__
-from shared.config import load_config
+from shared.config import load_config, require_config_file
 from shared.errors import AokunError
 from shared.logs import configure_logging, uvicorn_log_config
 from shared.serving import bind_listener, describe_start_failure, interrupt_on_stop_signals
@@ -42,6 +42,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     config = load_config(args.config)
+    require_config_file(config)  # on built-in defaults it would create ./data wherever it runs
     configure_logging(config.server.log_level)
     # Loopback only, whatever the config says.
     listener = bind_listener("127.0.0.1", args.port, owner="aokun panel", choose="--port")

@@ -593,3 +593,12 @@ def _check_cross_rules(config: AppConfig) -> None:
             f"memory.recall_top_k ({config.memory.recall_top_k}) must not exceed "
             f"memory.recall_max_k ({config.memory.recall_max_k})")
 
+
+HOW_TO_POINT = (f"pass --config FILE, set {CONFIG_ENV}=FILE, or run it in the folder holding "
+                f"{DEFAULT_CONFIG_NAME} (scripts/run creates one from config.example.yaml)")
+
+
+def require_config_file(config: AppConfig, why: str = "") -> None:
+    """Refuse built-in defaults: ConfigError (exit 2, one line) when no file was read."""
+    if config.source is None:
+        raise ConfigError(f"no config file found: {HOW_TO_POINT}" + (f", {why}" if why else ""))

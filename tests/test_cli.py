@@ -93,6 +93,13 @@ def test_store_commands_refuse_to_run_on_defaults(args, tmp_path):
     assert list(tmp_path.iterdir()) == []  # no ./data, no export
 
 
+def test_aokun_panel_on_its_own_refuses_defaults_too(tmp_path):
+    result = run("aokun-panel", "--no-browser", "--port", "0", cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.splitlines()[-1].startswith("aokun panel: no config file found: pass --config FILE")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_config_file_found_any_way_lets_them_run(tmp_path):
     config = write_config(tmp_path)
     elsewhere = tmp_path / "elsewhere"

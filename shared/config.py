@@ -300,7 +300,7 @@ class WorkerConfig:
 
 @dataclass(frozen=True)
 class QueueConfig:
-    max_retries: int = _opt(8, minimum=1, maximum=100)
+    max_retries: int = _opt(8, minimum=1, maximum=10_000)
     retry_base_s: float = _opt(5.0, minimum=0.0, maximum=3600.0)
     retry_max_s: float = _opt(600.0, minimum=0.0, maximum=DAY)
     lease_s: float = _opt(300.0, minimum=1.0, maximum=DAY)

@@ -53,6 +53,14 @@ MAX_PATH_CHARS = 4_096
 SHOWN_CHARS = 60
 
 
+MAX_WEIGHT = 100.0  # weights, boosts and penalties: any larger is a typo, not a tuning
+
+
+def _weight(default: float) -> Any:
+    """A weight field: a finite number from 0 to MAX_WEIGHT."""
+    return _opt(default, minimum=0.0, maximum=MAX_WEIGHT)
+
+
 def _opt(default: Any, *, choices: tuple = (), minimum: float | None = None,
          maximum: float | None = None, subset_of: tuple = ()) -> Any:
     """A dataclass field with validation rules kept beside its default. Every number has a
@@ -155,44 +163,44 @@ class RetrievalConfig:
     # spread, then weighted; score: weighted min-max; rrf: reciprocal rank fusion),
     # then final = fused * a + importance * b + recency * g
     doc_fusion: str = _opt("zscore", choices=FUSIONS)
-    bm25_weight: float = _opt(0.6, minimum=0.0, maximum=100.0)
+    bm25_weight: float = _weight(0.6)
     # a query term found in a memory's conversation context (memory.context_turns) counts
     # this many times one found in its own text (0.5 chosen on every held-out LoCoMo fold
     # from 0.25-1.0, with 2 turns of context against 1 and 3)
-    bm25_context_weight: float = _opt(0.5, minimum=0.0, maximum=100.0)
-    vector_weight: float = _opt(0.4, minimum=0.0, maximum=100.0)
-    doc_rrf_weight: float = _opt(0.5, minimum=0.0, maximum=100.0)
-    doc_importance_weight: float = _opt(0.25, minimum=0.0, maximum=100.0)
-    doc_recency_weight: float = _opt(0.25, minimum=0.0, maximum=100.0)
+    bm25_context_weight: float = _weight(0.5)
+    vector_weight: float = _weight(0.4)
+    doc_rrf_weight: float = _weight(0.5)
+    doc_importance_weight: float = _weight(0.25)
+    doc_recency_weight: float = _weight(0.25)
     recency_days: float = _opt(30.0, minimum=0.001, maximum=36_500.0)
     mmr_enabled: bool = _opt(False)
     mmr_lambda: float = _opt(0.7, minimum=0.0, maximum=1.0)
     # graph route: channels fused like the document route's, then
     # final = (rrf * a + importance * b + recency * g + confidence * d) x temporal factor
     graph_fusion: str = _opt("zscore", choices=FUSIONS)
-    graph_keyword_weight: float = _opt(0.5, minimum=0.0, maximum=100.0)
-    graph_vector_weight: float = _opt(0.8, minimum=0.0, maximum=100.0)
-    graph_rrf_weight: float = _opt(0.55, minimum=0.0, maximum=100.0)
-    graph_importance_weight: float = _opt(0.20, minimum=0.0, maximum=100.0)
-    graph_recency_weight: float = _opt(0.15, minimum=0.0, maximum=100.0)
+    graph_keyword_weight: float = _weight(0.5)
+    graph_vector_weight: float = _weight(0.8)
+    graph_rrf_weight: float = _weight(0.55)
+    graph_importance_weight: float = _weight(0.20)
+    graph_recency_weight: float = _weight(0.15)
     # The best confidence among a memory's graph entries is how sure the atom rules are of a
     # fact's type, not of its relevance: 0 chosen on pooled held-out folds (every fold of the
     # three sets; MADial zh 0.667 -> 0.680, en 0.641 -> 0.654, LoCoMo 0.734 -> 0.733)
-    graph_confidence_weight: float = _opt(0.0, minimum=0.0, maximum=100.0)
-    graph_entry_weight: float = _opt(1.0, minimum=0.0, maximum=100.0)
-    graph_node_weight: float = _opt(0.7, minimum=0.0, maximum=100.0)
-    graph_hop1_weight: float = _opt(0.7, minimum=0.0, maximum=100.0)
-    graph_hop2_weight: float = _opt(0.4, minimum=0.0, maximum=100.0)
-    graph_multi_entry_boost: float = _opt(0.35, minimum=0.0, maximum=100.0)
+    graph_confidence_weight: float = _weight(0.0)
+    graph_entry_weight: float = _weight(1.0)
+    graph_node_weight: float = _weight(0.7)
+    graph_hop1_weight: float = _weight(0.7)
+    graph_hop2_weight: float = _weight(0.4)
+    graph_multi_entry_boost: float = _weight(0.35)
     graph_expansion_hops: int = _opt(2, minimum=0, maximum=2)
     graph_expansion_limit: int = _opt(24, minimum=0, maximum=1000)
     # dual-route fusion and intent routing
-    document_route_weight: float = _opt(0.65, minimum=0.0, maximum=100.0)
-    graph_route_weight: float = _opt(0.1, minimum=0.0, maximum=100.0)
-    both_routes_bonus: float = _opt(0.08, minimum=0.0, maximum=100.0)
-    relational_graph_boost: float = _opt(0.20, minimum=0.0, maximum=100.0)
-    temporal_graph_boost: float = _opt(0.0, minimum=0.0, maximum=100.0)
-    factual_document_boost: float = _opt(0.15, minimum=0.0, maximum=100.0)
+    document_route_weight: float = _weight(0.65)
+    graph_route_weight: float = _weight(0.1)
+    both_routes_bonus: float = _weight(0.08)
+    relational_graph_boost: float = _weight(0.20)
+    temporal_graph_boost: float = _weight(0.0)
+    factual_document_boost: float = _weight(0.15)
     relational_cues: tuple[str, ...] = _opt((
         "who", "whom", "relationship", "related", "friend", "friends", "colleague", "coworker",
         "partner", "family", "know each other", "谁", "关系", "朋友", "同事", "家人", "认识"))

@@ -6,6 +6,9 @@ plus a same-origin Origin on every write.
 - Token: printed with the URL at start (as Jupyter does); a browser without it gets a page
   saying how to get the URL (locked.py), scripts get JSON. The first visit brings it as
   ?token=..., which sets an HttpOnly, SameSite=Strict cookie; after that the cookie carries it.
+  A ?token= in the URL is checked before the cookie: the URL printed after a restart opens the
+  panel although the browser still holds the previous start's cookie (the cookie is replaced).
+  A wrong ?token= is refused even beside a valid cookie: what the request names is what is checked.
 - Writes (any method but GET/HEAD): the CSRF token (derived from the access token, sent in a
   form field or the X-CSRF-Token header) and an Origin header naming this panel.
 """
@@ -68,7 +71,8 @@ class PanelGate:
         if host_name(headers.get("host", "")) not in LOCAL_HOSTS:
             return 403, "this panel answers only to 127.0.0.1 or localhost (Host header refused)"
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        given = self._cookie(headers) or query.get("token", [""])[0] or headers.get("x-aokun-token", "")
+        # The URL's token first: after a restart the browser still sends the old start's cookie.
+        given = query.get("token", [""])[0] or self._cookie(headers) or headers.get("x-aokun-token", "")
         if not hmac.compare_digest(given.encode(), self.token.encode()):
             return 401, ("open the panel with the URL `aokun panel` (or `aokun run`, scripts/run) printed:"
                          " it carries the access token")

@@ -87,3 +87,35 @@ def test_a_busy_port_is_one_line_and_exit_2(tmp_path):
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("aokun panel: ") and f"port {port}" in lines[0] and "in use" in lines[0]
     assert "token" not in result.stderr
+
+
+def test_a_token_in_the_url_wins_over_an_old_cookie(tmp_path):
+    """After a restart the browser still holds the previous start's cookie: the printed URL
+    (?token=NEW) opens the panel and replaces the cookie; a wrong ?token= is refused even beside
+    a valid cookie."""
+    from panel_helpers import panel_process
+
+    config = write_config(tmp_path)
+    with panel_process(config) as (url, old_token):
+        pass
+    with panel_process(config) as (url, token):
+        assert token != old_token
+        with httpx.Client(base_url=url, timeout=30) as client:
+            client.cookies.set("aokun_panel", old_token, domain="127.0.0.1")
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    assert client.get("/").status_code == 401  # the stale cookie alone
+                    break
+                except httpx.TransportError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+            page = client.get(f"/?token={token}")
+            assert page.status_code == 200 and "Aokun Memory" in page.text
+            assert f"aokun_panel={token}" in page.headers.get("set-cookie", "")
+            client.cookies.clear()
+            client.cookies.set("aokun_panel", token, domain="127.0.0.1")
+            assert client.get("/").status_code == 200  # the new cookie carries it from now on
+            assert client.get(f"/?token={old_token}").status_code == 401
+            assert client.get("/?token=wrong").status_code == 401

@@ -51,8 +51,7 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None
         async def write_messages() -> None:
             async with from_server:
                 async for item in from_server:
-                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await out.write(data.encode("utf-8") + b"\n")
+                    await out.write(serialize(item.message))
                     await out.flush()
 
         async with anyio.create_task_group() as tg:
@@ -94,9 +93,36 @@ def _error(raw: bytes, code: int, message: str) -> types.JSONRPCError:
 
 
 def _request_id(raw: bytes) -> int | str | None:
-    message = _loads(raw.decode("utf-8", "replace"))
+    message = _loads(raw.decode("utf-8", "surrogateescape"))  # a bad byte in the id: null
     ident = message.get("id") if isinstance(message, dict) else None
+    if isinstance(ident, str) and not _encodable(ident):
+        return None  # a lone surrogate such as "\ud800" cannot be echoed as UTF-8: null
     return ident if isinstance(ident, (int, str)) and not isinstance(ident, bool) else None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def serialize(message: types.JSONRPCMessage) -> bytes:
+    """One reply line. A reply that cannot be written as UTF-8 JSON (an id or a text holding a
+    lone surrogate) becomes a JSON-RPC error with the id kept when it can be echoed, else null:
+    the host hears something and the server keeps serving."""
+    try:
+        return message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n"
+    except (ValueError, UnicodeError) as exc:  # pydantic's serialization error is a ValueError
+        ident = getattr(message, "id", None)
+        if isinstance(ident, str) and not _encodable(ident):
+            ident = None
+        log.warning("a reply could not be written as UTF-8 JSON: %s", str(exc)[:200])
+        error = types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
+            code=types.INTERNAL_ERROR, message="Internal error: the reply could not be written as "
+            "UTF-8 JSON (a lone UTF-16 surrogate in it)"))
+        return error.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n"
 
 
 def _loads(text: str):

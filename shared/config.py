@@ -451,8 +451,10 @@ def load_config(explicit: str | os.PathLike | None = None,
 def _read_yaml(path: Path) -> dict:
     import yaml
 
+    from shared.safe_yaml import safe_load
+
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
     if raw is None:

@@ -44,16 +44,56 @@ def read_transcript(path: Path, fmt: str = "auto") -> list[Turn]:
     """The turns of a transcript file ([] when it holds no text); InvalidInput when it cannot
     be read or is malformed."""
     try:
-        raw = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise InvalidInput(f"transcript not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"cannot read transcript {path}: {exc}") from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read transcript {path}: {exc.strerror or exc}") from None
+    raw = decoded(data, str(path))
     if fmt == "auto":
         fmt = "jsonl" if raw.lstrip()[:1] in ("{", "[") else "text"
-    if fmt == "text":
-        return _turns(raw)
-    return turns_from_json(raw, str(path))
+    turns = _turns(raw) if fmt == "text" else turns_from_json(raw, str(path))
+    return in_range(turns, str(path))
+
+
+EARLIEST_YEAR, LATEST_YEAR = 1900, 9999
+
+
+def in_range(turns: list[Turn], name: str) -> list[Turn]:
+    """The turns; InvalidInput when a turn's time, its offset applied, falls outside the
+    years 1900..9999 (which the stored time and the later stages cannot hold)."""
+    for index, turn in enumerate(turns):
+        when = turn.time
+        if when is None:
+            continue
+        try:
+            utc = when.astimezone(timezone.utc) if when.tzinfo else when
+        except OverflowError:
+            utc = None
+        if utc is None or not EARLIEST_YEAR <= utc.year <= LATEST_YEAR:
+            raise InvalidInput(f"{name}: turn {index + 1}'s time {when.isoformat()[:40]} is out "
+                               f"of range: give times in the years {EARLIEST_YEAR} to {LATEST_YEAR} (UTC)")
+    return turns
+
+
+def decoded(data: bytes, name: str) -> str:
+    """The file's text; InvalidInput naming the first byte that is no UTF-8 by line and byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InvalidInput(f"cannot read transcript {name}: not valid UTF-8: byte "
+                           f"0x{data[exc.start]:02x} at line {line}, byte {column}; save it as "
+                           "UTF-8") from None
+
+
+def _loads(raw: str):
+    """json.loads; RecursionError (brackets nested past what the parser takes) as ValueError."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("nested too deeply (lists or objects inside one another)") from None
 
 
 def turns_from_json(raw: str, name: str) -> list[Turn]:
@@ -61,9 +101,11 @@ def turns_from_json(raw: str, name: str) -> list[Turn]:
     stripped = raw.strip()
     if stripped.startswith("["):
         try:
-            items = json.loads(stripped)
+            items = _loads(stripped)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{name} is not valid JSON: {exc}") from None
+        except ValueError as exc:
+            raise InvalidInput(f"{name} is {exc}") from None
         return _turns(items)
     entries = json_lines(raw, name)
     if any(is_claude_entry(entry) for entry in entries):
@@ -89,12 +131,14 @@ def json_lines(raw: str, name: str) -> list[dict]:
     entries = []
     for position, (number, line) in enumerate(lines):
         try:
-            entry = json.loads(line)
+            entry = _loads(line)
         except json.JSONDecodeError as exc:
             if position == len(lines) - 1 and position > 0:
                 break
             raise InvalidInput(f"{name} line {number} is not JSON ({exc.msg}): use --format text "
                                "for a plain transcript") from None
+        except ValueError as exc:
+            raise InvalidInput(f"{name} line {number} is {exc}") from None
         if not isinstance(entry, dict):
             raise InvalidInput(f"{name} line {number} is not a JSON object")
         entries.append(entry)
@@ -154,9 +198,11 @@ def modified_time(path: Path) -> datetime | None:
 def hook_input(raw: str) -> dict:
     """The JSON a host hook passes on stdin (Claude Code: session_id, transcript_path, ...)."""
     try:
-        data = json.loads(raw)
+        data = _loads(raw)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"--from-hook: stdin is not the hook's JSON ({exc.msg})") from None
+    except ValueError as exc:
+        raise InvalidInput(f"--from-hook: stdin is not the hook's JSON ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("transcript_path"), str) \
             or not data["transcript_path"].strip():
         raise InvalidInput("--from-hook: the hook's JSON on stdin has no transcript_path")

@@ -19,7 +19,7 @@ from typing import Iterable, Iterator
 
 from shared.errors import InvalidInput
 from shared.store.documents import Document, History
-from shared.transfer.rows import BadRow, Row
+from shared.transfer.rows import LATEST_SECONDS, BadRow, Row, check_original_time, parse_json
 
 FORMAT = "aokun-export"
 VERSION = 1
@@ -93,8 +93,8 @@ def read_rows(lines: Iterable[str], name: str) -> Iterator[Row | BadRow]:
 
 def _is_header(raw: str, name: str) -> bool:
     try:
-        item = json.loads(raw)
-    except json.JSONDecodeError:
+        item = parse_json(raw)
+    except ValueError:
         return False
     if not isinstance(item, dict) or "format" not in item:
         return False
@@ -110,9 +110,9 @@ def _is_header(raw: str, name: str) -> bool:
 
 def _row(raw: str, where: str) -> Row | BadRow:
     try:
-        item = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return BadRow(where, f"not JSON: {exc.msg} (column {exc.colno})")
+        item = parse_json(raw)
+    except ValueError as exc:
+        return BadRow(where, str(exc))
     if not isinstance(item, dict):
         return BadRow(where, 'not a JSON object: a row is {"text": ..., ...}')
     unknown = [key for key in item if key not in ROW_KEYS]
@@ -125,6 +125,7 @@ def _row(raw: str, where: str) -> Row | BadRow:
         history = _history(item)
         origin_id = _origin_id(item.get("id"))
         given_hash = _source_hash(item.get("source_hash"))
+        check_original_time(item.get("original_time"))
     except ValueError as exc:
         return BadRow(where, str(exc))
     created = "" if history is None else repr(history.create_time)
@@ -157,12 +158,15 @@ def _history(item: dict) -> History | None:
 def _seconds(name: str, value) -> float:
     if not _non_negative(value):
         raise ValueError(f"{name} must be epoch seconds, a number >= 0 (got {value!r:.40})")
+    if value > LATEST_SECONDS:
+        raise ValueError(f"{name} {value!r:.40} is out of range: epoch seconds up to "
+                         f"{LATEST_SECONDS:.0f} (the end of year 9999)")
     return value
 
 
 def _count(name: str, value) -> float:
-    if not _non_negative(value):
-        raise ValueError(f"{name} must be a number >= 0 (got {value!r:.40})")
+    if not _non_negative(value) or value > 2**53:
+        raise ValueError(f"{name} must be a number from 0 to 2**53 (got {value!r:.40})")
     return value
 
 

@@ -22,7 +22,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Iterator
 
-from shared.transfer.rows import BadRow, Row
+from shared.transfer.rows import BadRow, Row, check_original_time
 
 SPLIT_CHARS = 2000
 SUFFIXES = (".md", ".markdown")
@@ -82,8 +82,12 @@ def front_matter(lines: list[str]) -> tuple[dict, int]:
         return {}, 0  # an opening rule with no closing one: a horizontal line, not front matter
     import yaml
 
+    from shared.safe_yaml import YamlRefused, safe_load
+
     try:
-        loaded = yaml.safe_load("\n".join(lines[1:end]))
+        loaded = safe_load("\n".join(lines[1:end]))
+    except YamlRefused as exc:
+        raise ValueError(f"front matter refused: it {exc}") from None
     except yaml.YAMLError as exc:
         problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
         raise ValueError(f"front matter is not valid YAML ({problem}): fix it or remove it") from None
@@ -125,11 +129,13 @@ def _labels(front: dict, keys: tuple[str, ...], strip: str = "") -> list[str]:
 
 def _original_time(value) -> str:
     if isinstance(value, (date, datetime)):
+        check_original_time(value.isoformat())
         return value.isoformat()
     text = str(value).strip()
     if not _iso_date(text):
         raise ValueError(f"front matter date {text[:40]!r} is not an ISO-8601 date such as "
                          "2024-05-08 or 2024-05-08T13:56")
+    check_original_time(text)
     return text
 
 

@@ -18,11 +18,10 @@ Names are kept as written, so an entity's observations and relations meet at one
 
 from __future__ import annotations
 
-import json
 from typing import Iterable, Iterator
 
 from shared.extract.entities import IMPORTED_KINDS, PERSON
-from shared.transfer.rows import BadRow, Row
+from shared.transfer.rows import BadRow, Row, parse_json
 
 TYPES = ("entity", "relation")
 
@@ -35,9 +34,9 @@ def read_rows(lines: Iterable[str], name: str) -> Iterator[Row | BadRow]:
 
 def _line_rows(raw: str, where: str) -> Iterator[Row | BadRow]:
     try:
-        item = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        yield BadRow(where, f"not JSON: {exc.msg} (column {exc.colno})")
+        item = parse_json(raw)
+    except ValueError as exc:
+        yield BadRow(where, str(exc))
         return
     if not isinstance(item, dict) or item.get("type") not in TYPES:
         kind = item.get("type") if isinstance(item, dict) else None

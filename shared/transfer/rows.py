@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 from shared.store.documents import History
 
@@ -39,3 +41,52 @@ def source_hash(persona_id: str | None, source: str) -> str:
     """The source_hash of an imported row: the same row for the same persona is one memory,
     the same row imported for another persona another."""
     return hashlib.sha256(f"import\n{persona_id or ''}\n{source}".encode("utf-8")).hexdigest()
+
+
+# Epoch seconds a stored time may take: from 1970 (times are >= 0) to the end of year 9999.
+LATEST_SECONDS = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
+EARLIEST_YEAR, LATEST_YEAR = 1900, 9999
+
+
+def parse_json(raw: str):
+    """json.loads of one line, every failure a ValueError with a short reason: not JSON,
+    nested too deeply, or bytes that were no UTF-8 (kept as lone surrogates by the reader)."""
+    bad = undecodable(raw)
+    if bad:
+        raise ValueError(bad)
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise ValueError("nested too deeply: lists or objects inside one another past what "
+                         "a row can hold") from None
+
+
+def undecodable(raw: str) -> str | None:
+    """The problem of a line holding bytes that are no UTF-8 (decoded with surrogateescape,
+    each such byte is a character U+DC80..U+DCFF), with the first one's byte offset."""
+    for index, char in enumerate(raw):
+        if "\udc80" <= char <= "\udcff":
+            offset = len(raw[:index].encode("utf-8", "surrogateescape"))
+            return (f"not valid UTF-8: byte 0x{ord(char) - 0xDC00:02x} at byte {offset + 1} of "
+                    "the line; save the file as UTF-8")
+    return None
+
+
+def check_original_time(value) -> None:
+    """ValueError unless an ISO-8601 original_time falls in years 1900..9999 once its offset
+    is applied (a year-9999 time with a -23:59 offset is year 10000 in UTC)."""
+    if not isinstance(value, str):
+        return  # memorize's own rules say what an original_time must be
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return
+    try:
+        utc = when.astimezone(timezone.utc) if when.tzinfo else when
+    except OverflowError:
+        utc = None
+    if utc is None or not EARLIEST_YEAR <= utc.year <= LATEST_YEAR:
+        raise ValueError(f"original_time {value[:40]!r} is out of range: give a time in the "
+                         f"years {EARLIEST_YEAR} to {LATEST_YEAR} (UTC)")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from shared.errors import InvalidInput
 from shared.transfer import jsonl, markdown, mcp_memory
-from shared.transfer.rows import BadRow, Row
+from shared.transfer.rows import BadRow, Row, parse_json
 
 FORMATS = ("jsonl", "mcp-memory", "markdown")
 _SNIFF_LINES = 20
@@ -21,8 +20,8 @@ def detect_format(path: Path) -> str:
         return "markdown"
     for raw in _lines(path)[:_SNIFF_LINES]:
         try:
-            item = json.loads(raw)
-        except json.JSONDecodeError:
+            item = parse_json(raw)
+        except ValueError:
             continue
         if not isinstance(item, dict):
             continue
@@ -52,8 +51,9 @@ def _exists(path: Path) -> None:
 
 def _lines(path: Path) -> list[str]:
     """The file's lines. Split on newlines only: a JSON string may hold U+2028 and the like,
-    which str.splitlines would cut. Bytes that are no UTF-8 are kept as lone surrogates, so
-    their row is reported and skipped rather than the file refused."""
+    which str.splitlines would cut. Bytes that are no UTF-8 are kept as U+DC80..U+DCFF
+    (surrogateescape), so their row is reported as invalid UTF-8 (rows.undecodable) and
+    skipped rather than the file refused."""
     try:
         raw = path.read_bytes()
     except OSError as exc:

@@ -110,3 +110,65 @@ class FakeChatServer:
         self._closing.set()
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+class TrickleServer:
+    """A real HTTP server on loopback that answers any POST one byte a second, forever (until
+    closed): mode "body" sends the status line and headers at once (Content-Length: 1 MB) and
+    then trickles the body; mode "headers" trickles from the status line on, its headers never
+    ending. Any per-read timeout longer than a second is never reached. Each request is counted."""
+
+    def __init__(self, mode: str = "body", interval_s: float = 1.0):
+        if mode not in ("body", "headers"):
+            raise ValueError(f"mode must be body or headers, not {mode!r}")
+        self.mode = mode
+        self.interval_s = interval_s
+        self.requests = 0
+        self.bytes_sent = 0
+        self._closing = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                server.requests += 1
+                if server.mode == "body":
+                    head = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                            b"Content-Length: 1000000\r\n\r\n")
+                    self._write(head)
+                    self._trickle(b'{"choices": [' + b" " * 999986 + b"]}")
+                else:
+                    self._trickle(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Trickle: "
+                                  + b"a" * 1000000)
+                self.close_connection = True
+
+            def _trickle(self, data: bytes):
+                for i in range(len(data)):
+                    if not self._write(data[i:i + 1]) or server._closing.wait(server.interval_s):
+                        return
+
+            def _write(self, data: bytes) -> bool:
+                try:
+                    self.wfile.write(data)
+                    self.wfile.flush()
+                except OSError:
+                    return False  # the client gave up
+                server.bytes_sent += len(data)
+                return True
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._closing.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()

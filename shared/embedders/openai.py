@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 from typing import Mapping, Sequence
 
-import httpx
 import numpy as np
 
 from shared.config import EmbeddingConfig
 from shared.embedders import normalise
 from shared.errors import EmbeddingError
-from shared.http_retry import post_json
+from shared.http_retry import client as deadline_client, post_json
 
 
 
@@ -29,8 +28,10 @@ class OpenAIEmbedder:
         self._max_retries = max_retries
         self._backoff_s = backoff_s
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(base_url=base_url.rstrip("/") + "/", headers=headers,
-                                    timeout=timeout_s)
+        self._timeout_s = timeout_s
+        # Each request must be complete within timeout_s (connect + headers + body), not merely
+        # see a byte every timeout_s: see shared.http_retry.
+        self._client = deadline_client(base_url.rstrip("/") + "/", headers, timeout_s)
 
     @classmethod
     def from_config(cls, config: EmbeddingConfig, env: Mapping[str, str] | None = None) -> "OpenAIEmbedder":
@@ -79,4 +80,5 @@ class OpenAIEmbedder:
 
     def _post_with_retry(self, payload: dict) -> dict:
         return post_json(self._client, "embeddings", payload, what="embedding API", error=EmbeddingError,
-                         max_retries=self._max_retries, backoff_s=self._backoff_s)
+                         max_retries=self._max_retries, backoff_s=self._backoff_s,
+                         timeout_s=self._timeout_s)

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from shared.config import SummarizerConfig
 from shared.errors import SummarizerError
-from shared.http_retry import json_of, post_with_retry
+from shared.http_retry import client as deadline_client, json_of, post_with_retry
 from shared.summarize.conversation import Turn
 from shared.summarize.schema import MODEL_FIELDS, StructuredMemory
 
@@ -110,8 +110,9 @@ class LlmSummarizer:
 
     def _client(self) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        return httpx.Client(base_url=self._config.base_url.rstrip("/") + "/", headers=headers,
-                            timeout=self._config.timeout_s)
+        # Each request must be complete within timeout_s (connect + headers + body), not merely
+        # see a byte every timeout_s: see shared.http_retry.
+        return deadline_client(self._config.base_url.rstrip("/") + "/", headers, self._config.timeout_s)
 
     def _complete(self, client: httpx.Client, messages: list[dict]) -> str:
         """One chat completion's text, in json_schema mode unless the endpoint refused it."""
@@ -138,7 +139,8 @@ class LlmSummarizer:
         # Never wait longer for a retry than for an answer: summaries are asked for by a caller.
         return post_with_retry(client, "chat/completions", payload, what=WHAT, error=SummarizerError,
                                max_retries=self._config.max_retries,
-                               max_wait_s=min(60.0, self._config.timeout_s), retry_timeouts=False)
+                               max_wait_s=min(60.0, self._config.timeout_s), retry_timeouts=False,
+                               timeout_s=self._config.timeout_s)
 
 
 def parse_memory(content: str) -> StructuredMemory:

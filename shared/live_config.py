@@ -9,6 +9,14 @@ rename is seen too), reloads the file with the loader the process started with, 
 changed key that can apply live, and reports the keys that need a restart
 (shared.config.needs_restart) without applying them: those keep the value the process started
 with. An invalid file is ignored with one log line, and the running config stays.
+
+A half-written file is not applied either. An editor saving in place truncates the file and
+writes it again, and an empty or cut-off YAML document is still valid: applied, it would reset
+every live key it lacks to its default. So a reloaded file is compared with the last complete
+one (the file at start, then each file applied), section by section: it is refused, with one
+log line, when it is empty, lacks a section that one had, or has a section with no keys where
+that one had keys. Keys removed from a section that is still there do apply (deleting a key is
+how it goes back to its default); removing a whole section applies at the next start.
 """
 
 from __future__ import annotations
@@ -45,6 +53,9 @@ class LiveConfig:
         self._pending: Changes = {}
         self._watched: Path | None = None  # the file followed (./config.yaml on defaults)
         self._invalid = False  # the last reload found the file invalid
+        # The sections (and whether each had keys) of the last complete file: at start, then
+        # each one applied. None when there is no file to compare with.
+        self._shape: dict[str, bool] | None = file_shape(config.source) if config.source else None
 
     @property
     def current(self) -> AppConfig:
@@ -83,6 +94,16 @@ class LiveConfig:
                             " valid version is saved", self._watched, _one_line(exc))
                 self._invalid = True
                 return None
+            shape = file_shape(self._watched or self._config.source)
+            problem = incomplete(self._shape, shape)
+            if problem:
+                log.warning("config file %s not applied: it %s (half-written?); the running config"
+                            " stays until a complete version is saved (a section removed on purpose"
+                            " applies at the next start)", self._watched or self._config.source, problem)
+                self._invalid = True
+                return None
+            if shape is not None:
+                self._shape = shape
             baseline = self._file_at_start or self._config
             pending = {k: v for k, v in changed_keys(baseline, from_file).items() if needs_restart(k)}
             applied = {k: v for k, v in changed_keys(self._config, from_file).items()
@@ -108,6 +129,7 @@ class LiveConfig:
         else:
             try:
                 self._file_at_start = load()
+                self._shape = file_shape(path) or self._shape
             except (ConfigError, OSError) as exc:
                 log.warning("config file %s cannot be read now (%s); changes apply once it is valid",
                             path, _one_line(exc))
@@ -164,6 +186,39 @@ class ConfigWatcher:
                 self.live.reload(self.load)
             except Exception:
                 log.exception("reloading %s failed; the running config stays", self.path)
+
+
+def file_shape(path: Path | None) -> dict[str, bool] | None:
+    """{section: whether it holds any key} of a config file; {} for an empty document; None
+    when there is no such file or it is no mapping (the loader reports what is wrong)."""
+    if path is None:
+        return None
+    from shared.safe_yaml import safe_load
+
+    try:
+        raw = safe_load(Path(path).read_text(encoding="utf-8"))
+    except Exception:  # unreadable or invalid: the loader says so in its own words
+        return None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        return None
+    return {str(name): bool(keys) for name, keys in raw.items()}
+
+
+def incomplete(before: dict[str, bool] | None, now: dict[str, bool] | None) -> str | None:
+    """What makes `now` look half-written next to the last complete file `before`, or None."""
+    if not before or now is None:
+        return None
+    if not now:
+        return "is empty"
+    missing = [name for name in before if name not in now]
+    if missing:
+        return f"lacks the section(s) {', '.join(missing)[:200]} it had"
+    emptied = [name for name, had_keys in before.items() if had_keys and not now[name]]
+    if emptied:
+        return f"has no keys in the section(s) {', '.join(emptied)[:200]}"
+    return None
 
 
 def changed_keys(old: AppConfig, new: AppConfig) -> Changes:

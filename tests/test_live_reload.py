@@ -390,3 +390,69 @@ def test_a_process_on_defaults_follows_the_config_file_created_for_it(tmp_path, 
         wait_for(lambda: live.current.memory.recall_top_k == 2, RELOAD_S, 0.05, "the created file applied")
     finally:
         watcher.stop()
+
+
+# -- half-written files (issue 21 item 6) ---------------------------------------------------
+
+FULL = {"storage": {"data_dir": "data"}, "worker": {"autostart": False},
+        "memory": {"recall_top_k": 7}, "server": {"exposed_tools": ["memorize", "recall"]},
+        "forgetting": {"auto_cleanup_enabled": False}}
+
+
+def full_text(**memory) -> str:
+    raw = {**FULL, "memory": {**FULL["memory"], **memory}}
+    return yaml.safe_dump(raw, sort_keys=False)
+
+
+def live_values(live: LiveConfig) -> tuple:
+    c = live.current
+    return c.memory.recall_top_k, tuple(c.server.exposed_tools), c.forgetting.auto_cleanup_enabled
+
+
+def test_reload_refuses_an_empty_or_cut_off_file_and_applies_a_complete_one(tmp_path, caplog):
+    config = tmp_path / "config.yaml"
+    config.write_text(full_text(), encoding="utf-8")
+    live = LiveConfig(load_config(config))
+    before = live_values(live)
+    assert before == (7, ("memorize", "recall"), False)
+    caplog.set_level(logging.INFO, logger="aokun.config")
+    text = full_text()
+    cut = text[:text.index("server:")]  # cut at a line: valid YAML, sections missing
+    for partial, problem in [("", "is empty"), ("\n# saving...\n", "is empty"),
+                             (cut, "lacks the section(s) server, forgetting it had"),
+                             (text.replace("  auto_cleanup_enabled: false\n", ""), "has no keys in the section(s) forgetting")]:
+        config.write_text(partial, encoding="utf-8")
+        caplog.clear()
+        assert live.reload() is None
+        assert live_values(live) == before
+        [line] = [r.getMessage() for r in caplog.records]
+        assert f"it {problem} (half-written?)" in line and str(config) in line
+    config.write_text(full_text(recall_top_k=4), encoding="utf-8")
+    assert live.reload() == {"memory.recall_top_k": (7, 4)}
+    assert live_values(live) == (4, ("memorize", "recall"), False)
+    # A key removed from a section still there applies: that is how a key goes back to its default.
+    config.write_text(yaml.safe_dump({**FULL, "memory": {"recall_top_k": 4}, "forgetting": {"decay_rate": 0.01}}),
+                      encoding="utf-8")
+    assert live.reload() == {"forgetting.auto_cleanup_enabled": (False, True)}
+
+
+def test_a_watcher_skips_an_empty_then_truncated_file_and_applies_the_complete_one(tmp_path, caplog):
+    config = tmp_path / "config.yaml"
+    config.write_text(full_text(), encoding="utf-8")
+    live = LiveConfig(load_config(config))
+    watcher = live.watch()
+    caplog.set_level(logging.INFO, logger="aokun.config")
+    try:
+        config.write_text("", encoding="utf-8")
+        wait_for(lambda: any("is empty" in r.getMessage() for r in caplog.records), RELOAD_S, 0.05,
+                 "the empty file reported")
+        text = full_text(recall_top_k=3)
+        config.write_text(text[:text.index("server:")], encoding="utf-8")
+        wait_for(lambda: any("lacks the section(s)" in r.getMessage() for r in caplog.records), RELOAD_S,
+                 0.05, "the truncated file reported")
+        assert live_values(live) == (7, ("memorize", "recall"), False)
+        config.write_text(text, encoding="utf-8")
+        wait_for(lambda: live.current.memory.recall_top_k == 3, RELOAD_S, 0.05, "the complete file applied")
+        assert live_values(live) == (3, ("memorize", "recall"), False)
+    finally:
+        watcher.stop()

@@ -93,6 +93,7 @@ def test_an_alias_bomb_note_is_refused_quickly_and_named(tmp_path):
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "bomb.md").write_text(f"---\n{BOMB}---\n\nlol\n", encoding="utf-8")
+    (notes / "latin1.md").write_bytes(b"# Caf\xe9\n\nNot UTF-8.\n")
     (notes / "fine.md").write_text("---\ntags: [garden]\n---\n\nThe tomatoes ripened in August.\n",
                                    encoding="utf-8")
     started = time.monotonic()
@@ -100,8 +101,10 @@ def test_an_alias_bomb_note_is_refused_quickly_and_named(tmp_path):
     assert time.monotonic() - started < 120
     assert result.returncode == 1, result.stderr
     errors = result.stderr.strip().splitlines()
-    assert len(errors) == 1
+    assert len(errors) == 2
     assert errors[0].startswith("aokun import: bomb.md:1: front matter refused: it uses more than")
+    assert errors[1] == ("aokun import: latin1.md:1: not valid UTF-8: byte 0xe9 at byte 6 of the line;"
+                         " save the note as UTF-8 text; skipped")
     assert texts(config) == ["fine\n\nThe tomatoes ripened in August."]
 
 

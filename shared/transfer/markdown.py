@@ -46,9 +46,17 @@ def read_rows(root: Path) -> Iterator[Row | BadRow]:
     for path in note_files(root):
         name = path.relative_to(base).as_posix()
         try:
-            text = path.read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError) as exc:
-            yield BadRow(f"{name}:1", f"cannot read the note ({exc}): save it as UTF-8 text")
+            data = path.read_bytes()
+        except OSError as exc:
+            yield BadRow(f"{name}:1", f"cannot read the note ({exc.strerror or exc})")
+            continue
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+            yield BadRow(f"{name}:{line}", f"not valid UTF-8: byte 0x{data[exc.start]:02x} at byte "
+                                           f"{column} of the line; save the note as UTF-8 text")
             continue
         yield from note_rows(name, text)
 

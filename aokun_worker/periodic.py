@@ -1,9 +1,12 @@
 """Periodic jobs that survive downtime.
 
-Each job's last run lives in SQLite (periodic_runs). A scheduler thread in every worker
-checks once a second which jobs are due (a read) and claims each due run with a
-compare-and-set (a write), so however many workers run, one of them runs it. A job gets the time of its previous run, so
-one that fell due while no worker was up runs at start and can catch up on what it missed.
+Each job's last finished run lives in SQLite (periodic_runs). A scheduler thread in every
+worker checks once a second which jobs are due (a read) and claims each due run with a
+compare-and-set (a write, periodic_claims), so however many workers run, one of them runs it.
+Only when the run finished is it recorded as the job's last run: a run cut off (the worker
+killed mid backup) leaves a claim whose process is gone, which the next start or tick takes
+over, so the job runs again. A job gets the time of its previous finished run, so one that
+fell due while no worker was up runs at start and can catch up on what it missed.
 
 Jobs that follow changes rather than the clock (the FAISS snapshots) run once those changes
 settle: each worker watches for itself, and the job makes a second run harmless.
@@ -12,14 +15,21 @@ settle: each worker watches for itself, and the job makes a second run harmless.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from shared.store.interface import Store
 
 log = logging.getLogger("aokun.periodic")
+
+# A claim older than this is taken over even if its process still seems alive (a pid reused,
+# a worker on another host that vanished): far longer than any job runs.
+CLAIM_LEASE_S = 6 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -32,8 +42,11 @@ class PeriodicJob:
 
 class PeriodicScheduler:
     def __init__(self, store: Store, jobs: Sequence[PeriodicJob], tick_s: float = 1.0,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, owner: str | None = None,
+                 lease_s: float = CLAIM_LEASE_S):
         self.store = store
+        self.owner = owner or f"scheduler-{uuid.uuid4().hex[:12]}"
+        self.lease_s = lease_s
         self.jobs = list(jobs)
         self.tick_s = tick_s
         self.clock = clock
@@ -68,17 +81,28 @@ class PeriodicScheduler:
     def _claim_and_run(self, job: PeriodicJob) -> bool:
         now = self.clock()
         with self.store.write() as tx:
-            due, previous = tx.runtime.claim_periodic(job.name, job.interval_s, now)
+            due, previous = tx.runtime.claim_periodic_run(job.name, job.interval_s, now, self.owner,
+                                                          os.getpid(), socket.gethostname(), self.lease_s)
         if not due:
-            return False  # another worker took this run
+            return False  # another worker is running it
         try:
             summary = job.run(previous, now)
-        except Exception:
-            with self.store.write() as tx:
-                tx.runtime.restore_periodic(job.name, previous)
+            with self.store.write() as tx:  # only now is it the job's last run
+                tx.runtime.finish_periodic_run(job.name, self.owner, now)
+        except BaseException:
+            self._release(job.name)
             raise
         log.info("periodic %s: %s", job.name, summary)
         return True
+
+    def _release(self, name: str) -> None:
+        """Let go of a claim whose run failed or could not be recorded: the job stays due. If
+        even that cannot be written, this scheduler's own next claim takes it over anyway."""
+        try:
+            with self.store.write() as tx:
+                tx.runtime.release_periodic_run(name, self.owner)
+        except Exception:
+            log.warning("periodic %s: could not let go of its claim; it is taken over later", name)
 
     def _failed(self, name: str) -> None:
         self._failing[name] = self._failing.get(name, 0) + 1

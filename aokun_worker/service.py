@@ -65,7 +65,7 @@ class WorkerService:
         self.lifecycle = services.lifecycle
         # Only for repairs at start (BM25 rows back-filled); memories are written by fronts.
         self.memories = services.memories
-        self.scheduler = PeriodicScheduler(self.store, self._jobs(config))
+        self.scheduler = PeriodicScheduler(self.store, self._jobs(config), owner=self.heartbeat.worker_id)
         self.snapshots = SettleWatch("snapshots", self._vector_state, self.snapshot_job,
                                      SNAPSHOT_SETTLE_S, SNAPSHOT_MAX_WAIT_S)
         self.idle = IdleWatch(self)

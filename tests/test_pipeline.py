@@ -6,6 +6,7 @@ import contextlib
 import os
 import random
 import signal
+import socket
 import threading
 import time
 
@@ -153,7 +154,9 @@ def test_periodic_job_that_fell_due_runs_at_start_and_lost_messages_are_requeued
     services.memories.memorize("orphan memory without a message", MemoryFields())
     long_ago = time.time() - 3 * 86400
     with services.store.write() as tx:  # housekeeping last ran three days ago
-        assert tx.runtime.claim_periodic("housekeeping", 3600.0, long_ago) == (True, None)
+        assert tx.runtime.claim_periodic_run("housekeeping", 3600.0, long_ago, "earlier", os.getpid(),
+                                             socket.gethostname(), 60.0) == (True, None)
+        tx.runtime.finish_periodic_run("housekeeping", "earlier", long_ago)
     services.close()
     started = time.time()
     worker = start_worker(config)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import socket
+
 import pytest
 
 from helpers import store_sql
@@ -98,10 +101,14 @@ def test_live_workers_ignore_a_killed_local_process(service):
 
 
 def test_periodic_claim_runs_once_per_due_time(service):
+    def claim(now):
+        return tx.runtime.claim_periodic_run("job", 60, now, "me", os.getpid(), socket.gethostname(), 60)
+
     with service.store.write() as tx:
-        assert tx.runtime.claim_periodic("job", 60, 1000.0) == (True, None)
-        assert tx.runtime.claim_periodic("job", 60, 1030.0) == (False, 1000.0)
-        assert tx.runtime.claim_periodic("job", 60, 1500.0) == (True, 1000.0)
+        assert claim(1000.0) == (True, None)
+        tx.runtime.finish_periodic_run("job", "me", 1000.0)
+        assert claim(1030.0) == (False, 1000.0)
+        assert claim(1500.0) == (True, 1000.0)
 
 
 def test_leases_that_keep_running_out_end_in_failed(service):

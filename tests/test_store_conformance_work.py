@@ -180,19 +180,42 @@ def test_front_heartbeats_and_pruning(store):
     assert store.runtime.front_rows() == []
 
 
-def test_a_periodic_job_runs_once_per_due_time(store):
+def claim(store, owner: str, now: float, pid: int | None = None, lease_s: float = 3600.0):
+    with store.write() as tx:
+        return tx.runtime.claim_periodic_run("decay", 60, now, owner, pid or os.getpid(),
+                                             socket.gethostname(), lease_s)
+
+
+def test_a_periodic_job_runs_once_per_due_time_and_counts_only_when_finished(store):
     start = threading.Barrier(3)
 
-    def claim():
+    def claim_in_thread(owner):
         start.wait()
-        with store.write() as tx:
-            return tx.runtime.claim_periodic("decay", 60, NOW)[0]
+        return claim(store, owner, NOW)[0]
 
-    assert sorted(in_threads(claim, claim, claim)) == [False, False, True]
-    assert store.runtime.claim_periodic("decay", 60, NOW + 30) == (False, NOW)
-    assert store.runtime.claim_periodic("decay", 60, NOW + 60) == (True, NOW)
-    store.runtime.restore_periodic("decay", NOW)  # that run failed: due again
-    assert store.runtime.periodic_runs() == {"decay": NOW}
+    won = in_threads(*[lambda o=o: claim_in_thread(o) for o in ("a", "b", "c")])
+    assert sorted(won) == [False, False, True]
+    winner = "abc"[won.index(True)]
+    assert store.runtime.periodic_runs() == {}  # claimed, not yet run
+    assert store.runtime.periodic_claims() == {"decay": winner}
+    store.runtime.finish_periodic_run("decay", winner, NOW)
+    assert store.runtime.periodic_runs() == {"decay": NOW} and store.runtime.periodic_claims() == {}
+    assert claim(store, "a", NOW + 30) == (False, NOW)
+    assert claim(store, "a", NOW + 60) == (True, NOW)
+    store.runtime.release_periodic_run("decay", "a")  # that run failed: due again, nothing recorded
+    assert store.runtime.periodic_runs() == {"decay": NOW} and store.runtime.periodic_claims() == {}
+
+
+def test_a_periodic_claim_of_a_dead_process_or_past_its_lease_is_taken_over(store):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    assert claim(store, "killed", NOW, pid=dead.pid) == (True, None)
+    assert claim(store, "next", NOW + 1) == (True, None)  # its process is gone
+    assert store.runtime.periodic_claims() == {"decay": "next"}
+    assert claim(store, "third", NOW + 2) == (False, None)  # "next" (this process) is alive
+    assert claim(store, "third", NOW + 3601 + 1) == (True, None)  # its lease has passed
+    store.runtime.finish_periodic_run("decay", "next", NOW + 1)  # a late finish of a lost claim
+    assert store.runtime.periodic_claims() == {"decay": "third"}  # does not drop the new claim
 
 
 def test_usage_counts_calls_and_tokens_per_model(store):

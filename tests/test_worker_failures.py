@@ -193,7 +193,7 @@ def test_periodic_jobs_keep_running_when_one_cannot_be_claimed_or_fails(services
         return "ok"
 
     conn = sqlite3.connect(services.store.location, isolation_level=None)  # below the store: a trigger
-    conn.execute("CREATE TRIGGER no_claims BEFORE INSERT ON periodic_runs WHEN NEW.name = 'locked'"
+    conn.execute("CREATE TRIGGER no_claims BEFORE INSERT ON periodic_claims WHEN NEW.name = 'locked'"
                  " BEGIN SELECT RAISE(ABORT, 'no'); END")
     jobs = [PeriodicJob("locked", 0.05, good), PeriodicJob("broken", 0.05, broken),
             PeriodicJob("good", 0.05, good)]
@@ -203,8 +203,7 @@ def test_periodic_jobs_keep_running_when_one_cannot_be_claimed_or_fails(services
         wait_for(lambda: runs["good"] >= 3 and runs["broken"] >= 3, 60,
                  what="the good job to run again and again, the broken one to be tried again")
     finally:
-        # A run is claimed (recorded) before it runs and the claim undone when it fails: only
-        # between ticks does the table show what stayed recorded. stop() ends the tick under way.
+        # A run is recorded only when it finished; a failed one lets its claim go.
         scheduler.stop()
     assert set(services.store.runtime.periodic_runs()) == {"good"}  # neither the failed nor the unclaimed
     conn.execute("DROP TRIGGER no_claims")

@@ -111,28 +111,51 @@ def prune_fronts(conn, dead_before: float) -> int:
 
 # -- periodic jobs -------------------------------------------------------------------------
 
-def claim_periodic(conn, name: str, interval_s: float, now: float) -> tuple[bool, float | None]:
-    """If job `name` is due, record this run and return (True, previous run time or None).
+def claim_periodic_run(conn, name: str, interval_s: float, now: float, owner: str, pid: int,
+                       hostname: str, lease_s: float) -> tuple[bool, float | None]:
+    """If job `name` is due (its last *finished* run is older than interval_s) and no live
+    process holds it, claim it for `owner` and return (True, last finished run or None).
 
-    A compare-and-set inside the caller's write transaction, so among several workers
-    exactly one runs each due occurrence.
+    The claim is not the run: nothing is recorded as run until finish_periodic_run. A claim
+    held by a process that is gone (on this host, its pid no longer exists) or whose lease
+    has passed is taken over, so a run cut off by kill -9 runs again at the next start.
+    A compare-and-set inside the caller's write transaction: among concurrent claimers of
+    one due run exactly one gets True.
     """
     row = conn.execute("SELECT last_run_time FROM periodic_runs WHERE name = ?", (name,)).fetchone()
     previous = row[0] if row else None
     if previous is not None and now - previous < interval_s:
         return False, previous
-    conn.execute("INSERT INTO periodic_runs (name, last_run_time) VALUES (?, ?)"
-                 " ON CONFLICT (name) DO UPDATE SET last_run_time = excluded.last_run_time",
-                 (name, now))
+    held = conn.execute("SELECT owner, pid, hostname, lease_until FROM periodic_claims WHERE name = ?",
+                        (name,)).fetchone()
+    if held is not None and held[0] != owner and held[3] >= now \
+            and (held[2] != socket.gethostname() or pid_alive(held[1])):
+        return False, previous  # another live process is running it
+    conn.execute("INSERT INTO periodic_claims (name, owner, pid, hostname, claimed_time, lease_until)"
+                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner,"
+                 " pid = excluded.pid, hostname = excluded.hostname,"
+                 " claimed_time = excluded.claimed_time, lease_until = excluded.lease_until",
+                 (name, owner, pid, hostname, now, now + lease_s))
     return True, previous
 
 
-def restore_periodic(conn, name: str, previous: float | None) -> None:
-    """Undo a claim whose run failed, so the job is due again."""
-    if previous is None:
-        conn.execute("DELETE FROM periodic_runs WHERE name = ?", (name,))
-    else:
-        conn.execute("UPDATE periodic_runs SET last_run_time = ? WHERE name = ?", (previous, name))
+def finish_periodic_run(conn, name: str, owner: str, started: float) -> None:
+    """The claimed run finished: it becomes the job's last run (at the time it started, the
+    `now` it was given), and the claim is let go."""
+    conn.execute("INSERT INTO periodic_runs (name, last_run_time) VALUES (?, ?)"
+                 " ON CONFLICT (name) DO UPDATE SET last_run_time = excluded.last_run_time",
+                 (name, started))
+    conn.execute("DELETE FROM periodic_claims WHERE name = ? AND owner = ?", (name, owner))
+
+
+def release_periodic_run(conn, name: str, owner: str) -> None:
+    """The claimed run failed: let the claim go; the job stays due."""
+    conn.execute("DELETE FROM periodic_claims WHERE name = ? AND owner = ?", (name, owner))
+
+
+def periodic_claims(conn) -> dict[str, str]:
+    """Runs under way (or cut off and not yet taken over): job name -> owner."""
+    return dict(conn.execute("SELECT name, owner FROM periodic_claims").fetchall())
 
 
 def periodic_runs(conn) -> dict[str, float]:

@@ -340,6 +340,20 @@ MIGRATIONS = [
         " enqueued_time = NULL, lease_owner = NULL, lease_until = NULL, last_error = NULL"
         " WHERE stage IN ('atoms', 'graph')",
     ]),
+    # A periodic run is claimed here and recorded in periodic_runs only when it finished; a
+    # claim whose process died (or whose lease passed) is taken over.
+    Migration(10, "periodic claims", [
+        """
+        CREATE TABLE periodic_claims (
+            name TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            hostname TEXT NOT NULL,
+            claimed_time REAL NOT NULL,
+            lease_until REAL NOT NULL
+        ) WITHOUT ROWID
+        """,
+    ]),
 ]
 
 

@@ -434,11 +434,19 @@ class SqliteRuntime(_Aggregate):
     def live_fronts(self, alive_since: float) -> list[runtime.ProcessRow]:
         return self._run.read(runtime.live_fronts, alive_since)
 
-    def claim_periodic(self, name: str, interval_s: float, now: float) -> tuple[bool, float | None]:
-        return self._run.write(runtime.claim_periodic, name, interval_s, now)
+    def claim_periodic_run(self, name: str, interval_s: float, now: float, owner: str, pid: int,
+                           hostname: str, lease_s: float) -> tuple[bool, float | None]:
+        return self._run.write(runtime.claim_periodic_run, name, interval_s, now, owner, pid,
+                               hostname, lease_s)
 
-    def restore_periodic(self, name: str, previous: float | None) -> None:
-        return self._run.write(runtime.restore_periodic, name, previous)
+    def finish_periodic_run(self, name: str, owner: str, started: float) -> None:
+        return self._run.write(runtime.finish_periodic_run, name, owner, started)
+
+    def release_periodic_run(self, name: str, owner: str) -> None:
+        return self._run.write(runtime.release_periodic_run, name, owner)
+
+    def periodic_claims(self) -> dict[str, str]:
+        return self._run.read(runtime.periodic_claims)
 
     def periodic_runs(self) -> dict[str, float]:
         return self._run.read(runtime.periodic_runs)

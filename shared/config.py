@@ -449,6 +449,7 @@ def load_config(explicit: str | os.PathLike | None = None,
 
 
 def _read_yaml(path: Path) -> dict:
+    # Lazy imports: PyYAML only when a file is read (every hook call imports this module).
     import yaml
 
     from shared.safe_yaml import safe_load

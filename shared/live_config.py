@@ -16,7 +16,9 @@ every live key it lacks to its default. So a reloaded file is compared with the 
 one (the file at start, then each file applied), section by section: it is refused, with one
 log line, when it is empty, lacks a section that one had, or has a section with no keys where
 that one had keys. Keys removed from a section that is still there do apply (deleting a key is
-how it goes back to its default); removing a whole section applies at the next start.
+how it goes back to its default). An editor finishes its save within milliseconds, so a file
+that lacks or empties a section and then stays unchanged for SETTLE_S was meant so: it is
+read again then and applied. An empty file is never applied (a restart applies it).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import dataclasses
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -40,6 +43,8 @@ Changes = dict[str, tuple[Any, Any]]  # "section.key" -> (old value, new value)
 # A save is usually a burst of events (truncate + write, or write + rename): wait until none
 # came for STEP_MS, at most DEBOUNCE_MS, then reload once. Well inside the 2 s promised.
 STEP_MS, DEBOUNCE_MS = 100, 500
+# A file missing a section is applied once it has stayed unchanged this long (see above).
+SETTLE_S = 3.0
 _SHOWN_VALUE_CHARS = 80
 
 
@@ -94,13 +99,16 @@ class LiveConfig:
                             " valid version is saved", self._watched, _one_line(exc))
                 self._invalid = True
                 return None
-            shape = file_shape(self._watched or self._config.source)
+            path = self._watched or self._config.source
+            shape = file_shape(path)
             problem = incomplete(self._shape, shape)
-            if problem:
+            if problem and (shape == {} or _age_s(path) < SETTLE_S):
+                settles = "" if shape == {} else f" or it stays so for {SETTLE_S:.0f} s"
                 log.warning("config file %s not applied: it %s (half-written?); the running config"
-                            " stays until a complete version is saved (a section removed on purpose"
-                            " applies at the next start)", self._watched or self._config.source, problem)
+                            " stays until a complete version is saved%s", path, problem, settles)
                 self._invalid = True
+                if shape:
+                    self._read_again_later(load)
                 return None
             if shape is not None:
                 self._shape = shape
@@ -116,6 +124,18 @@ class LiveConfig:
             if applied:
                 self.replace(with_values(self._config, {k: new for k, (_, new) in applied.items()}))
             return applied
+
+    def _read_again_later(self, load: Loader) -> None:
+        """Reload once the file has had SETTLE_S to settle (a section removed on purpose)."""
+        timer = threading.Timer(SETTLE_S + 0.2, self._reload_logged, args=(load,))
+        timer.daemon = True
+        timer.start()
+
+    def _reload_logged(self, load: Loader) -> None:
+        try:
+            self.reload(load)
+        except Exception:
+            log.exception("reloading the config file failed; the running config stays")
 
     def watch(self, load: Loader | None = None) -> "ConfigWatcher | None":
         """Follow the config file from now on. A process running on defaults follows
@@ -193,6 +213,7 @@ def file_shape(path: Path | None) -> dict[str, bool] | None:
     when there is no such file or it is no mapping (the loader reports what is wrong)."""
     if path is None:
         return None
+    # Lazy imports: PyYAML only when a file is compared, as in shared.config.
     from shared.safe_yaml import safe_load
 
     try:
@@ -204,6 +225,14 @@ def file_shape(path: Path | None) -> dict[str, bool] | None:
     if not isinstance(raw, dict):
         return None
     return {str(name): bool(keys) for name, keys in raw.items()}
+
+
+def _age_s(path: Path | None) -> float:
+    """Seconds since the file was last written (0 when it cannot be read)."""
+    try:
+        return time.time() - Path(path).stat().st_mtime
+    except (OSError, TypeError):
+        return 0.0
 
 
 def incomplete(before: dict[str, bool] | None, now: dict[str, bool] | None) -> str | None:

@@ -456,3 +456,29 @@ def test_a_watcher_skips_an_empty_then_truncated_file_and_applies_the_complete_o
         assert live_values(live) == (3, ("memorize", "recall"), False)
     finally:
         watcher.stop()
+
+
+def test_a_section_removed_on_purpose_applies_once_the_file_has_settled(tmp_path, caplog):
+    """A cut-off file and a file whose section was deleted look alike at first; the deleted
+    section is meant when the file stays so: it applies SETTLE_S later, with no other save."""
+    from shared.live_config import SETTLE_S
+
+    config = tmp_path / "config.yaml"
+    config.write_text(full_text(), encoding="utf-8")
+    live = LiveConfig(load_config(config))
+    watcher = live.watch()
+    caplog.set_level(logging.INFO, logger="aokun.config")
+    try:
+        without = {name: keys for name, keys in FULL.items() if name != "forgetting"}
+        config.write_text(yaml.safe_dump({**without, "memory": {"recall_top_k": 5}}), encoding="utf-8")
+        wait_for(lambda: any("lacks the section(s) forgetting" in r.getMessage() for r in caplog.records),
+                 RELOAD_S, 0.05, "the missing section reported first")
+        assert live_values(live) == (7, ("memorize", "recall"), False)
+        wait_for(lambda: live_values(live) == (5, ("memorize", "recall"), True), SETTLE_S + RELOAD_S, 0.05,
+                 "the settled file applied, the removed section back at its defaults")
+        # An empty file is never taken for a wish: it stays refused however long it stays.
+        config.write_text("", encoding="utf-8")
+        time.sleep(SETTLE_S + 1.0)
+        assert live_values(live) == (5, ("memorize", "recall"), True)
+    finally:
+        watcher.stop()

@@ -88,6 +88,7 @@ def front_matter(lines: list[str]) -> tuple[dict, int]:
     end = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), None)
     if end is None:
         return {}, 0  # an opening rule with no closing one: a horizontal line, not front matter
+    # Lazy imports: PyYAML only for a note that has front matter.
     import yaml
 
     from shared.safe_yaml import YamlRefused, safe_load

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, get_args
 
 from shared.errors import InvalidInput
@@ -29,6 +29,7 @@ from shared.store.documents import (MAX_KEY_FACT_CHARS, MAX_LABEL_CHARS, MAX_LIS
                                     MAX_SUMMARY_CHARS, MemoryFields, Sentiment, unmarked)
 
 MAX_ID_CHARS = 200  # session_id, persona_id
+EARLIEST_YEAR, LATEST_YEAR = 1900, 9999  # original_time, in UTC
 MAX_SOURCE_HASH_CHARS = 200
 SENTIMENTS: tuple[str, ...] = get_args(Sentiment)
 LIST_LIMITS = {"topics": MAX_LABEL_CHARS, "participants": MAX_LABEL_CHARS,
@@ -107,6 +108,8 @@ def check_field(name: str, value: Any) -> Any:
     if name == "original_time":
         if value is not None and not isinstance(value, datetime):
             raise InvalidInput(f"original_time: must be a date-time (got {shown(value)})")
+        if value is not None:
+            check_time_range(value, "original_time")
         return value
     raise InvalidInput(f"unknown field {name[:40]!r} (accepted: {', '.join(METADATA_KEYS)})")
 
@@ -146,6 +149,20 @@ def parse_time(value: str, name: str) -> datetime:
     except ValueError:
         raise InvalidInput(f"{name}: must be an ISO-8601 date or date-time such as "
                            f"2024-05-08T13:56:00, got {value[:40]!r}") from None
+
+
+def check_time_range(when: datetime, name: str) -> datetime:
+    """A time that every stage can compute with: in the years EARLIEST_YEAR..LATEST_YEAR once
+    its offset is applied (9999-12-31T23:59-23:59 is year 10000 in UTC, which later date
+    arithmetic cannot represent)."""
+    try:
+        utc = when.astimezone(timezone.utc) if when.tzinfo else when
+    except OverflowError:
+        utc = None
+    if utc is None or not EARLIEST_YEAR <= utc.year <= LATEST_YEAR:
+        raise InvalidInput(f"{name}: {when.isoformat()[:40]} is out of range: give a time in the "
+                           f"years {EARLIEST_YEAR} to {LATEST_YEAR} (UTC)")
+    return when
 
 
 def check_memory_id(memory_id: Any) -> int:

@@ -10,7 +10,7 @@ from shared import health
 from shared.config import AppConfig
 from shared.embedders import build_embedder, recorded_models, space_dim
 from shared.health import format_age
-from shared.queue import queue_file_problem
+from shared.queue import describe_queue, queue_file_problem, redis_problem
 
 
 def cmd_doctor(admin, args) -> int:
@@ -28,12 +28,13 @@ def cmd_doctor(admin, args) -> int:
     warning = store.vectors.foreign_space_warning(embedder_model, dim)
     if warning:
         problems.append(warning)
-    queue_problem = queue_file_problem(admin.config.storage)
+    engine, queue_problem = _queue_engine(admin.config)
     if queue_problem:
         problems.append(queue_problem)
     pipeline, details = _pipeline_health(admin)
     print(f"documents {counts['documents']}, stages pending {pipeline['queue']['pending']}, running "
           f"{pipeline['queue']['running']}, failed {pipeline['queue']['failed']}, done {pipeline['queue']['done']}")
+    print(f"queue engine: {engine}")
     for problem in problems + pipeline["warnings"]:
         print(f"PROBLEM: {problem}")
     for line in details:
@@ -41,6 +42,17 @@ def cmd_doctor(admin, args) -> int:
     found = len(problems) + len(pipeline["warnings"])
     print("consistent" if not found else f"{found} problem(s) found")
     return 0 if not found else 1
+
+
+def _queue_engine(config: AppConfig) -> tuple[str, str | None]:
+    """Which queue engine this config uses and whether it works: the Redis server answers a
+    PING, the SQLite queue file is not damaged. (description, problem or None)"""
+    described = describe_queue(config.storage, config.queue)
+    if config.queue.backend == "redis":
+        problem = redis_problem(config.queue)
+        return f"{described}, {'unreachable' if problem else 'reachable (PING answered)'}", problem
+    problem = queue_file_problem(config.storage)
+    return f"{described}{', damaged' if problem else ''}", problem
 
 
 def _pipeline_health(admin, detail_limit: int = 20) -> tuple[dict, list[str]]:

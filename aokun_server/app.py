@@ -19,6 +19,7 @@ from aokun_server.tools.model_calls import ModelCalls
 from shared import __version__
 from shared.assembly import LiveRecaller, Services, open_services
 from shared.config import AppConfig
+from shared.errors import StorageError
 from shared.health import FrontHeartbeat
 from shared.live_config import ConfigWatcher, LiveConfig, apply_log_level
 from shared.memories import MemoryService
@@ -110,6 +111,8 @@ class Front:
             if swept:
                 log.warning("removed %d unfinished backup file(s) left by a process killed "
                             "while writing: %s", len(swept), ", ".join(swept))
+        except StorageError as exc:  # one line: e.g. the queue's Redis is away for now
+            log.warning("start-up reconcile failed; workers will reconcile: %s", exc)
         except Exception:
             log.exception("start-up reconcile failed; workers will reconcile")
 

@@ -17,12 +17,14 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from shared.errors import StorageError
 from shared.store.interface import Store
 
 log = logging.getLogger("aokun.periodic")
@@ -107,7 +109,11 @@ class PeriodicScheduler:
     def _failed(self, name: str) -> None:
         self._failing[name] = self._failing.get(name, 0) + 1
         if self._failing[name] == 1:  # one traceback per outage, not one per tick
-            log.exception("periodic job %s failed; it stays due and is tried again", name)
+            error = sys.exc_info()[1]
+            if isinstance(error, StorageError):  # says what is wrong in one line already
+                log.warning("periodic job %s failed; it stays due and is tried again: %s", name, error)
+            else:
+                log.exception("periodic job %s failed; it stays due and is tried again", name)
 
     def _recovered(self, name: str) -> None:
         failures = self._failing.pop(name, 0)

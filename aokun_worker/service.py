@@ -25,6 +25,7 @@ from shared.search.vectors import VectorIndex
 from shared.store.fts import FTS_TABLES
 from shared.store.interface import Store
 from shared.store.vectors import KINDS
+from shared.queue import describe_queue, require_reachable
 from shared.tasks import Enqueuer
 
 log = logging.getLogger("aokun.worker")
@@ -49,6 +50,7 @@ class WorkerService:
         self.services = services
         self.live = services.live
         self.store = services.store
+        require_reachable(services.config.queue)
         self.huey = services.huey
         self.autostarted = autostarted
         config = self.live.current
@@ -196,7 +198,8 @@ class WorkerService:
         # The stop flag ends the consumer's loop and each worker thread after its job.
         self.idle.begin(on_idle=consumer.stop_flag.set)
         log.info("worker %s (pid %d%s) consuming %s", self.heartbeat.worker_id, os.getpid(),
-                 ", autostarted" if self.autostarted else "", self.config.storage.queue_path)
+                 ", autostarted" if self.autostarted else "",
+                 describe_queue(self.config.storage, self.config.queue))
         try:
             consumer.run()
         finally:

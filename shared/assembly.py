@@ -92,7 +92,7 @@ class Services:
     @part
     def huey(self) -> Any:
         """The task queue (Huey) of this data_dir."""
-        return open_queue(self.config.storage)
+        return open_queue(self.config.storage, self.config.queue)
 
     @part
     def enqueuer(self) -> Enqueuer | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,6 +120,8 @@ CHANNELS = ("bm25", "vector", "graph_keyword", "graph_vector")
 # How a route's channels are fused (shared/search/fuse.py): standardised scores, min-max scores,
 # or reciprocal rank fusion.
 FUSIONS = ("zscore", "score", "rrf")
+# Where the job queue's messages live (shared/queue.py).
+QUEUE_BACKENDS = ("sqlite", "redis")
 # Who summarizes a conversation (shared/summarize/): the offline rules, or the configured model.
 SUMMARIZER_PROVIDERS = ("rules", "llm")
 
@@ -130,11 +133,13 @@ RESTART_KEYS = frozenset({
     "server.transport", "server.host", "server.port", "server.token",
     "worker.threads", "worker.heartbeat_interval_s", "worker.poll_interval_s",
     "atoms.rules_file", "graph.aliases", "graph.max_topics", "summarizer.max_concurrent",
+    "queue.backend", "queue.url", "queue.name", "queue.password_env",
 })
 
 
 # Keys whose values are never shown or logged (the panel shows "set" / "not set").
-SECRET_KEYS = frozenset({"server.token", "embedding.api_key", "summarizer.api_key"})
+# queue.url may carry a password (redis://:secret@host:6379/0).
+SECRET_KEYS = frozenset({"server.token", "embedding.api_key", "summarizer.api_key", "queue.url"})
 
 
 def needs_restart(key: str) -> bool:
@@ -308,6 +313,15 @@ class WorkerConfig:
 
 @dataclass(frozen=True)
 class QueueConfig:
+    # Where the queue's messages live (shared/queue.py): sqlite, a file in data_dir (one
+    # machine); redis, a Redis server at `url` that workers on several machines share.
+    backend: str = _opt("sqlite", choices=QUEUE_BACKENDS)
+    url: str = _opt("")
+    # redis: the queue's name in Redis (its keys are huey.*.<name>); deployments sharing one
+    # Redis server (and database) each need their own.
+    name: str = _opt("aokun")
+    # redis: the environment variable holding the password when the URL has none.
+    password_env: str = _opt("AOKUN_QUEUE_PASSWORD")
     max_retries: int = _opt(8, minimum=1, maximum=10_000)
     retry_base_s: float = _opt(5.0, minimum=0.0, maximum=3600.0)
     retry_max_s: float = _opt(600.0, minimum=0.0, maximum=DAY)
@@ -596,6 +610,7 @@ def _check_cross_rules(config: AppConfig) -> None:
     summarizer = config.summarizer
     if summarizer.provider == "llm" and not (summarizer.base_url and summarizer.model):
         raise ConfigError("summarizer.provider llm needs summarizer.base_url and summarizer.model")
+    _check_queue(config.queue)
     bad_aliases = [a for a in config.graph.aliases if "=" not in a or not all(p.strip() for p in a.split("=", 1))]
     if bad_aliases:
         raise ConfigError(f"graph.aliases entries must look like alias=name; got {cut(', '.join(bad_aliases))}")
@@ -603,6 +618,19 @@ def _check_cross_rules(config: AppConfig) -> None:
         raise ConfigError(
             f"memory.recall_top_k ({config.memory.recall_top_k}) must not exceed "
             f"memory.recall_max_k ({config.memory.recall_max_k})")
+
+
+def _check_queue(queue: QueueConfig) -> None:
+    if queue.backend != "redis":
+        return
+    if not queue.url:
+        raise ConfigError("queue.backend redis needs queue.url, e.g. redis://127.0.0.1:6379/0")
+    scheme = queue.url.split("://", 1)[0].lower() if "://" in queue.url else ""
+    if scheme not in ("redis", "rediss", "unix"):
+        raise ConfigError("queue.url must be a redis://, rediss:// or unix:// URL, e.g. "
+                          "redis://127.0.0.1:6379/0")
+    if not re.fullmatch(r"[A-Za-z0-9_]{1,64}", queue.name):
+        raise ConfigError(f"queue.name must be 1 to 64 letters, digits or underscores; got {shown(queue.name)}")
 
 
 HOW_TO_POINT = (f"pass --config FILE, set {CONFIG_ENV}=FILE, or run it in the folder holding "

@@ -1,4 +1,5 @@
-"""The job queue: Huey over its own SQLite file, kept apart from the main database.
+"""The job queue: Huey over its own SQLite file, kept apart from the main database, or over a
+Redis server (queue.backend redis) that workers on several machines share.
 
 Huey's tables have generic names and it deletes a task before running it, so the queue
 only carries hints; the stage rows in the main database are the truth. That is also why a
@@ -8,6 +9,10 @@ nothing in it is needed, and the reconciler re-queues every pending stage once i
 queue empty. Fronts and workers may find the damage at the same moment, so the check and the
 move happen under an OS lock on data_dir/queue.lock, and a process whose file was replaced
 under it follows the path to the fresh one before its next operation.
+
+On Redis the queue's keys are huey.*.<queue.name>; a Redis that loses them (restarted without
+persistence, flushed) loses only hints too: the reconciler finds the queue empty and re-queues
+every pending stage.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ import sqlite3
 import time
 from pathlib import Path
 
-from shared.config import StorageConfig
+from urllib.parse import urlsplit, urlunsplit
+
+from shared.config import QueueConfig, StorageConfig
 from shared.errors import StorageError
 from shared.platform import exclusive_file_lock
 from shared.sqlite_errors import DAMAGED, primary_code
@@ -30,8 +37,11 @@ log = logging.getLogger("aokun.queue")
 QUEUE_NAME = "aokun"
 
 
-def open_queue(storage: StorageConfig):
-    """A SqliteHuey on data_dir/queue.db; a damaged file there is moved aside first."""
+def open_queue(storage: StorageConfig, queue: QueueConfig | None = None):
+    """The configured queue: a RedisHuey (queue.backend redis), else a SqliteHuey on
+    data_dir/queue.db, a damaged file there moved aside first."""
+    if queue is not None and queue.backend == "redis":
+        return open_redis_queue(queue)
     from huey import SqliteHuey
 
     try:
@@ -43,9 +53,100 @@ def open_queue(storage: StorageConfig):
     queue_file = QueueFile(storage)
     queue_file.replace_if_damaged()
     # results=False: nothing reads task results, and stored ones would pile up forever.
-    return SqliteHuey(name=QUEUE_NAME, results=False, storage_class=_storage_class(),
+    huey = SqliteHuey(name=QUEUE_NAME, results=False, storage_class=_storage_class(),
                       queue_file=queue_file, filename=str(queue_file.path),
                       timeout=queue_file.timeout_s)
+    # What shared/tasks.py turns into one-line StorageErrors, and how it names the queue.
+    huey.aokun_errors = (sqlite3.Error,)
+    huey.aokun_where = str(queue_file.path)
+    return huey
+
+
+def describe_queue(storage: StorageConfig, queue: QueueConfig) -> str:
+    """Which queue engine this config uses and where, for logs and `aokun doctor` (a password
+    in the URL is shown as ***)."""
+    if queue.backend == "redis":
+        return f"redis {redact_url(queue.url)} (queue name {queue.name})"
+    return f"sqlite {storage.queue_path}"
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password replaced by ***."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "(unparsable queue.url)"
+    if not password:
+        return url
+    userinfo = f"{parts.username or ''}:***"
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit((parts.scheme, f"{userinfo}@{host}", parts.path, parts.query, parts.fragment))
+
+
+def _redis_client(queue: QueueConfig, env=None):
+    """A Redis client on queue.url; the password from queue.password_env when the URL has none."""
+    # Lazy imports: redis only when queue.backend is redis (the default SQLite queue, every
+    # front and command, never needs it).
+    import redis
+
+    env = os.environ if env is None else env
+    kwargs = {}
+    password = env.get(queue.password_env, "") if queue.password_env else ""
+    if password:
+        kwargs["password"] = password  # a password in the URL takes precedence
+    # A dead server fails an operation within seconds; the consumer's blocking reads wait 1 s.
+    pool = redis.ConnectionPool.from_url(queue.url, socket_connect_timeout=5, socket_timeout=15,
+                                         health_check_interval=30, **kwargs)
+    return redis.Redis(connection_pool=pool)
+
+
+def redis_problem(queue: QueueConfig) -> str | None:
+    """Why the Redis at queue.url cannot be used (a failed PING), or None."""
+    # Lazy imports: redis only when queue.backend is redis.
+    import redis
+
+    client = None
+    try:
+        client = _redis_client(queue)
+        client.ping()
+    except (redis.RedisError, ValueError, OSError) as exc:
+        return (f"queue Redis at {redact_url(queue.url)} is unreachable ({_one_line(exc)}); start "
+                "it, or fix queue.url (and the password in it or in $" + queue.password_env + ")")
+    finally:
+        if client is not None:
+            client.close()
+    return None
+
+
+def require_reachable(queue: QueueConfig) -> None:
+    """StorageError (one line naming the URL) when queue.backend is redis and the server does
+    not answer a PING: a worker checks at start, as it has nothing to do without its queue. A
+    front does not: its writes go on while Redis is away (the stage rows keep the work)."""
+    if queue.backend == "redis":
+        problem = redis_problem(queue)
+        if problem:
+            raise StorageError(problem, kind="cannot_open")
+
+
+def open_redis_queue(queue: QueueConfig):
+    """A RedisHuey named queue.name on queue.url. Connects on first use: a server that does not
+    answer then is a one-line StorageError from shared/tasks.py naming the URL."""
+    # Lazy imports: redis and Huey's Redis storage only when queue.backend is redis.
+    import redis
+    from huey import RedisHuey
+
+    client = _redis_client(queue)
+    # results=False as on SQLite: nothing reads task results.
+    huey = RedisHuey(name=queue.name, results=False, connection_pool=client.connection_pool,
+                     storage_class=_redis_storage_class(), where=redact_url(queue.url))
+    huey.aokun_errors = (redis.RedisError,)
+    huey.aokun_where = f"the queue Redis at {redact_url(queue.url)}"
+    return huey
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def queue_file_problem(storage: StorageConfig) -> str | None:
@@ -239,3 +340,43 @@ def _storage_class():
                 return []
 
     return QueueStorage
+
+
+@functools.cache
+def _redis_storage_class():
+    """Huey's Redis storage whose polls survive the server going away: one warning line a
+    minute instead of a traceback per poll and thread; work resumes when it is back (and the
+    reconciler re-queues what a restarted, empty server lost). Built on first use, like redis."""
+    # Lazy imports: redis and Huey's Redis storage only when queue.backend is redis.
+    import redis
+    from huey.storage import RedisStorage
+
+    class RedisQueueStorage(RedisStorage):
+        def __init__(self, name, where: str = "", **kwargs):
+            self.where = where
+            self._warned = 0.0
+            super().__init__(name, **kwargs)
+
+        def _unreachable(self, exc: Exception) -> None:
+            now = time.monotonic()
+            if now - self._warned >= 60 or not self._warned:
+                self._warned = now
+                log.warning("queue Redis at %s is unreachable (%s); retrying; the stage rows keep "
+                            "the work", self.where, _one_line(exc))
+            time.sleep(1)  # each worker thread polls again after a pause, not in a hot loop
+
+        def dequeue(self):
+            try:
+                return super().dequeue()
+            except redis.ConnectionError as exc:
+                self._unreachable(exc)
+                return None
+
+        def read_schedule(self, ts):
+            try:
+                return super().read_schedule(ts)
+            except redis.ConnectionError as exc:
+                self._unreachable(exc)
+                return []
+
+    return RedisQueueStorage

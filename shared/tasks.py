@@ -66,11 +66,14 @@ class Enqueuer:
 
     @contextmanager
     def _queue_errors(self, doing: str) -> Iterator[None]:
-        """Raw SQLite errors from the queue file leave as one-line StorageErrors (damage is
-        already one: the queue's storage replaces a damaged file and says so)."""
+        """Raw SQLite (or Redis) errors from the queue leave as one-line StorageErrors (damage
+        is already one: the queue's storage replaces a damaged file and says so)."""
+        errors = getattr(self.huey, "aokun_errors", (sqlite3.Error,))
         try:
             yield
-        except sqlite3.Error as exc:
-            path = getattr(self.huey.storage, "filename", "the queue file")
-            raise StorageError(f"could not {doing} in {path} ({exc}); nothing is lost: the stage "
-                               "rows keep the work and the reconciler queues it") from exc
+        except errors as exc:
+            where = getattr(self.huey, "aokun_where", None) or getattr(self.huey.storage, "filename",
+                                                                       "the queue file")
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise StorageError(f"could not {doing} in {where} ({detail}); nothing is lost: the "
+                               "stage rows keep the work and the reconciler queues it") from exc

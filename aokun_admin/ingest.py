@@ -10,7 +10,11 @@ import sys
 from pathlib import Path
 
 from shared.errors import InvalidInput
+from shared.summarize.transcript_lines import to_summarize
 from shared.summarize.transcripts import FORMATS, dated, hook_input, memory_fields, modified_time, read_transcript
+
+# A progress bar for files this large, when stderr is a terminal (a hook's is not).
+PROGRESS_BYTES = 8 * 1024 * 1024
 
 # -- the command ----------------------------------------------------------------------------
 
@@ -38,13 +42,16 @@ def cmd_ingest(admin, args) -> int:
         hook = hook_input(sys.stdin.read())
         path = Path(hook["transcript_path"]).expanduser()
         session = session or hook.get("session_id") or None
-    turns = dated(read_transcript(path, args.format), modified_time(path))
+    turns = dated(_read(path, args.format), modified_time(path))
     if not turns:
         if args.from_hook:
             print(f"nothing to remember: {path} holds no conversation yet")
             return 0
         raise InvalidInput(f"{path} holds no conversation: no turn has any text")
-    memory = admin.services.summarizer.summarize(turns)
+    summarized, limited = to_summarize(turns)
+    for warning in limited:
+        print(f"aokun ingest: {warning}", file=sys.stderr)
+    memory = admin.services.summarizer.summarize(summarized)
     for warning in memory.warnings:
         print(f"aokun ingest: {warning}", file=sys.stderr)
     service = admin.memories(queued=not args.dry_run)  # a dry run opens no queue
@@ -60,3 +67,23 @@ def cmd_ingest(admin, args) -> int:
     print(f"stored {len(turns)} turns as one memory ({memory.provider}, {len(memory.key_facts)} key facts)")
     print(doc.id)
     return 0
+
+
+def _read(path: Path, fmt: str):
+    """read_transcript, its warnings on stderr, with a progress bar for a large file read
+    at a terminal."""
+    def warn(message: str) -> None:
+        print(f"aokun ingest: {message}", file=sys.stderr)
+
+    try:
+        large = path.stat().st_size >= PROGRESS_BYTES and sys.stderr.isatty()
+    except OSError:
+        large = False  # reading it will say what is wrong
+    if not large:
+        return read_transcript(path, fmt, warn)
+    from tqdm import tqdm
+
+    with tqdm(total=path.stat().st_size, unit="B", unit_scale=True, file=sys.stderr,
+              desc="reading", leave=False) as bar:
+        return read_transcript(path, fmt, lambda m: bar.write(f"aokun ingest: {m}", file=sys.stderr),
+                               bar.update)

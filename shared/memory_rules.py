@@ -175,7 +175,12 @@ def check_memory_id(memory_id: Any) -> int:
 
 
 def shown(value: Any) -> str:
-    """A short JSON rendering of what the caller gave."""
+    """A short JSON rendering of what the caller gave (a long string or list cut before it is
+    rendered: a value of megabytes is never copied whole into a message)."""
+    if isinstance(value, str) and len(value) > _SHOWN_CHARS:
+        value = value[:_SHOWN_CHARS]
+    elif isinstance(value, (list, tuple)) and len(value) > _SHOWN_CHARS:
+        value = list(value[:_SHOWN_CHARS])
     try:
         text = json.dumps(value, ensure_ascii=False, default=str)
     except ValueError:

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from itertools import chain
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from shared.errors import InvalidInput
 from shared.store.documents import MemoryFields
 from shared.summarize.conversation import Turn, parse_conversation, transcript
+from shared.summarize.transcript_lines import Advance, Warn, checked_size, file_lines
 
 if TYPE_CHECKING:  # pydantic loads only where a summary is made, not for every `aokun` command
     from shared.summarize.schema import StructuredMemory
@@ -37,23 +40,36 @@ CLAUDE_SPEAKERS = ("user", "assistant")
 _COMMAND_RECORD = re.compile(r"^\s*(<(command|local-command)-[a-z]+>|\[Request interrupted by user)")
 
 
+log = logging.getLogger(__name__)
+
+
 # -- readers --------------------------------------------------------------------------------
 
 
-def read_transcript(path: Path, fmt: str = "auto") -> list[Turn]:
-    """The turns of a transcript file ([] when it holds no text); InvalidInput when it cannot
-    be read or is malformed."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InvalidInput(f"transcript not found: {path}") from None
-    except OSError as exc:
-        raise InvalidInput(f"cannot read transcript {path}: {exc.strerror or exc}") from None
-    raw = decoded(data, str(path))
+def read_transcript(path: Path, fmt: str = "auto", warn: Warn | None = None,
+                    advance: Advance = lambda n: None) -> list[Turn]:
+    """The turns of a transcript file ([] when it holds no text), read a line at a time within
+    the limits of transcript_lines.py (a line over them skipped, with `warn`); InvalidInput
+    when it cannot be read, is too large or is malformed. `advance` is told the bytes read."""
+    name = str(path)
+    checked_size(path)
+    lines = file_lines(path, warn or (lambda message: log.warning("%s", message)), advance)
+    first: list[tuple[int, str]] = []
+    for numbered in lines:  # up to the first line with text: what the file holds
+        first.append(numbered)
+        if numbered[1].strip():
+            break
+    numbered_lines = chain(first, lines)
+    head = first[-1][1].lstrip()[:1] if first else ""
     if fmt == "auto":
-        fmt = "jsonl" if raw.lstrip()[:1] in ("{", "[") else "text"
-    turns = _turns(raw) if fmt == "text" else turns_from_json(raw, str(path))
-    return in_range(turns, str(path))
+        fmt = "jsonl" if head in ("{", "[") else "text"
+    if fmt == "text":
+        turns = _turns("\n".join(line for _, line in numbered_lines))
+    elif head == "[":
+        turns = turns_from_json("\n".join(line for _, line in numbered_lines), name)
+    else:
+        turns = _turns_from_lines(numbered_lines, name)
+    return in_range(turns, name)
 
 
 EARLIEST_YEAR, LATEST_YEAR = 1900, 9999
@@ -76,18 +92,6 @@ def in_range(turns: list[Turn], name: str) -> list[Turn]:
     return turns
 
 
-def decoded(data: bytes, name: str) -> str:
-    """The file's text; InvalidInput naming the first byte that is no UTF-8 by line and byte."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise InvalidInput(f"cannot read transcript {name}: not valid UTF-8: byte "
-                           f"0x{data[exc.start]:02x} at line {line}, byte {column}; save it as "
-                           "UTF-8") from None
-
-
 def _loads(raw: str):
     """json.loads; RecursionError (brackets nested past what the parser takes) as ValueError."""
     try:
@@ -107,10 +111,23 @@ def turns_from_json(raw: str, name: str) -> list[Turn]:
         except ValueError as exc:
             raise InvalidInput(f"{name} is {exc}") from None
         return _turns(items)
-    entries = json_lines(raw, name)
-    if any(is_claude_entry(entry) for entry in entries):
-        return _turns(claude_turns(entries))
-    return _turns(entries)
+    return _turns_from_lines(enumerate(raw.splitlines(), 1), name)
+
+
+def _turns_from_lines(lines: Iterable[tuple[int, str]], name: str) -> list[Turn]:
+    """Turns from JSON lines, our turns or Claude Code entries (then only those count), each
+    entry kept only for its text while the rest is read."""
+    claude: list[dict] = []
+    ours: list[dict] = []
+    for entry in json_lines(lines, name):
+        if is_claude_entry(entry):
+            text = _entry_text(entry)
+            if text:
+                claude.append({"type": entry["type"], "timestamp": entry.get("timestamp"),
+                               "message": {"id": entry["message"].get("id"), "content": text}})
+        elif not claude:
+            ours.append(entry)
+    return _turns(claude_turns(claude)) if claude else _turns(ours)
 
 
 def _turns(conversation) -> list[Turn]:
@@ -125,31 +142,38 @@ def _turns(conversation) -> list[Turn]:
     return [] if blank else parse_conversation(conversation)
 
 
-def json_lines(raw: str, name: str) -> list[dict]:
-    """One JSON object a line. A cut last line is dropped: a host may still be writing it."""
-    lines = [(n, line) for n, line in enumerate(raw.splitlines(), 1) if line.strip()]
-    entries = []
-    for position, (number, line) in enumerate(lines):
+def json_lines(lines: Iterable[tuple[int, str]], name: str) -> Iterator[dict]:
+    """One JSON object a (numbered) line. A cut last line is dropped: a host may still be
+    writing it."""
+    cut: str | None = None  # the error of a line that is no JSON, unless it is the last
+    position = 0
+    for number, line in lines:
+        if not line.strip():
+            continue
+        if cut is not None:
+            raise InvalidInput(cut)
         try:
             entry = _loads(line)
         except json.JSONDecodeError as exc:
-            if position == len(lines) - 1 and position > 0:
-                break
-            raise InvalidInput(f"{name} line {number} is not JSON ({exc.msg}): use --format text "
-                               "for a plain transcript") from None
+            cut = (f"{name} line {number} is not JSON ({exc.msg}): use --format text "
+                   "for a plain transcript")
+            if position == 0:
+                raise InvalidInput(cut) from None
+            continue
         except ValueError as exc:
             raise InvalidInput(f"{name} line {number} is {exc}") from None
+        finally:
+            position += 1
         if not isinstance(entry, dict):
             raise InvalidInput(f"{name} line {number} is not a JSON object")
-        entries.append(entry)
-    return entries
+        yield entry
 
 
 def is_claude_entry(entry: dict) -> bool:
     return "message" in entry or ("type" in entry and "text" not in entry)
 
 
-def claude_turns(entries: list[dict]) -> list[dict]:
+def claude_turns(entries: Iterable[dict]) -> list[dict]:
     """Claude Code entries as {speaker, text, time} turns. One assistant message is written as
     several entries (one per content block) sharing a message id: they make one turn."""
     turns: list[dict] = []

@@ -67,7 +67,7 @@ class Importer:
             return self._skip(item.where, str(exc))
         except (ValueError, OverflowError, RecursionError) as exc:  # a value no rule foresaw
             return self._skip(item.where, f"cannot be stored as given ({type(exc).__name__}: "
-                                          f"{' '.join(str(exc).split())[:120]})")
+                                          f"{' '.join(str(exc)[:240].split())[:120]})")
         if self._already_here(item, content, fields):
             self.counts.present += 1
             return

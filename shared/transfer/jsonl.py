@@ -103,7 +103,7 @@ def _is_header(raw: str, name: str) -> bool:
                            "give --format to say what it holds")
     version = item.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version > VERSION:
-        raise InvalidInput(f"{name} is export format version {version!r}; this Aokun reads up to "
+        raise InvalidInput(f"{name} is export format version {version!r:.40}; this Aokun reads up to "
                            f"{VERSION}: upgrade Aokun to import it")
     return True
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -66,12 +67,16 @@ def parse_json(raw: str):
 def undecodable(raw: str) -> str | None:
     """The problem of a line holding bytes that are no UTF-8 (decoded with surrogateescape,
     each such byte is a character U+DC80..U+DCFF), with the first one's byte offset."""
-    for index, char in enumerate(raw):
-        if "\udc80" <= char <= "\udcff":
-            offset = len(raw[:index].encode("utf-8", "surrogateescape"))
-            return (f"not valid UTF-8: byte 0x{ord(char) - 0xDC00:02x} at byte {offset + 1} of "
-                    "the line; save the file as UTF-8")
-    return None
+    found = _ESCAPED.search(raw)  # not a loop over every character: a line may be megabytes
+    if found is None:
+        return None
+    index, char = found.start(), found.group()
+    offset = len(raw[:index].encode("utf-8", "surrogateescape"))
+    return (f"not valid UTF-8: byte 0x{ord(char) - 0xDC00:02x} at byte {offset + 1} of "
+            "the line; save the file as UTF-8")
+
+
+_ESCAPED = re.compile("[\udc80-\udcff]")
 
 
 def check_original_time(value) -> None:

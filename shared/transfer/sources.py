@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from itertools import chain, islice
 from pathlib import Path
+from typing import Callable, Iterator
 
 from shared.errors import InvalidInput
 from shared.transfer import jsonl, markdown, mcp_memory
@@ -18,7 +20,7 @@ def detect_format(path: Path) -> str:
     _exists(path)
     if path.is_dir() or path.suffix.lower() in markdown.SUFFIXES:
         return "markdown"
-    for raw in _lines(path)[:_SNIFF_LINES]:
+    for raw in islice(_lines(path), _SNIFF_LINES):
         try:
             item = parse_json(raw)
         except ValueError:
@@ -33,15 +35,20 @@ def detect_format(path: Path) -> str:
                        "mcp-memory (the MCP memory server's memory.jsonl) or markdown")
 
 
-def read_rows(path: Path, fmt: str) -> list[Row | BadRow]:
-    """Every row of the file (or folder) in the given format, bad ones included."""
+def read_rows(path: Path, fmt: str, advance: Callable[[int], object] = lambda n: None) -> Iterator[Row | BadRow]:
+    """Every row of the file (or folder) in the given format, bad ones included, read as they
+    are imported: a file a line at a time, `advance` told the bytes of each line read (a
+    folder of notes: a note at a time, `advance` told nothing). InvalidInput, before any row,
+    when the file cannot be read."""
     _exists(path)
     if fmt == "markdown":
-        return list(markdown.read_rows(path))
+        return markdown.read_rows(path)
     if path.is_dir():
         raise InvalidInput(f"{path} is a folder: --format {fmt} reads a file (a folder is markdown)")
     reader = jsonl.read_rows if fmt == "jsonl" else mcp_memory.read_rows
-    return list(reader(_lines(path), path.name))
+    rows = reader(_lines(path, advance, _opened(path)), path.name)
+    first = next(rows, None)  # a header from another format or a newer Aokun: refused now
+    return rows if first is None else chain([first], rows)
 
 
 def _exists(path: Path) -> None:
@@ -49,14 +56,22 @@ def _exists(path: Path) -> None:
         raise InvalidInput(f"{path} not found: give the file (or folder of notes) to import")
 
 
-def _lines(path: Path) -> list[str]:
-    """The file's lines. Split on newlines only: a JSON string may hold U+2028 and the like,
-    which str.splitlines would cut. Bytes that are no UTF-8 are kept as U+DC80..U+DCFF
-    (surrogateescape), so their row is reported as invalid UTF-8 (rows.undecodable) and
-    skipped rather than the file refused."""
+def _opened(path: Path):
     try:
-        raw = path.read_bytes()
+        return path.open("rb")
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
-    text = raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="surrogateescape")
-    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def _lines(path: Path, advance: Callable[[int], object] = lambda n: None, handle=None) -> Iterator[str]:
+    """The file's lines, one at a time. Split on newlines only: a JSON string may hold U+2028
+    and the like, which str.splitlines would cut. Bytes that are no UTF-8 are kept as
+    U+DC80..U+DCFF (surrogateescape), so their row is reported as invalid UTF-8
+    (rows.undecodable) and skipped rather than the file refused."""
+    with handle or _opened(path) as lines:
+        first = True
+        for data in lines:
+            advance(len(data))
+            if first:
+                data, first = data.removeprefix(b"\xef\xbb\xbf"), False
+            yield data.decode("utf-8", errors="surrogateescape").removesuffix("\n").removesuffix("\r")

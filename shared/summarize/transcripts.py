@@ -27,6 +27,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from shared.errors import InvalidInput
+from shared.memory_rules import check_time_range, lone_surrogate_problem
 from shared.store.documents import MemoryFields
 from shared.summarize.conversation import Turn, parse_conversation, transcript
 from shared.summarize.transcript_lines import Advance, Warn, checked_size, file_lines
@@ -53,7 +54,8 @@ def read_transcript(path: Path, fmt: str = "auto", warn: Warn | None = None,
     when it cannot be read, is too large or is malformed. `advance` is told the bytes read."""
     name = str(path)
     checked_size(path)
-    lines = file_lines(path, warn or (lambda message: log.warning("%s", message)), advance)
+    warn = warn or (lambda message: log.warning("%s", message))
+    lines = file_lines(path, warn, advance)
     first: list[tuple[int, str]] = []
     for numbered in lines:  # up to the first line with text: what the file holds
         first.append(numbered)
@@ -69,27 +71,39 @@ def read_transcript(path: Path, fmt: str = "auto", warn: Warn | None = None,
         turns = turns_from_json("\n".join(line for _, line in numbered_lines), name)
     else:
         turns = _turns_from_lines(numbered_lines, name)
-    return in_range(turns, name)
-
-
-EARLIEST_YEAR, LATEST_YEAR = 1900, 9999
+    return storable(in_range(turns, name), name, warn)
 
 
 def in_range(turns: list[Turn], name: str) -> list[Turn]:
     """The turns; InvalidInput when a turn's time, its offset applied, falls outside the
-    years 1900..9999 (which the stored time and the later stages cannot hold)."""
+    years a stored time may take (memory_rules.check_time_range)."""
     for index, turn in enumerate(turns):
-        when = turn.time
-        if when is None:
-            continue
-        try:
-            utc = when.astimezone(timezone.utc) if when.tzinfo else when
-        except OverflowError:
-            utc = None
-        if utc is None or not EARLIEST_YEAR <= utc.year <= LATEST_YEAR:
-            raise InvalidInput(f"{name}: turn {index + 1}'s time {when.isoformat()[:40]} is out "
-                               f"of range: give times in the years {EARLIEST_YEAR} to {LATEST_YEAR} (UTC)")
+        if turn.time is not None:
+            check_time_range(turn.time, f"{name}: turn {index + 1}'s time")
     return turns
+
+
+def storable(turns: list[Turn], name: str, warn: Warn) -> list[Turn]:
+    """The turns with every lone UTF-16 surrogate (a JSON escape such as \\ud800, which no
+    UTF-8 text can hold) replaced by U+FFFD, with one warning: a session is not lost over
+    one broken character."""
+    fixed, replaced = [], 0
+    for turn in turns:
+        speaker, text = _replace_surrogates(turn.speaker), _replace_surrogates(turn.text)
+        replaced += speaker[1] + text[1]
+        fixed.append(replace(turn, speaker=speaker[0], text=text[0]) if speaker[1] or text[1] else turn)
+    if replaced:
+        warn(f"{name}: {replaced} invalid character(s) (lone UTF-16 surrogates) replaced with U+FFFD")
+    return fixed
+
+
+def _replace_surrogates(value: str) -> tuple[str, int]:
+    """(value with its lone surrogates as U+FFFD, how many); json.loads has already joined
+    every valid pair into one character, so each surrogate left is a lone one."""
+    if lone_surrogate_problem(value) is None:
+        return value, 0
+    count = sum(1 for char in value if "\ud800" <= char <= "\udfff")
+    return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in value), count
 
 
 def _loads(raw: str):

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from shared.errors import InvalidInput
+from shared.memory_rules import check_time_range
 from shared.store.documents import History
 
 
@@ -46,7 +48,6 @@ def source_hash(persona_id: str | None, source: str) -> str:
 
 # Epoch seconds a stored time may take: from 1970 (times are >= 0) to the end of year 9999.
 LATEST_SECONDS = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
-EARLIEST_YEAR, LATEST_YEAR = 1900, 9999
 
 
 def parse_json(raw: str):
@@ -80,8 +81,9 @@ _ESCAPED = re.compile("[\udc80-\udcff]")
 
 
 def check_original_time(value) -> None:
-    """ValueError unless an ISO-8601 original_time falls in years 1900..9999 once its offset
-    is applied (a year-9999 time with a -23:59 offset is year 10000 in UTC)."""
+    """ValueError unless an ISO-8601 original_time falls in the years a stored time may take
+    once its offset is applied (memory_rules.check_time_range: a year-9999 time with a -23:59
+    offset is year 10000 in UTC)."""
     if not isinstance(value, str):
         return  # memorize's own rules say what an original_time must be
     try:
@@ -89,9 +91,6 @@ def check_original_time(value) -> None:
     except ValueError:
         return
     try:
-        utc = when.astimezone(timezone.utc) if when.tzinfo else when
-    except OverflowError:
-        utc = None
-    if utc is None or not EARLIEST_YEAR <= utc.year <= LATEST_YEAR:
-        raise ValueError(f"original_time {value[:40]!r} is out of range: give a time in the "
-                         f"years {EARLIEST_YEAR} to {LATEST_YEAR} (UTC)")
+        check_time_range(when, "original_time")
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None

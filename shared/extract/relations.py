@@ -126,13 +126,20 @@ def find_relations(sentence: str, mentions: Sequence[Mention], self_name: str | 
     return list(found.values())
 
 
+@lru_cache(maxsize=1)
+def _description_pattern() -> re.Pattern:
+    """A slot followed by a relation word; built once (an alternation of every relation
+    word, escaped: rebuilding it for each sentence was most of a long transcript's time)."""
+    v = vocabulary()
+    words = f"{v.words_pattern('en')}|{v.words_pattern('zh')}"
+    return re.compile(rf"(?P<a>{_SLOT})(?P<join>['’]s\s+|\s+|的)?(?P<r>{words})(?![A-Za-z-])", re.I)
+
+
 def _described(masked: str, slots: dict, self_name: str | None) -> tuple[str, dict, list[Relation]]:
     """The masked text with each "⟦a⟧'s sister" / "⟦S⟧ sister" / "⟦a⟧的姐姐" as a slot of its
     own; the relations that define those slots. The self is named self_name (a speaker), else
     "the user" / 我."""
-    v = vocabulary()
-    words = f"{v.words_pattern('en')}|{v.words_pattern('zh')}"
-    pattern = re.compile(rf"(?P<a>{_SLOT})(?P<join>['’]s\s+|\s+|的)?(?P<r>{words})(?![A-Za-z-])", re.I)
+    v, pattern = vocabulary(), _description_pattern()
     slots, relations, out, position = dict(slots), [], [], 0
     for m in pattern.finditer(masked):
         owner, key = slots.get(m.group("a")), v.kind_of_word(m.group("r"))

@@ -301,7 +301,9 @@ def test_worker_killed_on_every_attempt_ends_failed(tmp_path, fake_api):
 
 @pytest.mark.slow
 def test_worker_heartbeat_outlives_a_raw_error_and_keeps_its_leases(tmp_path, fake_api):
-    config = worker_config(tmp_path, fake_api, worker={"heartbeat_interval_s": 0.3})
+    # A busy timeout a loaded machine can meet: the test's own reconciles must not fail on a lock.
+    config = worker_config(tmp_path, fake_api, worker={"heartbeat_interval_s": 0.3},
+                           storage={"busy_timeout_ms": 5000})
     worker = start_worker(config)
     try:
         wait_for_worker(config, worker)

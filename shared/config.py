@@ -74,6 +74,15 @@ def _opt(default: Any, *, choices: tuple = (), minimum: float | None = None,
 
 @dataclass(frozen=True)
 class StorageConfig:
+    # Where the memories live: sqlite, one file in data_dir (one machine); postgresql, a
+    # server at `url` that fronts and workers on several machines share (team mode). With
+    # postgresql, data_dir keeps only this process's local caches (vector index snapshots).
+    backend: str = _opt("sqlite", choices=STORAGE_BACKENDS)
+    url: str = _opt("")
+    # postgresql: the environment variable holding the password when the URL has none.
+    password_env: str = _opt("AOKUN_STORAGE_PASSWORD")
+    # postgresql: connections this process keeps open at most.
+    pool_size: int = _opt(8, minimum=1, maximum=200)
     data_dir: Path = _opt(Path("data"))
     busy_timeout_ms: int = _opt(10_000, minimum=0, maximum=600_000)
     synchronous: str = _opt("full", choices=("full", "normal"))
@@ -120,6 +129,8 @@ CHANNELS = ("bm25", "vector", "graph_keyword", "graph_vector")
 # How a route's channels are fused (shared/search/fuse.py): standardised scores, min-max scores,
 # or reciprocal rank fusion.
 FUSIONS = ("zscore", "score", "rrf")
+# Where the store lives (shared/store/schema.py open_store).
+STORAGE_BACKENDS = ("sqlite", "postgresql")
 # Where the job queue's messages live (shared/queue.py).
 QUEUE_BACKENDS = ("sqlite", "redis")
 # Who summarizes a conversation (shared/summarize/): the offline rules, or the configured model.
@@ -138,8 +149,9 @@ RESTART_KEYS = frozenset({
 
 
 # Keys whose values are never shown or logged (the panel shows "set" / "not set").
-# queue.url may carry a password (redis://:secret@host:6379/0).
-SECRET_KEYS = frozenset({"server.token", "embedding.api_key", "summarizer.api_key", "queue.url"})
+# queue.url and storage.url may carry a password (redis://:secret@host:6379/0).
+SECRET_KEYS = frozenset({"server.token", "embedding.api_key", "summarizer.api_key", "queue.url",
+                         "storage.url"})
 
 
 def needs_restart(key: str) -> bool:
@@ -610,6 +622,7 @@ def _check_cross_rules(config: AppConfig) -> None:
     summarizer = config.summarizer
     if summarizer.provider == "llm" and not (summarizer.base_url and summarizer.model):
         raise ConfigError("summarizer.provider llm needs summarizer.base_url and summarizer.model")
+    _check_storage(config.storage)
     _check_queue(config.queue)
     bad_aliases = [a for a in config.graph.aliases if "=" not in a or not all(p.strip() for p in a.split("=", 1))]
     if bad_aliases:
@@ -618,6 +631,17 @@ def _check_cross_rules(config: AppConfig) -> None:
         raise ConfigError(
             f"memory.recall_top_k ({config.memory.recall_top_k}) must not exceed "
             f"memory.recall_max_k ({config.memory.recall_max_k})")
+
+
+def _check_storage(storage: StorageConfig) -> None:
+    if storage.backend != "postgresql":
+        return
+    example = "e.g. postgresql://aokun@db.example:5432/aokun"
+    if not storage.url:
+        raise ConfigError(f"storage.backend postgresql needs storage.url, {example}")
+    scheme = storage.url.split("://", 1)[0].lower() if "://" in storage.url else ""
+    if scheme not in ("postgresql", "postgres"):
+        raise ConfigError(f"storage.url must be a postgresql:// URL, {example}")
 
 
 def _check_queue(queue: QueueConfig) -> None:

@@ -365,10 +365,14 @@ def open_database(storage: StorageConfig) -> Database:
 
 
 def open_store(storage: StorageConfig, *, migrate: bool = True) -> Store:
-    """The store (shared/store/interface.py): the one entry every process opens it by.
-    migrate=False opens an existing store as it is, never creating or migrating it (the
-    hook, a restore's probe), and refuses when there is none. SQLite for now; the engine
-    will be chosen from `storage`."""
+    """The store (shared/store/interface.py): the one entry every process opens it by, on the
+    engine storage.backend names. migrate=False opens an existing store as it is, never
+    creating or migrating it (the hook, a restore's probe), and refuses when there is none."""
+    if storage.backend == "postgresql":
+        # Lazy imports: psycopg and its pool load only where the store is on PostgreSQL.
+        from shared.store.postgres.store import open_postgres_store
+
+        return open_postgres_store(storage, migrate=migrate)
     if migrate:
         return SqliteStore(open_database(storage))
     if not storage.db_path.is_file():

@@ -72,6 +72,10 @@ def _opt(default: Any, *, choices: tuple = (), minimum: float | None = None,
     return field(default=default, metadata=rules)
 
 
+# Where the store lives (shared/store/schema.py open_store).
+STORAGE_BACKENDS = ("sqlite", "postgresql")
+
+
 @dataclass(frozen=True)
 class StorageConfig:
     # Where the memories live: sqlite, one file in data_dir (one machine); postgresql, a
@@ -129,8 +133,6 @@ CHANNELS = ("bm25", "vector", "graph_keyword", "graph_vector")
 # How a route's channels are fused (shared/search/fuse.py): standardised scores, min-max scores,
 # or reciprocal rank fusion.
 FUSIONS = ("zscore", "score", "rrf")
-# Where the store lives (shared/store/schema.py open_store).
-STORAGE_BACKENDS = ("sqlite", "postgresql")
 # Where the job queue's messages live (shared/queue.py).
 QUEUE_BACKENDS = ("sqlite", "redis")
 # Who summarizes a conversation (shared/summarize/): the offline rules, or the configured model.

@@ -10,6 +10,7 @@ is one branch of `storage_for` and one entry in ENGINES.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -18,25 +19,31 @@ from shared.config import StorageConfig
 from shared.store.documents import DocumentFilter, MemoryFields
 from shared.store.schema import open_store
 from shared.store.stages import StageKey
+from servers import pg_database
 
-ENGINES = ["sqlite"]
+ENGINES = ["sqlite", "postgresql"]
 NOW = 1_700_000_000.0
 DAY = 86_400.0
 ALL = DocumentFilter(include_archived=True)
 
 
-def storage_for(engine: str, tmp_path: Path) -> StorageConfig:
-    """A fresh, empty store of the engine (a new engine: one more branch here)."""
+def storage_for(engine: str, tmp_path: Path, resources: ExitStack) -> StorageConfig:
+    """A fresh, empty store of the engine (a new engine: one more branch here); what it
+    needs (a database of its own) is released by `resources`."""
     if engine == "sqlite":
         return StorageConfig(data_dir=tmp_path / "data")
+    if engine == "postgresql":
+        url = resources.enter_context(pg_database())
+        return StorageConfig(backend="postgresql", url=url, data_dir=tmp_path / "data")
     raise AssertionError(f"no test store for engine {engine!r}")
 
 
 @pytest.fixture(params=ENGINES)
 def store(request, tmp_path):
-    opened = open_store(storage_for(request.param, tmp_path))
-    yield opened
-    opened.close()
+    with ExitStack() as resources:
+        opened = open_store(storage_for(request.param, tmp_path, resources))
+        resources.callback(opened.close)
+        yield opened
 
 
 def add(store, text: str, now: float = NOW, context: str = "", stages: bool = True, **fields) -> int:

@@ -395,7 +395,7 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def _filter_sql(scope: DocumentFilter, alias: str) -> tuple[str, tuple]:
-    clauses, params = ["1"], []
+    clauses, params = ["1 = 1"], []
     for column in ("session_id", "persona_id"):
         value = getattr(scope, column)
         if value is not None:
@@ -445,7 +445,7 @@ def list_by_state(conn: sqlite3.Connection, scope: DocumentFilter, state: str, l
                                                include_archived=state != "active",
                                                since=scope.since, until=scope.until), alias="documents")
     where += {"pinned": " AND documents.pinned = 1", "archived": " AND documents.archived = 1"}.get(state, "")
-    total = conn.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM documents WHERE {where} LIMIT ?)",
+    total = conn.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM documents WHERE {where} LIMIT ?) AS page",
                          (*params, count_cap)).fetchone()[0]
     rows = conn.execute(f"SELECT * FROM documents WHERE {where} ORDER BY id DESC LIMIT ? OFFSET ?",
                         (*params, limit, offset)).fetchall()

@@ -39,7 +39,7 @@ def put(conn: sqlite3.Connection, key: str, value: float) -> None:
 def increment(conn: sqlite3.Connection, key: str) -> int:
     """Add one and return the new value (inside the caller's write transaction)."""
     conn.execute("INSERT INTO meta (key, value) VALUES (?, 1)"
-                 " ON CONFLICT (key) DO UPDATE SET value = value + 1", (_known(key),))
+                 " ON CONFLICT (key) DO UPDATE SET value = meta.value + 1", (_known(key),))
     return conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0]
 
 

@@ -1,0 +1,1 @@
+"""The store on PostgreSQL (storage.backend: postgresql): team mode's second engine."""

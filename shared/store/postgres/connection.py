@@ -1,0 +1,241 @@
+"""PostgreSQL access: a connection pool, transactions with the SQLite store's guarantees,
+errors that say what to do, and the connection face the aggregate modules' SQL runs on.
+
+Writes are serialized like SQLite's: every write transaction first takes one transaction-
+level advisory lock (waiting up to storage.busy_timeout_ms), so a read-then-write inside a
+write sees no other writer's commits meanwhile (stage leases, periodic claims, upserts keep
+their single-writer reasoning). Reads run in REPEATABLE READ READ ONLY snapshots and never
+wait for writers. A write holds the lock for its few statements only.
+
+The aggregate modules (shared/store/documents.py, stages.py, ...) write their SQL with qmark
+placeholders for sqlite3; `PgConnection.execute` hands the same statements to psycopg with
+its %s placeholders, so the portable SQL is written once. Statements SQLite spells its own
+way (FTS5, json_each, rowid, INSERT OR IGNORE) have PostgreSQL versions in this package.
+
+A connection is checked before it is lent (the pool's check): after a server restart the
+stale ones are replaced, and the first transaction after the restart works.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any, Iterator, Sequence
+from urllib.parse import urlsplit
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from shared.errors import StorageError
+from shared.store.interface import Record
+
+# The advisory lock every write transaction takes (any constant unlikely to be another
+# application's: "aokun" in ASCII).
+WRITE_LOCK = 0x616F6B756E
+
+
+def _records(cursor: psycopg.Cursor):
+    """psycopg row factory: rows as the interface's Records."""
+    if cursor.description is None:
+        return tuple
+    return Record.kind(tuple(column.name for column in cursor.description))
+
+
+@lru_cache(maxsize=2048)
+def to_pyformat(statement: str) -> str:
+    """A qmark statement with psycopg's placeholders: each ? outside quotes becomes %s and
+    every literal % is doubled."""
+    out, quote = [], None
+    for char in statement:
+        if quote:
+            if char == quote:
+                quote = None
+            out.append("%%" if char == "%" else char)
+        elif char in ("'", '"'):
+            quote = char
+            out.append(char)
+        elif char == "?":
+            out.append("%s")
+        elif char == "%":
+            out.append("%%")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _values(params: Sequence[Any] | None) -> Sequence[Any] | None:
+    """SQLite stores booleans as 0/1 in INTEGER columns; so do our PostgreSQL tables."""
+    if params is None:
+        return None
+    return [int(p) if isinstance(p, bool) else p for p in params]
+
+
+class PgConnection:
+    """The face of one psycopg connection the aggregate modules use: execute / executemany
+    with qmark placeholders, rows as Records. `raw` is the psycopg connection (for SQL
+    written for PostgreSQL, with %s placeholders)."""
+
+    def __init__(self, raw: psycopg.Connection):
+        self.raw = raw
+
+    def execute(self, statement: str, params: Sequence[Any] | None = None) -> psycopg.Cursor:
+        return self.raw.execute(to_pyformat(statement), _values(params))
+
+    def executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> psycopg.Cursor:
+        cursor = self.raw.cursor()
+        cursor.executemany(to_pyformat(statement), [_values(r) for r in rows])
+        return cursor
+
+    def sql(self, statement: Any, params: Sequence[Any] | None = None) -> psycopg.Cursor:
+        """A statement written for psycopg (%s placeholders, or psycopg.sql composed)."""
+        return self.raw.execute(statement, params)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.info.transaction_status in (psycopg.pq.TransactionStatus.INTRANS,
+                                                    psycopg.pq.TransactionStatus.INERROR)
+
+    @property
+    def failed(self) -> bool:
+        return self.raw.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+
+
+def where(url: str) -> str:
+    """host:port/database of a URL, without user or password (for messages)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "localhost"
+    return f"{host}:{parts.port or 5432}{parts.path or '/'}"
+
+
+class PgDatabase:
+    """One PostgreSQL database shared by every process; a pool of connections, and the
+    thread's open transaction (a call on the store joins it)."""
+
+    def __init__(self, url: str, password: str = "", pool_size: int = 8, busy_timeout_ms: int = 10_000):
+        self.url, self.location = url, where(url)
+        self._busy_timeout_ms = busy_timeout_ms
+        kwargs: dict[str, Any] = {"autocommit": True, "row_factory": _records,
+                                  "application_name": "aokun"}
+        if password:
+            kwargs["password"] = password
+        self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs=kwargs, open=False,
+                                    check=ConnectionPool.check_connection, name="aokun")
+        self._opened = False
+        self._open_lock = threading.Lock()
+        self._local = threading.local()
+
+    # -- connections --------------------------------------------------------------------
+
+    def _open(self) -> None:
+        with self._open_lock:
+            if not self._opened:
+                self._pool.open(wait=False)
+                self._opened = True
+
+    @contextmanager
+    def _lend(self, outcome: str) -> Iterator[PgConnection]:
+        self._open()
+        try:
+            raw = self._pool.getconn(timeout=max(self._busy_timeout_ms / 1000, 1.0))
+        except PoolTimeout as exc:
+            raise StorageError(f"cannot reach the PostgreSQL database {self.location} within "
+                               f"{max(self._busy_timeout_ms / 1000, 1.0):g} s: check that the server "
+                               f"runs and storage.url{'; ' + outcome if outcome else ''}",
+                               kind="cannot_open") from exc
+        try:
+            yield PgConnection(raw)
+        finally:
+            self._pool.putconn(raw)
+
+    def current(self) -> PgConnection | None:
+        """The calling thread's open transaction, if any."""
+        return getattr(self._local, "conn", None)
+
+    # -- transactions -------------------------------------------------------------------
+
+    @contextmanager
+    def write(self) -> Iterator[PgConnection]:
+        """A write transaction holding the write lock: COMMIT on success, ROLLBACK on error.
+        psycopg errors leave as StorageError; a failed COMMIT never passes for success."""
+        with self._transaction("BEGIN ISOLATION LEVEL READ COMMITTED", "nothing was stored") as conn:
+            conn.sql(f"SET LOCAL lock_timeout = {int(self._busy_timeout_ms)}")
+            conn.sql("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            yield conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[PgConnection]:
+        """A read transaction: several SELECTs that see one consistent state."""
+        with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "") as conn:
+            yield conn
+
+    @contextmanager
+    def _transaction(self, begin: str, outcome: str) -> Iterator[PgConnection]:
+        if self.current() is not None:
+            raise StorageError("a transaction is already open on this thread (use the session "
+                               "you have); nothing was stored")
+        with self._lend(outcome) as conn:
+            try:
+                conn.sql(begin)
+            except psycopg.Error as exc:
+                raise self.failure(exc, outcome) from exc
+            self._local.conn = conn
+            try:
+                yield conn
+            except BaseException as exc:
+                self._local.conn = None
+                self._rollback(conn)
+                if isinstance(exc, psycopg.Error):
+                    raise self.failure(exc, outcome) from exc
+                raise
+            self._local.conn = None
+            try:
+                conn.sql("COMMIT")
+            except psycopg.Error as exc:
+                self._rollback(conn)
+                # A connection lost during COMMIT may or may not have committed.
+                lost = isinstance(exc, psycopg.OperationalError)
+                raise self.failure(exc, "it may not have been stored" if lost and outcome else outcome) from exc
+
+    def _rollback(self, conn: PgConnection) -> None:
+        try:
+            if conn.in_transaction:
+                conn.sql("ROLLBACK")
+        except psycopg.Error:
+            pass  # a broken connection: the pool's check replaces it before its next loan
+
+    def autocommit(self) -> Iterator[PgConnection]:
+        """A connection outside any transaction (VACUUM, DDL of tools)."""
+        return self._lend("")
+
+    # -- errors -------------------------------------------------------------------------
+
+    def failure(self, exc: psycopg.Error, outcome: str = "") -> StorageError:
+        """One line saying what happened to the database and what to do about it."""
+        tail = f"; {outcome}" if outcome else ""
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if isinstance(exc, (pg_errors.DiskFull, pg_errors.OutOfMemory)):
+            return StorageError(f"the PostgreSQL server {self.location} is out of space ({first}): "
+                                f"free space and retry{tail}", kind="full")
+        if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
+            return StorageError(f"the PostgreSQL database {self.location} is read-only ({first}): "
+                                f"point storage.url at the primary{tail}", kind="read_only")
+        if isinstance(exc, (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected,
+                            pg_errors.SerializationFailure, pg_errors.QueryCanceled)):
+            return StorageError("the database stayed locked by another process for longer than "
+                                f"storage.busy_timeout_ms ({self._busy_timeout_ms} ms); retry{tail}",
+                                kind="locked")
+        if isinstance(exc, (pg_errors.DataCorrupted, pg_errors.IndexCorrupted)):
+            return StorageError(f"the PostgreSQL database {self.location} reports damage ({first}): "
+                                f"run `aokun doctor`{tail}", kind="corrupt")
+        if isinstance(exc, psycopg.OperationalError):
+            return StorageError(f"lost the PostgreSQL database {self.location} ({first}): check that "
+                                f"the server runs and retry{tail}", kind="cannot_open")
+        return StorageError(f"database error on {self.location}: {first}{tail}")
+
+    def close(self) -> None:
+        with self._open_lock:
+            if self._opened:
+                self._pool.close()
+                self._opened = False

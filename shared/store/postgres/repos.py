@@ -1,0 +1,34 @@
+"""The PostgreSQL store's aggregates, one attribute each, as on the SQLite store: the SQLite
+bindings (shared/store/sqlite_repos.py) where the aggregate module's SQL is portable, with
+PostgreSQL versions of the methods whose SQL is not, in documents.py, work.py and derived.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.store.postgres.derived import PostgresAtoms, PostgresGraph, PostgresGraphBrowse
+from shared.store.postgres.documents import (PostgresConsistency, PostgresDocuments, PostgresFullText,
+                                             PostgresNeighbours, vacuum_deleted)
+from shared.store.postgres.work import (PostgresMeta, PostgresRuntime, PostgresStages, PostgresUsage,
+                                        PostgresVectors)
+
+__all__ = ["Aggregates", "vacuum_deleted"]
+
+
+class Aggregates:
+    """Every aggregate of a session, bound to its runner."""
+
+    def __init__(self, run: Any):
+        self.documents = PostgresDocuments(run)
+        self.stages = PostgresStages(run)
+        self.graph = PostgresGraph(run)
+        self.graph_browse = PostgresGraphBrowse(run)
+        self.atoms = PostgresAtoms(run)
+        self.vectors = PostgresVectors(run)
+        self.meta = PostgresMeta(run)
+        self.runtime = PostgresRuntime(run)
+        self.usage = PostgresUsage(run)
+        self.consistency = PostgresConsistency(run)
+        self.neighbours = PostgresNeighbours(run)
+        self.fts = PostgresFullText(run)

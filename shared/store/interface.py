@@ -22,7 +22,7 @@ tests/test_store_conformance.py.
 Value types stay where they are: Document, MemoryFields, History, DocumentFilter (documents),
 StageKey, STAGES (stages), AtomOwner, AtomRow, ATOM_TYPES, ATOM_STATES (atoms), NodeSpec,
 EdgeSpec, EntrySpec, MemoryGraph, ENTITY_TYPES, NODE_TYPES (graph), VectorRow, KINDS
-(vectors), the meta keys (meta), ProcessRow (runtime), FTS_TABLES (fts); so do the pure
+(vectors), the meta keys (meta), ProcessRow (runtime), UserRow (users), FTS_TABLES (fts); so do the pure
 helpers (documents.content_hash, stored_text, unmarked, epoch; stages.dependents;
 vectors.foreign_spaces_from; neighbours.dialogue_of).
 """
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from shared.store.graph import MemoryGraph
     from shared.store.runtime import ProcessRow
     from shared.store.stages import StageKey
+    from shared.store.users import UserRow
     from shared.store.vectors import VectorRow
 
 
@@ -344,6 +345,20 @@ class FullText(Protocol):
         """Whether scrub_terms is cheap here (else the worker's hourly upkeep does it)."""
 
 
+class Users(Protocol):
+    """Users and their tokens, kept as hashes (shared/store/users.py; the rules: shared/access.py)."""
+
+    def add(self, name: str, token_hash: str, personas: tuple[str, ...], admin: bool, now: float) -> bool:
+        """False (nothing written) when an active user has the name; a revoked one's is reused."""
+    def revoke(self, name: str, now: float) -> bool:
+        """False when no active user has the name."""
+    def by_token_hash(self, token_hash: str) -> UserRow | None:
+        """The active user whose token has this hash."""
+    def get(self, name: str) -> UserRow | None: ...
+    def all_users(self) -> list[UserRow]: ...
+    def any_active(self) -> bool: ...
+
+
 class Session(Protocol):
     """Every aggregate, on one transaction (or, on the Store itself, one per call)."""
 
@@ -359,6 +374,7 @@ class Session(Protocol):
     consistency: Consistency
     neighbours: Neighbours
     fts: FullText
+    users: Users
 
     def savepoint(self, name: str) -> AbstractContextManager[None]:
         """A nested transaction inside write(): on an error only its own writes are undone

@@ -354,6 +354,21 @@ MIGRATIONS = [
         ) WITHOUT ROWID
         """,
     ]),
+    # Users: each a token (kept only as its SHA-256) allowed to read and write its personas,
+    # or every persona when admin (shared/access.py). A revoked user keeps its row, with the
+    # time, so `aokun users list` shows it; its token is refused from that commit on.
+    Migration(11, "users", [
+        """
+        CREATE TABLE users (
+            name TEXT PRIMARY KEY,
+            token_hash TEXT NOT NULL UNIQUE,
+            personas TEXT NOT NULL DEFAULT '[]',
+            admin INTEGER NOT NULL DEFAULT 0 CHECK (admin IN (0, 1)),
+            create_time REAL NOT NULL,
+            revoke_time REAL
+        )
+        """,
+    ]),
 ]
 
 

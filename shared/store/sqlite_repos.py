@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from shared.store import (atoms, consistency, documents, fts, graph, graph_browse, meta, neighbours,
-                          runtime, stages, usage, vectors)
+                          runtime, stages, usage, users, vectors)
 from shared.store.documents import Document, DocumentFilter, History, MemoryFields
 from shared.store.graph import MemoryGraph
 from shared.store.interface import Record
+from shared.store.users import UserRow
 
 if TYPE_CHECKING:
     from shared.store.sqlite_store import _Runner
@@ -500,3 +501,23 @@ class SqliteFullText(_Aggregate):
 
     def scrubs_in_place(self) -> bool:
         return self._run.read(fts.scrubs_in_place)
+
+
+class SqliteUsers(_Aggregate):
+    def add(self, name: str, token_hash: str, personas: tuple[str, ...], admin: bool, now: float) -> bool:
+        return self._run.write(users.add, name, token_hash, personas, admin, now)
+
+    def revoke(self, name: str, now: float) -> bool:
+        return self._run.write(users.revoke, name, now)
+
+    def by_token_hash(self, token_hash: str) -> UserRow | None:
+        return self._run.read(users.by_token_hash, token_hash)
+
+    def get(self, name: str) -> UserRow | None:
+        return self._run.read(users.get, name)
+
+    def all_users(self) -> list[UserRow]:
+        return self._run.read(users.all_users)
+
+    def any_active(self) -> bool:
+        return self._run.read(users.any_active)

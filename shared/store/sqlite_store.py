@@ -31,7 +31,8 @@ from shared.store.db import Database, savepoint
 from shared.store.interface import Record
 from shared.store.sqlite_repos import (SqliteAtoms, SqliteConsistency, SqliteDocuments, SqliteFullText,
                                        SqliteGraph, SqliteGraphBrowse, SqliteMeta, SqliteNeighbours,
-                                       SqliteRuntime, SqliteStages, SqliteUsage, SqliteVectors)
+                                       SqliteRuntime, SqliteStages, SqliteUsage, SqliteUsers,
+                                       SqliteVectors)
 from shared.store.backup import backup_database
 
 
@@ -166,6 +167,7 @@ class SqliteSession:
         self.consistency = SqliteConsistency(run)
         self.neighbours = SqliteNeighbours(run)
         self.fts = SqliteFullText(run)
+        self.users = SqliteUsers(run)
 
     def _conn(self) -> sqlite3.Connection:
         run = self._run

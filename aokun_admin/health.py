@@ -34,6 +34,7 @@ def cmd_doctor(admin, args) -> int:
     pipeline, details = _pipeline_health(admin)
     print(f"documents {counts['documents']}, stages pending {pipeline['queue']['pending']}, running "
           f"{pipeline['queue']['running']}, failed {pipeline['queue']['failed']}, done {pipeline['queue']['done']}")
+    print(f"store engine: {store.engine} at {store.location}, reachable")
     print(f"queue engine: {engine}")
     for problem in problems + pipeline["warnings"]:
         print(f"PROBLEM: {problem}")

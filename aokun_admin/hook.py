@@ -183,7 +183,7 @@ def run(args) -> tuple[str, str]:
                        SECTIONS)
     finally:
         store.close()
-    return text, f"the store ({config.storage.db_path})"
+    return text, f"the store ({_where(config)})"
 
 
 # -- input ----------------------------------------------------------------------------------
@@ -234,8 +234,16 @@ def open_existing(config):
     except StorageError as exc:
         if exc.kind != "cannot_open":
             raise
-        raise HookError(f"no memory store at {config.storage.db_path} (check storage.data_dir in the config)") \
-            from None
+        raise HookError(f"no memory store at {_where(config)} (check storage in the config)") from None
+
+
+def _where(config) -> str:
+    """Where the config's store is, for messages (never a password)."""
+    if config.storage.backend == "postgresql":
+        from shared.store.postgres.connection import where
+
+        return f"postgresql {where(config.storage.url)}"
+    return str(config.storage.db_path)
 
 
 # -- a prompt -------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from shared.store.postgres.documents import (PostgresConsistency, PostgresDocume
                                              PostgresNeighbours, vacuum_deleted)
 from shared.store.postgres.work import (PostgresMeta, PostgresRuntime, PostgresStages, PostgresUsage,
                                         PostgresVectors)
+from shared.store.sqlite_repos import SqliteUsers
 
 __all__ = ["Aggregates", "vacuum_deleted"]
 
@@ -32,3 +33,4 @@ class Aggregates:
         self.consistency = PostgresConsistency(run)
         self.neighbours = PostgresNeighbours(run)
         self.fts = PostgresFullText(run)
+        self.users = SqliteUsers(run)  # portable SQL (shared/store/users.py)

@@ -1,5 +1,5 @@
 """The PostgreSQL schema as frozen, literal migrations (its own numbering: version 1 is the
-SQLite schema as of its migration 10, in PostgreSQL's types; the full-text tables replace
+SQLite schema as of its migration 11, in PostgreSQL's types; the full-text tables replace
 FTS5's). A change is a new migration, never an edit of one that shipped.
 
 Types follow what the shared SQL expects back: ids BIGINT (kept on a copy between engines:
@@ -225,6 +225,16 @@ _TABLES = [
     )
     """,
     "CREATE INDEX memory_context_neighbour ON memory_context (neighbour_id)",
+    """
+    CREATE TABLE users (
+        name TEXT PRIMARY KEY,
+        token_hash TEXT NOT NULL UNIQUE,
+        personas TEXT NOT NULL DEFAULT '[]',
+        admin INTEGER NOT NULL DEFAULT 0 CHECK (admin IN (0, 1)),
+        create_time DOUBLE PRECISION NOT NULL,
+        revoke_time DOUBLE PRECISION
+    )
+    """,
     # What a cache made from this database is keyed on: a restore writes a new number, so
     # no FAISS snapshot of the replaced data is used.
     "CREATE TABLE store_incarnation (value BIGINT NOT NULL)",
@@ -232,7 +242,7 @@ _TABLES = [
 ]
 
 MIGRATIONS = [
-    Migration(1, "initial schema (the SQLite schema of version 10)", [*_TABLES, *FULLTEXT_DDL]),
+    Migration(1, "initial schema (the SQLite schema of version 11)", [*_TABLES, *FULLTEXT_DDL]),
 ]
 
 _MIGRATIONS_DDL = """

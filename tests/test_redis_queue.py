@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,47 +20,17 @@ import pytest
 from fake_openai import FakeEmbeddingsServer
 from helpers import (all_processed, db_rows, free_port, mcp_session, stage_summary, start_worker,
                      stdio_params, stop, wait_for, write_config)
+from servers import REDIS_URL, queue_keys, redis_queue_name
 from shared.config import ALL_TOOLS, QueueConfig, load_config
 
 BIN = Path(sys.executable).parent
-REDIS_URL = "redis://127.0.0.1:6379/0"
-
-
-def _redis_or_skip():
-    """A client on the test Redis server, or a skip (a failure with AOKUN_REQUIRE_SERVERS=1)."""
-    try:
-        import redis
-    except ImportError as exc:  # the redis package is a dependency: a broken install
-        pytest.fail(f"the redis package is not installed ({exc})")
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2, socket_timeout=5)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        why = f"no Redis server at {REDIS_URL} ({exc})"
-        if os.environ.get("AOKUN_REQUIRE_SERVERS") == "1":
-            pytest.fail(f"{why}; AOKUN_REQUIRE_SERVERS=1 requires one")
-        pytest.skip(f"{why}; start one (or set AOKUN_REQUIRE_SERVERS=1 to fail instead)")
-    return client
-
-
-def _keys(client, name: str) -> list[bytes]:
-    """Every key of queue `name` (huey.redis.<name>, huey.schedule.<name>, ...)."""
-    return [key for key in client.scan_iter(match=f"huey.*.{name}*")
-            if key.decode().split(".", 2)[2].split(".")[0] == name]
 
 
 @pytest.fixture
 def redis_queue():
     """(client, unique queue name); the name's keys are deleted afterwards, and only those."""
-    client = _redis_or_skip()
-    name = f"aokun_test_{uuid.uuid4().hex}"
-    try:
-        yield client, name
-    finally:
-        keys = _keys(client, name)
-        if keys:
-            client.delete(*keys)
-        client.close()
+    with redis_queue_name() as found:
+        yield found
 
 
 @pytest.fixture
@@ -104,7 +73,7 @@ def test_worker_on_redis_processes_everything_and_the_reconciler_refills_a_lost_
                 s.ok("memorize", {"content": f"second batch {i}: a note about item {i} while down"})
         assert client.llen(queue_key) > 0
         # ...and Redis loses every key of this queue (a restart without persistence, a flush).
-        deleted = client.delete(*_keys(client, name))
+        deleted = client.delete(*queue_keys(client, name))
         assert deleted >= 1 and client.llen(queue_key) == 0
         assert stage_summary(config).get("done", 0) == 18  # the first six's three stages each
         # The worker's reconciler finds the queue empty and queues every pending stage again.
@@ -120,13 +89,13 @@ def test_worker_on_redis_processes_everything_and_the_reconciler_refills_a_lost_
         wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE stage = 'embed' "
                                          "AND status = 'pending' AND attempts >= 2")[0][0] == 6,
                  60, what="six embed stages retrying")
-        client.delete(*_keys(client, name))
+        client.delete(*queue_keys(client, name))
         fake_api.fail_next = 0
         wait_for(lambda: all_processed(config, 26), 120, what="all 26 memories processed")
     finally:
         stop(worker)
     assert stage_summary(config) == {"done": 78}
-    assert not _keys(client, name) or client.llen(queue_key) == 0
+    assert not queue_keys(client, name) or client.llen(queue_key) == 0
     per_memory = db_rows(config, "SELECT memory_id, COUNT(*) FROM vectors WHERE kind = 'document' "
                                  "GROUP BY memory_id")
     assert len(per_memory) == 26 and {count for _, count in per_memory} == {1}

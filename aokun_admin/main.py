@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from aokun_admin import hook, run_all
+from aokun_admin import hook, run_all, users
 from aokun_admin.cli import NEEDS_CONFIG_FILE, add_version, described_subcommands, maintenance_epilog
 from aokun_admin.health import cmd_doctor, cmd_status, cmd_stop, embedder_space
 from aokun_admin.ingest import cmd_ingest, ingest_parser
@@ -68,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_all.add_parser(commands, _with_config)
     add_transfer_parsers(commands, _with_config)
     hook.add_parser(commands, _with_config)
+    users.add_parser(commands, _with_config)
     return parser
 
 
@@ -198,7 +199,7 @@ COMMANDS = {"panel": cmd_panel, "config": cmd_config, "stats": cmd_stats, "docto
             "repair": cmd_repair, "rebuild-index": cmd_rebuild_index,
             "maintenance": cmd_maintenance, "backup": cmd_backup, "restore": cmd_restore,
             "ingest": cmd_ingest, "mcp-config": cmd_mcp_config, "run": run_all.cmd_run,
-            "export": cmd_export, "import": cmd_import}
+            "export": cmd_export, "import": cmd_import, "users": users.cmd_users}
 
 
 def _jsonable(value):

@@ -21,6 +21,10 @@ class MemoryNotFound(AokunError):
         self.memory_id = memory_id
 
 
+class AccessDenied(AokunError):
+    """The caller's token does not cover what it asked for (shared/access.py says the rules)."""
+
+
 class StorageError(AokunError):
     """The database could not complete an operation (locked, corrupt, disk full...).
 

@@ -9,6 +9,7 @@ rankings file and scores it with ../shared/bench/score.py.
     .venv/bin/python scripts/bench_recall.py locomo_dev
     .venv/bin/python scripts/bench_recall.py madial_zh_dev --channels bm25
     .venv/bin/python scripts/bench_recall.py locomo_dev --work bench_out/locomo  # reuse an ingest
+    .venv/bin/python scripts/bench_recall.py locomo_dev --backend postgresql  # the store on PostgreSQL
 
 With --work DIR the ingested store is kept in DIR and reused by later runs (any channels).
 Every run also prints the figure per fold (scripts/folds.py: leave one LoCoMo conversation out;
@@ -36,6 +37,7 @@ from mcp.client.stdio import StdioServerParameters
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import folds  # noqa: E402  (scripts/folds.py)
+from bench_servers import DEFAULT_SERVER, bench_database  # noqa: E402
 
 BENCH = ROOT.parent / "shared" / "bench"
 BIN = Path(sys.executable).parent
@@ -46,9 +48,9 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
 
 
-def write_config(work: Path, channels: list[str], options: list[str] = ()) -> Path:
+def write_config(work: Path, channels: list[str], options: list[str] = (), url: str = "") -> Path:
     raw = {
-        "storage": {"data_dir": "data"},
+        "storage": {"data_dir": "data", **({"backend": "postgresql", "url": url} if url else {})},
         "worker": {"autostart": False},
         "memory": {"recall_max_k": 10},
         # No access reinforcement: a recall must not change the store a later run recalls from.
@@ -149,18 +151,30 @@ def main() -> None:
     parser.add_argument("--tune", metavar="SECTION.KEY=V1,V2,...",
                         help="recall once per value (same ingest) and report the held-out-fold figure:"
                              " each fold scored with the value that was best on the other folds")
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--pg", default=DEFAULT_SERVER, help="PostgreSQL server for --backend postgresql")
     args = parser.parse_args()
     temp = None if args.work else tempfile.TemporaryDirectory()
     work = args.work or Path(temp.name)
     work.mkdir(parents=True, exist_ok=True)
+    if args.backend == "postgresql":
+        with bench_database(args.pg, args.work) as url:
+            bench(args, work, url)
+    else:
+        bench(args, work, "")
+    if temp is not None:
+        temp.cleanup()
+
+
+def bench(args, work: Path, url: str) -> None:
     candidates = _candidates(args.tune)
-    config = write_config(work, args.channels, args.options + candidates[0][1])
+    config = write_config(work, args.channels, args.options + candidates[0][1], url)
     worker = subprocess.Popen([str(BIN / "aokun-worker"), "--config", str(config)],
                               stdout=subprocess.DEVNULL, stderr=(work / "worker.log").open("ab"))
     scored = {}
     try:
         for label, extra in candidates:
-            config = write_config(work, args.channels, args.options + extra)
+            config = write_config(work, args.channels, args.options + extra, url)
             suffix = f"-{label.replace('=', '_').replace('/', '_')}" if label != "as configured" else ""
             out = args.out or work / f"rankings-{'+'.join(args.channels)}{suffix}.jsonl"
             figures = anyio.run(run, work, args.dataset, config, out)
@@ -172,8 +186,6 @@ def main() -> None:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=60)
     _fold_report(args.dataset, scored)
-    if temp is not None:
-        temp.cleanup()
 
 
 def _candidates(tune: str | None) -> list[tuple[str, list[str]]]:

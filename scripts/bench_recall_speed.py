@@ -9,6 +9,11 @@ hours; search cost does not depend on the values). Then times recall of real que
 and through the official MCP client over stdio.
 
     .venv/bin/python scripts/bench_recall_speed.py [--size 100000] [--queries 200] [--work DIR]
+    .venv/bin/python scripts/bench_recall_speed.py --backend both   # SQLite and PostgreSQL, one run
+
+--backend postgresql (or both) seeds a database of its own on --pg's server (dropped at the end
+unless --work keeps it) and prints each engine's figures and PostgreSQL's as a ratio of
+SQLite's. Memorize acknowledgements are timed too (the memory service's write, in-process).
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ from mcp.client.stdio import StdioServerParameters
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_servers import DEFAULT_SERVER, bench_database, run_sql  # noqa: E402
 
 from shared.config import load_config  # noqa: E402
 from shared.store.documents import DocumentFilter, MemoryFields  # noqa: E402
@@ -69,8 +77,11 @@ def _service(store, text_config):
 
 def seed_sql(storage, statements: list[tuple[str, tuple]]) -> None:
     """Seeding shortcuts the store's interface has no call for (states no worker would reach
-    here), run on the SQLite file itself in one transaction, as the tests' db_rows reads it.
+    here), run on the database itself in one transaction, as the tests' db_rows reads it.
     Call it outside any write of the store (it waits for the write lock)."""
+    if storage.backend == "postgresql":
+        run_sql(storage.url, [(sql.replace("?", "%s"), params) for sql, params in statements])
+        return
     import sqlite3
     from contextlib import closing
 
@@ -161,12 +172,56 @@ async def mcp_latency(config_path: Path, questions: list[str]) -> list[float]:
             result = await client.call_tool("recall", {"query": q, "k": 10, "persona_id": f"p{i % PERSONAS}"})
             times.append(1000 * (time.perf_counter() - started))
             assert not result.is_error, result.content
-    return times
+        acks = []
+        for i in range(300):
+            started = time.perf_counter()
+            result = await client.call_tool("memorize", {"content": f"an acknowledged note {i} of the bench",
+                                                         "persona_id": f"p{i % PERSONAS}"})
+            acks.append(1000 * (time.perf_counter() - started))
+            assert not result.is_error, result.content
+    return times, acks
 
 
 def summary(name: str, times: list[float]) -> str:
     q = statistics.quantiles(times, n=100, method="inclusive")
-    return f"{name}: p50 {q[49]:.1f} ms, p95 {q[94]:.1f} ms"
+    return f"{name}: p50 {q[49]:.1f} ms, p95 {q[94]:.1f} ms, p99 {q[98]:.1f} ms"
+
+
+def memorize_latency(config_path: Path, count: int) -> list[float]:
+    """Acknowledgement time of single memorizes through the memory service (what a front
+    does before it replies: one write transaction with the stage rows)."""
+    config = load_config(config_path)
+    store = open_store(config.storage)
+    service = _service(store, config.text)
+    times = []
+    try:
+        for i in range(count):
+            started = time.perf_counter()
+            service.memorize(f"a timed note {i}: the bench wrote this at step {i}",
+                             MemoryFields(persona_id=f"p{i % PERSONAS}"))
+            times.append(1000 * (time.perf_counter() - started))
+    finally:
+        store.close()
+    return times
+
+
+def write_bench_config(work: Path, storage: str) -> Path:
+    config = work / "config.yaml"
+    config.write_text(f"storage:\n  data_dir: data\n  synchronous: normal\n{storage}"
+                      "worker:\n  autostart: false\n"
+                      "retrieval:\n  cache_enabled: false\n  access_reinforcement: false\n"
+                      "server:\n  exposed_tools: [recall, memorize]\n")
+    return config
+
+
+def measure(config: Path, size: int, rows: list[dict], questions: list[str]) -> dict[str, list[float]]:
+    seed(config, size, rows)
+    figures = {"store API (Recaller in-process)": store_api_latency(config, questions)}
+    recalls, acks = anyio.run(mcp_latency, config, questions)
+    figures["MCP client over stdio"] = recalls
+    figures["memorize ack (memory service)"] = memorize_latency(config, 500)
+    figures["memorize ack (MCP client over stdio)"] = acks
+    return figures
 
 
 def main() -> None:
@@ -174,22 +229,38 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--work", type=Path, help="keep (and reuse) the seeded store here")
+    parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="sqlite")
+    parser.add_argument("--pg", default=DEFAULT_SERVER, help="PostgreSQL server for --backend postgresql")
     args = parser.parse_args()
     temp = None if args.work else tempfile.TemporaryDirectory()
     work = args.work or Path(temp.name)
-    work.mkdir(parents=True, exist_ok=True)
-    config = work / "config.yaml"
-    config.write_text("storage:\n  data_dir: data\n  synchronous: normal\nworker:\n  autostart: false\n"
-                      "retrieval:\n  cache_enabled: false\n  access_reinforcement: false\n"
-                      "server:\n  exposed_tools: [recall]\n")
     rows, questions = corpus()
     questions = questions[:args.queries]
-    seed(config, args.size, rows)
+    engines = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
     print(f"{args.size:,} memories, {len(questions)} queries, all channels, cache off")
-    print(summary("store API (Recaller in-process)", store_api_latency(config, questions)), flush=True)
-    print(summary("MCP client over stdio", anyio.run(mcp_latency, config, questions)), flush=True)
+    results = {}
+    for engine in engines:
+        folder = work / engine
+        folder.mkdir(parents=True, exist_ok=True)
+        if engine == "sqlite":
+            results[engine] = measure(write_bench_config(folder, ""), args.size, rows, questions)
+        else:
+            with bench_database(args.pg, folder if args.work else None) as url:
+                storage = f"  backend: postgresql\n  url: {url}\n"
+                results[engine] = measure(write_bench_config(folder, storage), args.size, rows, questions)
+        for name, times in results[engine].items():
+            print(f"{engine:10} {summary(name, times)}", flush=True)
+    if len(engines) == 2:
+        for name in results["sqlite"]:
+            ratio = [_quantile(results["postgresql"][name], q) / _quantile(results["sqlite"][name], q)
+                     for q in (49, 94)]
+            print(f"postgresql / sqlite, {name}: p50 {ratio[0]:.2f}x, p95 {ratio[1]:.2f}x")
     if temp is not None:
         temp.cleanup()
+
+
+def _quantile(times: list[float], index: int) -> float:
+    return statistics.quantiles(times, n=100, method="inclusive")[index]
 
 
 if __name__ == "__main__":

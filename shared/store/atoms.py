@@ -82,7 +82,7 @@ def set_reinforcement(conn: sqlite3.Connection, atom_id: int, count: int, confid
                       ttl_days: float, now: float, restart: bool) -> None:
     """A new reinforcement count with its shelf life; `restart` dates the atom's age from now."""
     conn.execute("UPDATE memory_atoms SET reinforcement_count = ?, confidence = ?, ttl_days = ?,"
-                 " state_time = CASE WHEN ? THEN ? ELSE state_time END, update_time = ? WHERE id = ?",
+                 " state_time = CASE WHEN ? = 1 THEN ? ELSE state_time END, update_time = ? WHERE id = ?",
                  (count, confidence, ttl_days, int(restart), now, now, atom_id))
     meta.bump_epoch(conn)
 
@@ -187,24 +187,33 @@ def validity_rows(conn: sqlite3.Connection, memory_ids: Sequence[int]) -> list[s
 def expire(conn: sqlite3.Connection, now: float) -> list[int]:
     """Active atoms past their deadline or their shelf life become expired; return their ids."""
     ids = [r[0] for r in conn.execute(
-        f"SELECT a.id FROM memory_atoms a WHERE a.state = 'active' AND ({_EXPIRED_SQL})", (now, DAY, now))]
+        f"SELECT a.id FROM memory_atoms a WHERE a.state = 'active' AND ({_EXPIRED_SQL}) ORDER BY a.id",
+        (now, DAY, now))]
     _set_state(conn, ids, "expired", now)
     return ids
 
 
 def forget(conn: sqlite3.Connection, expired_before: float, now: float) -> list[int]:
     """Expired long enough: forgotten — out of the full-text index, the row kept."""
-    ids = [r[0] for r in conn.execute(
-        "SELECT id FROM memory_atoms WHERE state = 'expired' AND state_time < ?", (expired_before,))]
-    _set_state(conn, ids, "forgotten", now)
+    ids = forget_states(conn, expired_before, now)
     conn.executemany("DELETE FROM atoms_fts WHERE rowid = ?", [(i,) for i in ids])
+    return ids
+
+
+def forget_states(conn: sqlite3.Connection, expired_before: float, now: float) -> list[int]:
+    """forget() but for the full-text rows (which another engine keeps elsewhere)."""
+    ids = [r[0] for r in conn.execute(
+        "SELECT id FROM memory_atoms WHERE state = 'expired' AND state_time < ? ORDER BY id",
+        (expired_before,))]
+    _set_state(conn, ids, "forgotten", now)
     return ids
 
 
 def purge(conn: sqlite3.Connection, forgotten_before: float, now: float) -> list[int]:
     """Forgotten long enough: purged. Returns their ids (their graph output goes too)."""
     ids = [r[0] for r in conn.execute(
-        "SELECT id FROM memory_atoms WHERE state = 'forgotten' AND state_time < ?", (forgotten_before,))]
+        "SELECT id FROM memory_atoms WHERE state = 'forgotten' AND state_time < ? ORDER BY id",
+        (forgotten_before,))]
     _set_state(conn, ids, "purged", now)
     return ids
 

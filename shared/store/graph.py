@@ -70,20 +70,12 @@ def replace_for_memory(conn: sqlite3.Connection, memory_id: int, persona_id: str
     delete_for_memory(conn, memory_id)
     persona = persona_id or ""
     ids = {}
-    for node in _nodes_of(graph):
+    for node in nodes_of(graph):
         ids[node.key] = _upsert_node(conn, persona, node, now)
-    conn.executemany(
-        "INSERT INTO graph_edges (source_memory_id, src_node_id, dst_node_id, type, confidence,"
-        " weight, create_time, relation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [(memory_id, ids[e.src.key], ids[e.dst.key], e.type, e.confidence, e.weight, now, e.relation)
-         for e in graph.edges])
+    insert_edges(conn, memory_id, ids, graph.edges, now)
     entry_ids = []
     for entry in graph.entries:
-        cur = conn.execute(
-            "INSERT INTO graph_entries (source_memory_id, node_id, persona_id, text, confidence,"
-            " content_hash, create_time, atom_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (memory_id, ids[entry.node.key] if entry.node else None, persona_id, entry.text,
-             entry.confidence, content_hash, now, entry.atom_id))
+        cur = conn.execute(ENTRY_INSERT, entry_values(memory_id, persona_id, ids, entry, content_hash, now))
         conn.execute("INSERT INTO graph_entries_fts (rowid, tokens) VALUES (?, ?)",
                      (cur.lastrowid, entry.tokens))
         entry_ids.append(cur.lastrowid)
@@ -91,7 +83,27 @@ def replace_for_memory(conn: sqlite3.Connection, memory_id: int, persona_id: str
     return entry_ids
 
 
-def _nodes_of(graph: MemoryGraph) -> list[NodeSpec]:
+# Shared with the PostgreSQL version of replace_for_memory (shared/store/postgres/derived.py),
+# which differs only in how a new entry's id comes back and where its search row goes.
+ENTRY_INSERT = ("INSERT INTO graph_entries (source_memory_id, node_id, persona_id, text, confidence,"
+                " content_hash, create_time, atom_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def entry_values(memory_id: int, persona_id: str | None, ids: dict[str, int], entry: EntrySpec,
+                 content_hash: str, now: float) -> tuple:
+    return (memory_id, ids[entry.node.key] if entry.node else None, persona_id, entry.text,
+            entry.confidence, content_hash, now, entry.atom_id)
+
+
+def insert_edges(conn, memory_id: int, ids: dict[str, int], edges: Sequence[EdgeSpec], now: float) -> None:
+    conn.executemany(
+        "INSERT INTO graph_edges (source_memory_id, src_node_id, dst_node_id, type, confidence,"
+        " weight, create_time, relation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(memory_id, ids[e.src.key], ids[e.dst.key], e.type, e.confidence, e.weight, now, e.relation)
+         for e in edges])
+
+
+def nodes_of(graph: MemoryGraph) -> list[NodeSpec]:
     """Every node the graph names, one per key, in first-seen order."""
     found: dict[str, NodeSpec] = {}
     for node in [*graph.nodes, *(e.src for e in graph.edges), *(e.dst for e in graph.edges),
@@ -104,13 +116,7 @@ def _upsert_node(conn: sqlite3.Connection, persona: str, node: NodeSpec, now: fl
     """The node's id; a form of the name not seen before is added to its forms. An entity is
     one node per name in a persona's graph: the type it was first given stays, so one name
     typed two ways in two memories (Jackson the city, Jackson the friend) does not split."""
-    if node.type in ENTITY_TYPES:
-        row = conn.execute(
-            "SELECT type FROM graph_nodes WHERE persona_id = ? AND canonical = ? AND type IN"
-            f" ({','.join('?' * len(ENTITY_TYPES))}) ORDER BY id LIMIT 1",
-            (persona, node.canonical, *ENTITY_TYPES)).fetchone()
-        if row is not None and row[0] != node.type:
-            node = NodeSpec(row[0], node.value, node.canonical)
+    node = entity_typed(conn, persona, node)
     conn.execute("INSERT INTO graph_nodes (persona_id, key, type, value, canonical, create_time, forms)"
                  " VALUES (?, ?, ?, ?, ?, ?, json_array(?)) ON CONFLICT (persona_id, key) DO UPDATE SET"
                  " forms = CASE WHEN EXISTS (SELECT 1 FROM json_each(graph_nodes.forms)"
@@ -119,6 +125,19 @@ def _upsert_node(conn: sqlite3.Connection, persona: str, node: NodeSpec, now: fl
                  (persona, node.key, node.type, node.value, node.canonical, now, node.value))
     return conn.execute("SELECT id FROM graph_nodes WHERE persona_id = ? AND key = ?",
                         (persona, node.key)).fetchone()[0]
+
+
+def entity_typed(conn, persona: str, node: NodeSpec) -> NodeSpec:
+    """The node as it will be stored: an entity takes the type its name already has in the
+    persona's graph (see _upsert_node)."""
+    if node.type in ENTITY_TYPES:
+        row = conn.execute(
+            "SELECT type FROM graph_nodes WHERE persona_id = ? AND canonical = ? AND type IN"
+            f" ({','.join('?' * len(ENTITY_TYPES))}) ORDER BY id LIMIT 1",
+            (persona, node.canonical, *ENTITY_TYPES)).fetchone()
+        if row is not None and row[0] != node.type:
+            return NodeSpec(row[0], node.value, node.canonical)
+    return node
 
 
 def search_entries(conn: sqlite3.Connection, terms: Sequence[str], persona_id: str | None,
@@ -158,9 +177,9 @@ def neighbours(conn: sqlite3.Connection, node_ids: Sequence[int], limit: int) ->
     for node in node_ids:
         for other, weight in conn.execute(
                 "SELECT dst_node_id, weight FROM graph_edges WHERE src_node_id = ?"
-                " ORDER BY weight DESC LIMIT ?", (node, limit)).fetchall() + conn.execute(
+                " ORDER BY weight DESC, dst_node_id LIMIT ?", (node, limit)).fetchall() + conn.execute(
                 "SELECT src_node_id, weight FROM graph_edges WHERE dst_node_id = ?"
-                " ORDER BY weight DESC LIMIT ?", (node, limit)).fetchall():
+                " ORDER BY weight DESC, src_node_id LIMIT ?", (node, limit)).fetchall():
             strength[other] = max(weight, strength.get(other, 0.0))
     hits = set(node_ids)
     return [n for n, _ in sorted(strength.items(), key=lambda kv: -kv[1]) if n not in hits][:limit]
@@ -196,7 +215,8 @@ def node_memory_counts(conn: sqlite3.Connection, node_ids: Sequence[int], cap: i
         counts[node] = conn.execute(
             "SELECT COUNT(*) FROM (SELECT DISTINCT source_memory_id FROM ("
             " SELECT source_memory_id FROM graph_edges WHERE src_node_id = ?"
-            " UNION ALL SELECT source_memory_id FROM graph_edges WHERE dst_node_id = ?) LIMIT ?)",
+            " UNION ALL SELECT source_memory_id FROM graph_edges WHERE dst_node_id = ?) AS touching"
+            " LIMIT ?) AS capped",
             (node, node, cap)).fetchone()[0]
     return counts
 

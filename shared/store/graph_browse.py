@@ -117,7 +117,7 @@ def node_memories(conn: sqlite3.Connection, node_id: int, limit: int) -> tuple[l
         "SELECT memory_id, MAX(confidence) AS best, COUNT(*) OVER () FROM ("
         " SELECT source_memory_id AS memory_id, confidence FROM graph_edges WHERE src_node_id = ?"
         " UNION ALL SELECT source_memory_id, confidence FROM graph_edges WHERE dst_node_id = ?"
-        " UNION ALL SELECT source_memory_id, confidence FROM graph_entries WHERE node_id = ?)"
+        " UNION ALL SELECT source_memory_id, confidence FROM graph_entries WHERE node_id = ?) AS touching"
         " GROUP BY memory_id ORDER BY best DESC, memory_id DESC LIMIT ?",
         (node_id, node_id, node_id, limit)).fetchall()
     return [r[0] for r in rows], (rows[0][2] if rows else 0)

@@ -1,18 +1,460 @@
-"""Atoms and the graph on PostgreSQL: the SQLite bindings, with PostgreSQL versions of the
-methods whose SQL differs (full text, id lists, new ids)."""
+"""Atoms and the graph on PostgreSQL: the SQLite bindings (shared/store/sqlite_repos.py), with
+PostgreSQL versions of the methods whose SQL differs — the search rows live in this package's
+full-text tables (fulltext.py), id lists are arrays, new ids come back by RETURNING, a
+nullable persona is compared with IS NULL or =, and graph_nodes.forms (TEXT holding a JSON
+list) is merged with jsonb functions.
+
+Reads that SQLite answers in an index's order without saying so (an id list looked up through
+an index, GROUP BY output) say their order here: PostgreSQL's heap order is not the id order
+once rows are updated, so the order SQLite's plan gives is written out as ORDER BY.
+
+The functions take a PgConnection (connection.py): `execute` for the qmark SQL shared with
+SQLite, `sql` for statements written for PostgreSQL.
+"""
 
 from __future__ import annotations
 
+from typing import Sequence
+
+import psycopg
+
+from shared.store import atoms, graph, meta
+from shared.store.atoms import AtomOwner, AtomRow
+from shared.store.graph import MemoryGraph, NodeSpec
+from shared.store.interface import Record
+from shared.store.match import MAX_QUERY_TERMS
+from shared.store.postgres import fulltext
+from shared.store.postgres.connection import PgConnection
 from shared.store.sqlite_repos import SqliteAtoms, SqliteGraph, SqliteGraphBrowse
+from shared.units import DAY
+
+
+def _persona_is(column: str, persona_id: str | None) -> tuple[str, list]:
+    """SQLite's `column IS ?`: IS NULL for no persona, = otherwise (which, unlike IS NOT
+    DISTINCT FROM, PostgreSQL can answer from an index)."""
+    if persona_id is None:
+        return f"{column} IS NULL", []
+    return f"{column} = %s", [persona_id]
+
+
+def _ranked_join(index: str, table: str, alias: str, terms: Sequence[str],
+                 personas: Sequence[str] | None, session_id: str | None) -> tuple[psycopg.sql.Composable, list]:
+    """`FROM (<ranked rows>) s JOIN <table> <alias>` for terms ORed as SQLite's any_of does
+    (its first MAX_QUERY_TERMS): s.raw is SQLite's -bm25 of the row."""
+    ranked, params = fulltext.ranked(index, list(terms)[:MAX_QUERY_TERMS], (1.0,), personas, session_id)
+    return psycopg.sql.SQL("FROM ({ranked}) s JOIN {table} {alias} ON {alias}.id = s.row_id").format(
+        ranked=ranked, table=psycopg.sql.Identifier(table), alias=psycopg.sql.Identifier(alias)), list(params)
+
+
+# -- atoms -------------------------------------------------------------------------------
+
+
+def atom_insert(tx: PgConnection, owner: AtomOwner, row: AtomRow, now: float, state: str = "active",
+                superseded_by: int | None = None, needs_repair: bool = False) -> int:
+    """As atoms.insert: only active atoms get a search row."""
+    atom_id = tx.execute(atoms._INSERT + " RETURNING id", (
+        owner.memory_id, owner.persona_id, owner.session_id, row.type, row.text, row.subject,
+        row.attribute, row.value, row.confidence, owner.importance, row.ttl_days, row.deadline,
+        state, now, superseded_by, int(needs_repair), owner.content_hash, now, now)).fetchone()[0]
+    if state == "active":
+        fulltext.add_row(tx.raw, "atoms", atom_id, (row.tokens,), owner.persona_id, owner.session_id)
+    meta.bump_epoch(tx)
+    return atom_id
+
+
+_SIMILAR = Record.kind(("id", "tokens", "reinforcement_count", "confidence", "type"))
+
+
+def similar_active(conn: PgConnection, terms: Sequence[str], persona_id: str | None,
+                   other_than_memory: int, limit: int = 20) -> list[Record]:
+    """As atoms.similar_active (FTS5's ORDER BY rank is raw best first); the tokens come from
+    the search rows."""
+    terms = sorted(set(terms))
+    if not terms:
+        return []
+    source, params = _ranked_join("atoms", "memory_atoms", "a", terms,
+                                  None if persona_id is None else [persona_id], None)
+    persona, persona_params = _persona_is("a.persona_id", persona_id)
+    rows = conn.sql(psycopg.sql.SQL(
+        "SELECT a.id, a.reinforcement_count, a.confidence, a.type {source} WHERE a.state = 'active'"
+        " AND {persona} AND a.memory_id != %s ORDER BY s.raw DESC, a.id LIMIT %s").format(
+            source=source, persona=psycopg.sql.SQL(persona)),
+        [*params, *persona_params, other_than_memory, limit]).fetchall()
+    tokens = fulltext.stored_columns(conn.raw, "atoms", [r[0] for r in rows]) if rows else {}
+    return [_SIMILAR((r[0], tokens.get(r[0], ("",))[0], r[1], r[2], r[3])) for r in rows]
+
+
+def supersede(tx: PgConnection, persona_id: str | None, subject: str, attribute: str,
+              value: str, new_id: int, now: float) -> int:
+    persona, persona_params = _persona_is("persona_id", persona_id)
+    changed = tx.sql(
+        "UPDATE memory_atoms SET state = 'superseded', superseded_by = %s, state_time = %s,"
+        f" update_time = %s WHERE state = 'active' AND {persona} AND subject = %s"
+        " AND attribute = %s AND value != %s AND id != %s",
+        [new_id, now, now, *persona_params, subject, attribute, value, new_id]).rowcount
+    if changed:
+        meta.bump_epoch(tx)
+    return changed
+
+
+def atom_search(conn: PgConnection, terms: Sequence[str], persona_id: str | None,
+                session_id: str | None, types: Sequence[str] | None, limit: int) -> list[Record]:
+    """As atoms.search: active atoms holding any term, raw best first (ties by id)."""
+    if not terms:
+        return []
+    source, params = _ranked_join("atoms", "memory_atoms", "a", terms,
+                                  None if persona_id is None else [persona_id], session_id)
+    clauses, where_params = ["a.state = 'active'"], []
+    for column, wanted in (("persona_id", persona_id), ("session_id", session_id)):
+        if wanted is not None:
+            clauses.append(f"a.{column} = %s")
+            where_params.append(wanted)
+    if types:
+        clauses.append("a.type = ANY(%s)")
+        where_params.append(list(types))
+    return conn.sql(psycopg.sql.SQL(
+        "SELECT a.*, s.raw {source} WHERE {where} ORDER BY s.raw DESC, a.id LIMIT %s").format(
+            source=source, where=psycopg.sql.SQL(" AND ".join(clauses))),
+        [*params, *where_params, limit]).fetchall()
+
+
+def still_valid_of_types(conn: PgConnection, types: Sequence[str], persona_id: str | None,
+                         session_id: str | None, now: float, limit: int,
+                         exclude: Sequence[int] = ()) -> list[Record]:
+    """As atoms.still_valid_of_types, the excluded ids as an array."""
+    clauses = ["a.state = 'active'", "a.type = ANY(%s)", f"NOT ({atoms._EXPIRED_SQL.replace('?', '%s')})",
+               "NOT (a.id = ANY(%s))"]
+    params: list = [list(types), now, DAY, now, list(exclude)]
+    for column, wanted in (("persona_id", persona_id), ("session_id", session_id)):
+        if wanted is not None:
+            clauses.append(f"a.{column} = %s")
+            params.append(wanted)
+    return conn.sql(
+        f"SELECT a.* FROM memory_atoms a WHERE {' AND '.join(clauses)}"
+        " ORDER BY a.deadline IS NULL, a.deadline, a.id DESC LIMIT %s", [*params, limit]).fetchall()
+
+
+def validity_rows(conn: PgConnection, memory_ids: Sequence[int]) -> list[Record]:
+    if not memory_ids:
+        return []
+    return conn.sql(
+        "SELECT memory_id, type, state, ttl_days, deadline, create_time, state_time FROM memory_atoms"
+        " WHERE memory_id = ANY(%s) ORDER BY memory_id, id", (list(memory_ids),)).fetchall()
+
+
+def forget(tx: PgConnection, expired_before: float, now: float) -> list[int]:
+    """As atoms.forget: the state changes as on SQLite; the search rows leave fulltext's table."""
+    ids = atoms.forget_states(tx, expired_before, now)
+    if ids:
+        fulltext.remove_rows(tx.raw, "atoms", ids)
+    return ids
+
+
+def atoms_delete_for_memory(tx: PgConnection, memory_id: int) -> dict[str, int]:
+    ids = [r[0] for r in tx.sql("SELECT id FROM memory_atoms WHERE memory_id = %s", (memory_id,))]
+    fts = fulltext.remove_rows(tx.raw, "atoms", ids) if ids else 0
+    removed = tx.sql("DELETE FROM memory_atoms WHERE memory_id = %s", (memory_id,)).rowcount
+    if removed:
+        meta.bump_epoch(tx)
+    return {"memory_atoms": removed, "atoms_fts": fts}
+
+
+def supersede_chain(conn: PgConnection, atom_id: int, persona_id: str | None,
+                    max_steps: int = 20) -> list[Record]:
+    """As atoms.supersede_chain; the seeds are typed (PostgreSQL types a recursive query's
+    columns from its first SELECT)."""
+    persona, persona_params = _persona_is("a.persona_id", persona_id)
+    return conn.sql(
+        "WITH RECURSIVE back(id, step) AS (SELECT %s::bigint, 0 UNION SELECT a.id, back.step + 1 FROM back"
+        f" JOIN memory_atoms a ON {persona} AND a.state = 'superseded'"
+        " AND a.superseded_by = back.id WHERE back.step < %s),"
+        " ahead(id, step) AS (SELECT %s::bigint, 0 UNION SELECT a.superseded_by, ahead.step + 1 FROM ahead"
+        " JOIN memory_atoms a ON a.id = ahead.id WHERE a.state = 'superseded'"
+        " AND a.superseded_by IS NOT NULL AND ahead.step < %s)"
+        " SELECT id, text, state, memory_id, superseded_by FROM memory_atoms"
+        " WHERE id IN (SELECT id FROM back UNION SELECT id FROM ahead) ORDER BY id",
+        [atom_id, *persona_params, max_steps, atom_id, max_steps]).fetchall()
 
 
 class PostgresAtoms(SqliteAtoms):
-    pass
+    def insert(self, owner, row, now, state="active", superseded_by=None, needs_repair=False):
+        return self._run.write(atom_insert, owner, row, now, state, superseded_by, needs_repair)
+
+    def supersede(self, persona_id, subject, attribute, value, new_id, now):
+        return self._run.write(supersede, persona_id, subject, attribute, value, new_id, now)
+
+    def forget(self, expired_before, now):
+        return self._run.write(forget, expired_before, now)
+
+    def delete_for_memory(self, memory_id):
+        return self._run.write(atoms_delete_for_memory, memory_id)
+
+    def similar_active(self, terms, persona_id, other_than_memory, limit=20):
+        return self._run.rows(similar_active, terms, persona_id, other_than_memory, limit)
+
+    def search(self, terms, persona_id, session_id, types, limit):
+        return self._run.rows(atom_search, terms, persona_id, session_id, types, limit)
+
+    def still_valid_of_types(self, types, persona_id, session_id, now, limit, exclude=()):
+        return self._run.rows(still_valid_of_types, types, persona_id, session_id, now, limit, exclude)
+
+    def validity_rows(self, memory_ids):
+        return self._run.rows(validity_rows, memory_ids)
+
+    def supersede_chain(self, atom_id, persona_id, max_steps=20):
+        return self._run.rows(supersede_chain, atom_id, persona_id, max_steps)
+
+
+# -- graph -------------------------------------------------------------------------------
+
+
+def replace_for_memory(tx: PgConnection, memory_id: int, persona_id: str | None, memory_graph: MemoryGraph,
+                       content_hash: str, now: float) -> list[int]:
+    """As graph.replace_for_memory: entries' ids by RETURNING, their search rows in fulltext's
+    table."""
+    graph_delete_for_memory(tx, memory_id)
+    persona = persona_id or ""
+    ids = {node.key: _upsert_node(tx, persona, node, now) for node in graph.nodes_of(memory_graph)}
+    graph.insert_edges(tx, memory_id, ids, memory_graph.edges, now)
+    entry_ids = []
+    for entry in memory_graph.entries:
+        entry_id = tx.execute(graph.ENTRY_INSERT + " RETURNING id",
+                              graph.entry_values(memory_id, persona_id, ids, entry, content_hash, now)).fetchone()[0]
+        fulltext.add_row(tx.raw, "graph_entries", entry_id, (entry.tokens,), persona_id)
+        entry_ids.append(entry_id)
+    meta.bump_epoch(tx)
+    return entry_ids
+
+
+def _upsert_node(tx: PgConnection, persona: str, node: NodeSpec, now: float) -> int:
+    """As graph._upsert_node: forms is TEXT holding a JSON list, read and extended as jsonb (a
+    form is added when no element equals it); RETURNING gives the id on insert and update."""
+    node = graph.entity_typed(tx, persona, node)
+    return tx.sql(
+        "INSERT INTO graph_nodes (persona_id, key, type, value, canonical, create_time, forms)"
+        " VALUES (%s, %s, %s, %s, %s, %s, jsonb_build_array(%s::text)::text)"
+        " ON CONFLICT (persona_id, key) DO UPDATE SET forms = CASE"
+        " WHEN graph_nodes.forms::jsonb @> jsonb_build_array(excluded.value) THEN graph_nodes.forms"
+        " ELSE (graph_nodes.forms::jsonb || jsonb_build_array(excluded.value))::text END RETURNING id",
+        (persona, node.key, node.type, node.value, node.canonical, now, node.value)).fetchone()[0]
+
+
+def graph_delete_for_memory(tx: PgConnection, memory_id: int) -> dict[str, int]:
+    """As graph.delete_for_memory, the entries' search rows removed from fulltext's table."""
+    ids = [r[0] for r in tx.sql("SELECT id FROM graph_entries WHERE source_memory_id = %s", (memory_id,))]
+    fts = fulltext.remove_rows(tx.raw, "graph_entries", ids) if ids else 0
+    entries = tx.sql("DELETE FROM graph_entries WHERE source_memory_id = %s", (memory_id,)).rowcount
+    edges = tx.sql("DELETE FROM graph_edges WHERE source_memory_id = %s", (memory_id,)).rowcount
+    nodes = graph._delete_orphan_nodes(tx) if edges or entries else 0
+    if edges or entries:
+        meta.bump_epoch(tx)
+    return {"graph_entries": entries, "graph_entries_fts": fts, "graph_edges": edges, "graph_nodes": nodes}
+
+
+def delete_entries(tx: PgConnection, entry_ids: Sequence[int]) -> dict[str, int]:
+    """As graph.delete_entries (entries in id order, as SQLite looks them up)."""
+    rows = tx.sql("SELECT id, source_memory_id, node_id FROM graph_entries WHERE id = ANY(%s) ORDER BY id",
+                  (list(entry_ids),)).fetchall() if entry_ids else []
+    if rows:
+        fulltext.remove_rows(tx.raw, "graph_entries", [r[0] for r in rows])
+    edges = 0
+    for entry_id, memory_id, node_id in rows:
+        tx.sql("DELETE FROM graph_entries WHERE id = %s", (entry_id,))
+        if node_id is not None:
+            edges += tx.sql(
+                "DELETE FROM graph_edges WHERE source_memory_id = %s AND (src_node_id = %s OR dst_node_id = %s)",
+                (memory_id, node_id, node_id)).rowcount
+    nodes = graph._delete_orphan_nodes(tx) if rows else 0
+    if rows:
+        meta.bump_epoch(tx)
+    return {"graph_entries": len(rows), "graph_edges": edges, "graph_nodes": nodes}
+
+
+def search_entries(conn: PgConnection, terms: Sequence[str], persona_id: str | None,
+                   limit: int) -> list[Record]:
+    """As graph.search_entries: (entry_id, memory_id, raw, confidence), raw best first (ties
+    by id)."""
+    if not terms:
+        return []
+    source, params = _ranked_join("graph_entries", "graph_entries", "e", terms,
+                                  None if persona_id is None else [persona_id], None)
+    scope, scope_params = ("AND e.persona_id = %s", [persona_id]) if persona_id is not None else ("", [])
+    return conn.sql(psycopg.sql.SQL(
+        "SELECT e.id, e.source_memory_id, s.raw, e.confidence {source} WHERE true {scope}"
+        " ORDER BY s.raw DESC, e.id LIMIT %s").format(source=source, scope=psycopg.sql.SQL(scope)),
+        [*params, *scope_params, limit]).fetchall()
+
+
+def nodes_named(conn: PgConnection, canonicals: Sequence[str], persona_id: str | None, limit: int) -> list[int]:
+    if not canonicals:
+        return []
+    scope, params = ("AND persona_id = %s", [persona_id]) if persona_id is not None else ("", [])
+    return [r[0] for r in conn.sql(
+        f"SELECT id FROM graph_nodes WHERE canonical = ANY(%s) {scope} ORDER BY id LIMIT %s",
+        [list(canonicals), *params, limit])]
+
+
+def entity_nodes_named(conn: PgConnection, canonicals: Sequence[str],
+                       persona_id: str | None) -> dict[str, list[int]]:
+    if not canonicals:
+        return {}
+    scope, params = ("AND persona_id = %s", [persona_id]) if persona_id is not None else ("", [])
+    found: dict[str, list[int]] = {}
+    for node_id, name in conn.sql(
+            f"SELECT id, canonical FROM graph_nodes WHERE canonical = ANY(%s) AND type = ANY(%s) {scope}"
+            " ORDER BY id", [list(canonicals), list(graph.ENTITY_TYPES), *params]):
+        found.setdefault(name, []).append(node_id)
+    return found
+
+
+def related(conn: PgConnection, node_ids: Sequence[int], forward: Sequence[str],
+            backward: Sequence[str], limit: int) -> list[tuple[int, float]]:
+    """As graph.related; the rows come in the order SQLite's relation indexes give them, so
+    equal confidences tie the same way."""
+    if not node_ids:
+        return []
+    best: dict[int, float] = {}
+    for other, confidence in conn.sql(
+            "SELECT other, confidence FROM (SELECT dst_node_id AS other, confidence, 0 AS part,"
+            " src_node_id AS node, relation, id FROM graph_edges WHERE src_node_id = ANY(%s)"
+            " AND relation = ANY(%s) UNION ALL SELECT src_node_id, confidence, 1, dst_node_id, relation, id"
+            " FROM graph_edges WHERE dst_node_id = ANY(%s) AND relation = ANY(%s)) AS edges"
+            ' ORDER BY part, node, relation COLLATE "C", id',
+            (list(node_ids), list(forward), list(node_ids), list(backward))):
+        best[other] = max(confidence, best.get(other, 0.0))
+    return sorted(best.items(), key=lambda kv: -kv[1])[:limit]
+
+
+def entry_nodes(conn: PgConnection, entry_ids: Sequence[int]) -> list[int]:
+    """As graph.entry_nodes: each node once, in the order of its first entry."""
+    if not entry_ids:
+        return []
+    return [r[0] for r in conn.sql(
+        "SELECT node_id FROM graph_entries WHERE id = ANY(%s) AND node_id IS NOT NULL"
+        " GROUP BY node_id ORDER BY MIN(id)", (list(entry_ids),))]
+
+
+def entry_ids_of_memories(conn: PgConnection, memory_ids: Sequence[int]) -> list[int]:
+    if not memory_ids:
+        return []
+    return [r[0] for r in conn.sql("SELECT id FROM graph_entries WHERE source_memory_id = ANY(%s)"
+                                   " ORDER BY source_memory_id, id", (list(memory_ids),))]
+
+
+def entries_of_atoms(conn: PgConnection, atom_ids: Sequence[int]) -> list[int]:
+    if not atom_ids:
+        return []
+    return [r[0] for r in conn.sql("SELECT id FROM graph_entries WHERE atom_id = ANY(%s)"
+                                   " ORDER BY atom_id, id", (list(atom_ids),))]
+
+
+def memory_confidence(conn: PgConnection, memory_ids: Sequence[int]) -> dict[int, float]:
+    if not memory_ids:
+        return {}
+    return dict(conn.sql(
+        "SELECT source_memory_id, MAX(confidence) FROM graph_entries WHERE source_memory_id = ANY(%s)"
+        " GROUP BY source_memory_id ORDER BY source_memory_id", (list(memory_ids),)).fetchall())
+
+
+def memories_with_output(conn: PgConnection, memory_ids: Sequence[int]) -> set[int]:
+    if not memory_ids:
+        return set()
+    return {r[0] for r in conn.sql(
+        "SELECT DISTINCT source_memory_id FROM graph_entries WHERE source_memory_id = ANY(%s)",
+        (list(memory_ids),))}
+
+
+def graph_table_counts(conn: PgConnection) -> dict[str, int]:
+    """As graph.table_counts, the search rows counted in fulltext's table."""
+    counts = {name: conn.sql(f"SELECT COUNT(*) FROM {name}").fetchone()[0]
+              for name in ("graph_nodes", "graph_edges", "graph_entries")}
+    counts["graph_entries_fts"] = fulltext.rows_count(conn.raw, "graph_entries")
+    return counts
 
 
 class PostgresGraph(SqliteGraph):
-    pass
+    def replace_for_memory(self, memory_id, persona_id, graph, content_hash, now):
+        return self._run.write(replace_for_memory, memory_id, persona_id, graph, content_hash, now)
+
+    def delete_for_memory(self, memory_id):
+        return self._run.write(graph_delete_for_memory, memory_id)
+
+    def entries_of_atoms(self, atom_ids):
+        return self._run.read(entries_of_atoms, atom_ids)
+
+    def delete_entries(self, entry_ids):
+        return self._run.write(delete_entries, entry_ids)
+
+    def search_entries(self, terms, persona_id, limit):
+        return self._run.rows(search_entries, terms, persona_id, limit)
+
+    def nodes_named(self, canonicals, persona_id, limit):
+        return self._run.read(nodes_named, canonicals, persona_id, limit)
+
+    def entity_nodes_named(self, canonicals, persona_id):
+        return self._run.read(entity_nodes_named, canonicals, persona_id)
+
+    def related(self, node_ids, forward, backward, limit):
+        return self._run.read(related, node_ids, forward, backward, limit)
+
+    def entry_nodes(self, entry_ids):
+        return self._run.read(entry_nodes, entry_ids)
+
+    def entry_ids_of_memories(self, memory_ids):
+        return self._run.read(entry_ids_of_memories, memory_ids)
+
+    def memory_confidence(self, memory_ids):
+        return self._run.read(memory_confidence, memory_ids)
+
+    def memories_with_output(self, memory_ids):
+        return self._run.read(memories_with_output, memory_ids)
+
+    def table_counts(self):
+        return self._run.read(graph_table_counts)
+
+
+# -- graph browse ------------------------------------------------------------------------
+
+
+def persona_node_counts(conn: PgConnection, persona_id: str) -> dict[str, int]:
+    """As graph_browse.persona_node_counts; the key's type prefix is matched with starts_with,
+    which no database collation reorders (a range 'person:' <= key < 'person;' holds only in
+    byte order, SQLite's)."""
+    return {t: conn.sql("SELECT COUNT(*) FROM graph_nodes WHERE persona_id = %s AND starts_with(key, %s)",
+                        (persona_id, f"{t}:")).fetchone()[0] for t in graph.NODE_TYPES}
+
+
+def edges_among(conn: PgConnection, node_ids: Sequence[int]) -> list[Record]:
+    """As graph_browse.edges_among, in the group order SQLite's GROUP BY gives (NULL relations
+    first, text in byte order)."""
+    if not node_ids:
+        return []
+    return conn.sql(
+        "SELECT src_node_id, dst_node_id, type, relation, COUNT(DISTINCT source_memory_id) FROM graph_edges"
+        " WHERE src_node_id = ANY(%s) AND dst_node_id = ANY(%s) GROUP BY 1, 2, 3, 4"
+        ' ORDER BY src_node_id, dst_node_id, type COLLATE "C", relation COLLATE "C" NULLS FIRST',
+        (list(node_ids), list(node_ids))).fetchall()
+
+
+def node_links(conn: PgConnection, node_id: int, limit: int) -> list[Record]:
+    """As graph_browse.node_links; memory_ids joined in ascending order (SQLite's group_concat
+    gives no order; the panel sorts them)."""
+    return conn.sql(
+        "SELECT n.id, n.type, n.value, l.edge_type, COUNT(DISTINCT l.memory_id) AS memories,"
+        " array_to_string(array_agg(DISTINCT l.memory_id ORDER BY l.memory_id), ',') AS memory_ids FROM ("
+        " SELECT dst_node_id AS other, type AS edge_type, source_memory_id AS memory_id"
+        " FROM graph_edges WHERE src_node_id = %s UNION ALL"
+        " SELECT src_node_id, type, source_memory_id FROM graph_edges WHERE dst_node_id = %s) l"
+        " JOIN graph_nodes n ON n.id = l.other GROUP BY n.id, l.edge_type"
+        " ORDER BY memories DESC, n.id DESC LIMIT %s", (node_id, node_id, limit)).fetchall()
 
 
 class PostgresGraphBrowse(SqliteGraphBrowse):
-    pass
+    def persona_node_counts(self, persona_id):
+        return self._run.read(persona_node_counts, persona_id)
+
+    def edges_among(self, node_ids):
+        return self._run.rows(edges_among, node_ids)
+
+    def node_links(self, node_id, limit):
+        return self._run.rows(node_links, node_id, limit)

@@ -27,7 +27,15 @@ KEYS = (WRITE_EPOCH, VECTOR_SEQ, VECTOR_TOMBSTONE_FLOOR, DECAY_APPLIED_AT, PACKA
 
 def get(conn: sqlite3.Connection, key: str) -> float | None:
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (_known(key),)).fetchone()
-    return None if row is None else row[0]
+    return None if row is None else _number(row[0])
+
+
+def _number(value: float) -> float:
+    """An integral value as an int, as SQLite's INTEGER column gives it back: PostgreSQL's
+    DOUBLE PRECISION column gives 5.0 for the 5 it was given."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 63:
+        return int(value)
+    return value
 
 
 def put(conn: sqlite3.Connection, key: str, value: float) -> None:
@@ -40,7 +48,7 @@ def increment(conn: sqlite3.Connection, key: str) -> int:
     """Add one and return the new value (inside the caller's write transaction)."""
     conn.execute("INSERT INTO meta (key, value) VALUES (?, 1)"
                  " ON CONFLICT (key) DO UPDATE SET value = meta.value + 1", (_known(key),))
-    return conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0]
+    return int(conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0])
 
 
 def bump_epoch(conn: sqlite3.Connection) -> None:
@@ -51,8 +59,8 @@ def bump_epoch(conn: sqlite3.Connection) -> None:
 def recall_epoch(conn: sqlite3.Connection) -> int:
     """Changes whenever any process changes what recall can return: document writes bump
     write_epoch, vector writes bump vector_seq; both only grow, so their sum does too."""
-    return conn.execute("SELECT COALESCE(SUM(value), 0) FROM meta WHERE key IN (?, ?)",
-                        (WRITE_EPOCH, VECTOR_SEQ)).fetchone()[0]
+    return int(conn.execute("SELECT COALESCE(SUM(value), 0) FROM meta WHERE key IN (?, ?)",
+                            (WRITE_EPOCH, VECTOR_SEQ)).fetchone()[0])
 
 
 def _known(key: str) -> str:
@@ -67,11 +75,13 @@ def store_id(conn: sqlite3.Connection) -> int | None:
     return None if value is None else int(value)
 
 
-def ensure_store_id(conn: sqlite3.Connection) -> int:
-    """This store's random id, made now if it has none (inside the caller's write transaction)."""
+def ensure_store_id(conn: sqlite3.Connection, bits: int = 62) -> int:
+    """This store's random id, made now if it has none (inside the caller's write transaction).
+    `bits`: what the meta column holds exactly (62 fits SQLite's INTEGER; a DOUBLE PRECISION
+    column holds integers below 2**53 exactly)."""
     existing = store_id(conn)
     if existing is not None:
         return existing
-    new = secrets.randbits(62) | 1  # positive, never 0, fits SQLite's INTEGER
+    new = secrets.randbits(bits) | 1  # positive, never 0
     put(conn, STORE_ID, new)
     return new

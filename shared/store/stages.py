@@ -63,14 +63,15 @@ def create_for_memory(conn: sqlite3.Connection, memory_id: int, content_hash: st
 
 
 def reset_for_memory(conn: sqlite3.Connection, memory_id: int, content_hash: str, now: float) -> None:
-    """After an edit of the content: every stage must run again for the new content."""
+    """After an edit of the content: every stage must run again for the new content.
+    One row of VALUES per stage: the statement runs as it is on SQLite and PostgreSQL."""
     conn.execute(
         "INSERT INTO memory_stages (memory_id, stage, content_hash, enqueued_time, update_time)"
-        " SELECT ?, value, ?, ?, ? FROM json_each(?) WHERE true"
+        " VALUES " + ", ".join(["(?, ?, ?, ?, ?)"] * len(STAGES)) +
         " ON CONFLICT (memory_id, stage) DO UPDATE SET status = 'pending', content_hash = excluded.content_hash,"
         " attempts = 0, lease_owner = NULL, lease_until = NULL, next_attempt_time = NULL,"
         " enqueued_time = excluded.enqueued_time, last_error = NULL, update_time = excluded.update_time",
-        (memory_id, content_hash, now, now, json.dumps(STAGES)))
+        [value for stage in STAGES for value in (memory_id, stage, content_hash, now, now)])
 
 
 # A retry message may arrive a moment before its backoff ends (scheduler granularity).
@@ -164,7 +165,8 @@ def reclaim_abandoned(conn: sqlite3.Connection, now: float, live_owners: Sequenc
                       max_attempts: int) -> tuple[int, int]:
     """Running stages whose lease ran out or whose worker is dead: pending again, or failed
     for good once they have used max_attempts. Return (pending again, failed)."""
-    dead_owner = f"lease_owner NOT IN ({','.join('?' * len(live_owners))})" if live_owners else "1"
+    # "1 = 1", not "1": PostgreSQL wants a boolean after OR.
+    dead_owner = f"lease_owner NOT IN ({','.join('?' * len(live_owners))})" if live_owners else "1 = 1"
     rows = conn.execute(
         "SELECT memory_id, stage, attempts, last_error FROM memory_stages WHERE status = 'running'"
         f" AND (lease_until IS NULL OR lease_until < ? OR lease_owner IS NULL OR {dead_owner})",
@@ -320,7 +322,10 @@ def retrying_stages(conn: sqlite3.Connection, now: float, limit: int = 50) -> li
     page): {memory_id, stage, attempts, last_error, retry_in_s} (0 once the backoff is over)."""
     rows = conn.execute(
         "SELECT memory_id, stage, attempts, last_error, next_attempt_time FROM memory_stages"
-        " WHERE status = 'pending' AND attempts > 0 ORDER BY next_attempt_time, memory_id LIMIT ?",
+        " WHERE status = 'pending' AND attempts > 0"
+        # Reclaimed rows (no next attempt time) first, as SQLite sorts NULLs; PostgreSQL
+        # sorts them last unless told.
+        " ORDER BY next_attempt_time IS NOT NULL, next_attempt_time, memory_id LIMIT ?",
         (limit,)).fetchall()
     return [{"memory_id": r[0], "stage": r[1], "attempts": r[2], "last_error": r[3],
              "retry_in_s": round(max(0.0, (r[4] or now) - now), 1)} for r in rows]

@@ -7,13 +7,14 @@ import sqlite3
 
 def record(conn: sqlite3.Connection, model: str, prompt_tokens: int, completion_tokens: int,
            failed: bool, now: float) -> None:
-    """Count one call (inside the caller's write transaction)."""
+    """Count one call (inside the caller's write transaction). The columns of the stored row
+    are named with their table: PostgreSQL finds a bare `calls` ambiguous (row or excluded)."""
     conn.execute(
         "INSERT INTO llm_usage (model, calls, prompt_tokens, completion_tokens, failures, last_time)"
-        " VALUES (?, 1, ?, ?, ?, ?) ON CONFLICT (model) DO UPDATE SET calls = calls + 1,"
-        " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
-        " completion_tokens = completion_tokens + excluded.completion_tokens,"
-        " failures = failures + excluded.failures, last_time = excluded.last_time",
+        " VALUES (?, 1, ?, ?, ?, ?) ON CONFLICT (model) DO UPDATE SET calls = llm_usage.calls + 1,"
+        " prompt_tokens = llm_usage.prompt_tokens + excluded.prompt_tokens,"
+        " completion_tokens = llm_usage.completion_tokens + excluded.completion_tokens,"
+        " failures = llm_usage.failures + excluded.failures, last_time = excluded.last_time",
         (model, int(prompt_tokens), int(completion_tokens), int(failed), now))
 
 

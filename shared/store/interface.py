@@ -22,9 +22,9 @@ tests/test_store_conformance.py.
 Value types stay where they are: Document, MemoryFields, History, DocumentFilter (documents),
 StageKey, STAGES (stages), AtomOwner, AtomRow, ATOM_TYPES, ATOM_STATES (atoms), NodeSpec,
 EdgeSpec, EntrySpec, MemoryGraph, ENTITY_TYPES, NODE_TYPES (graph), VectorRow, KINDS
-(vectors), the meta keys (meta), ProcessRow (runtime), UserRow (users), FTS_TABLES (fts); so do the pure
+(vectors), the meta keys (meta), ProcessRow (runtime), UserRow (users), FTS_TABLES (fts), TABLE_KEYS and FULLTEXT (tables); so do the pure
 helpers (documents.content_hash, stored_text, unmarked, epoch; stages.dependents;
-vectors.foreign_spaces_from; neighbours.dialogue_of).
+vectors.foreign_spaces_from; neighbours.dialogue_of; tables.key_of).
 """
 
 from __future__ import annotations
@@ -359,6 +359,31 @@ class Users(Protocol):
     def any_active(self) -> bool: ...
 
 
+class Tables(Protocol):
+    """Every table's rows as they are, to copy a store to another engine (aokun migrate;
+    shared/store/tables.py names the tables, their keys and the full-text indexes): pages in
+    primary-key order, and insert-if-absent keeping every column (ids, times), so a copy
+    that was killed is finished by running it again."""
+
+    def names(self) -> list[str]:
+        """The copied tables (tables.TABLE_KEYS) this store has, in copy order."""
+    def count(self, table: str) -> int: ...
+    def page(self, table: str, after: Sequence[Any] | None, limit: int) -> list[Record]:
+        """Up to `limit` rows, every column, with a key above `after` (tables.key_of of the
+        last row seen; None: from the first), in key order."""
+    def put(self, table: str, rows: Sequence[Record]) -> int:
+        """Insert the rows whose key is absent, every column kept; return how many."""
+    def fulltext_page(self, index: str, after: int | None,
+                      limit: int) -> tuple[list[tuple[int, tuple[str, ...]]], int | None]:
+        """((row id, column texts) of an index (tables.FULLTEXT), the row id to continue after
+        or None at the end)."""
+    def fulltext_put(self, index: str, rows: Sequence[tuple[int, Sequence[str]]]) -> int:
+        """Index the rows the index lacks (for rows of its table that exist); return how many."""
+    def fulltext_count(self, index: str) -> int: ...
+    def finish(self) -> None:
+        """After a copy: new rows take ids past the copied ones."""
+
+
 class Session(Protocol):
     """Every aggregate, on one transaction (or, on the Store itself, one per call)."""
 
@@ -375,6 +400,7 @@ class Session(Protocol):
     neighbours: Neighbours
     fts: FullText
     users: Users
+    tables: Tables
 
     def savepoint(self, name: str) -> AbstractContextManager[None]:
         """A nested transaction inside write(): on an error only its own writes are undone

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from shared.store import (atoms, consistency, documents, fts, graph, graph_browse, meta, neighbours,
-                          runtime, stages, usage, users, vectors)
+                          runtime, stages, tables, usage, users, vectors)
 from shared.store.documents import Document, DocumentFilter, History, MemoryFields
 from shared.store.graph import MemoryGraph
 from shared.store.interface import Record
@@ -521,3 +521,30 @@ class SqliteUsers(_Aggregate):
 
     def any_active(self) -> bool:
         return self._run.read(users.any_active)
+
+
+class SqliteTables(_Aggregate):
+    def names(self) -> list[str]:
+        return self._run.read(tables.names)
+
+    def count(self, table: str) -> int:
+        return self._run.read(tables.count, table)
+
+    def page(self, table: str, after: Sequence | None, limit: int) -> list[Record]:
+        return self._run.rows(tables.page, table, after, limit)
+
+    def put(self, table: str, rows: Sequence) -> int:
+        return self._run.write(tables.put, table, rows)
+
+    def fulltext_page(self, index: str, after: int | None,
+                      limit: int) -> tuple[list[tuple[int, tuple[str, ...]]], int | None]:
+        return self._run.read(tables.fulltext_page, index, after, limit)
+
+    def fulltext_put(self, index: str, rows: Sequence[tuple[int, Sequence[str]]]) -> int:
+        return self._run.write(tables.fulltext_put, index, rows)
+
+    def fulltext_count(self, index: str) -> int:
+        return self._run.read(tables.fulltext_count, index)
+
+    def finish(self) -> None:
+        return self._run.write(tables.finish)

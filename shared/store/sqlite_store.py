@@ -31,8 +31,8 @@ from shared.store.db import Database, savepoint
 from shared.store.interface import Record
 from shared.store.sqlite_repos import (SqliteAtoms, SqliteConsistency, SqliteDocuments, SqliteFullText,
                                        SqliteGraph, SqliteGraphBrowse, SqliteMeta, SqliteNeighbours,
-                                       SqliteRuntime, SqliteStages, SqliteUsage, SqliteUsers,
-                                       SqliteVectors)
+                                       SqliteRuntime, SqliteStages, SqliteTables, SqliteUsage,
+                                       SqliteUsers, SqliteVectors)
 from shared.store.backup import backup_database
 
 
@@ -168,6 +168,7 @@ class SqliteSession:
         self.neighbours = SqliteNeighbours(run)
         self.fts = SqliteFullText(run)
         self.users = SqliteUsers(run)
+        self.tables = SqliteTables(run)
 
     def _conn(self) -> sqlite3.Connection:
         run = self._run

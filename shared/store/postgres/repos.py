@@ -10,6 +10,7 @@ from typing import Any
 from shared.store.postgres.derived import PostgresAtoms, PostgresGraph, PostgresGraphBrowse
 from shared.store.postgres.documents import (PostgresConsistency, PostgresDocuments, PostgresFullText,
                                              PostgresNeighbours, vacuum_deleted)
+from shared.store.postgres.tables import PostgresTables
 from shared.store.postgres.work import (PostgresMeta, PostgresRuntime, PostgresStages, PostgresUsage,
                                         PostgresVectors)
 from shared.store.sqlite_repos import SqliteUsers
@@ -34,3 +35,4 @@ class Aggregates:
         self.neighbours = PostgresNeighbours(run)
         self.fts = PostgresFullText(run)
         self.users = SqliteUsers(run)  # portable SQL (shared/store/users.py)
+        self.tables = PostgresTables(run)

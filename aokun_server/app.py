@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from aokun_server.autostart import ensure_worker
+from aokun_server.identity import Identity
 from aokun_server.reinforcer import Reinforcer
 from aokun_server.server import AokunMCPServer
 from aokun_server.tools import ToolDeps, register_tools
@@ -38,6 +39,7 @@ class Front:
     server: AokunMCPServer
     services: Services
     reinforcer: Reinforcer
+    identity: Identity
     heartbeat: FrontHeartbeat | None = None
     watcher: ConfigWatcher | None = None
 
@@ -135,8 +137,9 @@ def build_front(config: AppConfig) -> Front:
     _warn_foreign_vectors(services)
     reinforcer = Reinforcer(services.memories, config.retrieval.access_reinforcement)
     index, _ = services.vector_indexes
+    identity = Identity.from_environment(services.store, config.server.token)
     deps = ToolDeps(memories=services.memories, recaller=services.recaller, index=index,
-                    reinforcer=reinforcer, atom_search=services.atom_search,
+                    principal=identity.current, reinforcer=reinforcer, atom_search=services.atom_search,
                     lifecycle=services.lifecycle,
                     reconcile_queue=lambda: vars(services.reconcile()),
                     live=live, summarizer=services.summarizer,
@@ -146,7 +149,7 @@ def build_front(config: AppConfig) -> Front:
                             exposed_tools=config.server.exposed_tools)
     register_tools(server, deps)
     live.subscribe(partial(_apply_server_settings, server, reinforcer))
-    return Front(server, services, reinforcer)
+    return Front(server, services, reinforcer, identity)
 
 
 def _apply_server_settings(server: AokunMCPServer, reinforcer: Reinforcer,

@@ -93,7 +93,7 @@ def serve_http(config: AppConfig, host: str, port: int) -> int:
         try:
             print(f"aokun-server: MCP over streamable HTTP at http://{host}:{port}/mcp",
                   file=sys.stderr, flush=True)
-            http.serve_http(front.server, listener, host, config.server.token, config.server.log_level)
+            http.serve_http(front.server, listener, host, front.identity, config.server.log_level)
         finally:
             front.close()
     except KeyboardInterrupt:

@@ -10,7 +10,9 @@ MCP tools, the admin CLI, the panel and importers all go through it. The write p
 Deleting cascades over every aggregate in one transaction and returns a receipt per table.
 
 The service checks what it is given (shared/memory_rules.py: content, fields, ids, edits) and
-refuses with InvalidInput, so every entry point gets the same answer for the same input. The
+refuses with InvalidInput, so every entry point gets the same answer for the same input; a
+change by id checks, inside its transaction, that the caller's principal holds the memory's
+persona (shared/access.py; the admin's by default: the CLI, the panel, importers). The
 upkeep jobs (shared/lifecycle.py) change importance and the archived flag through it too.
 """
 
@@ -22,6 +24,7 @@ from dataclasses import replace
 from typing import Callable, Protocol, Sequence
 
 from shared import memory_rules as rules
+from shared.access import ADMIN, Principal, check_persona, owned_memory
 from shared.decay import decayed_importance
 from shared.errors import InvalidInput
 from shared.extract.atomize import ttl_days
@@ -122,7 +125,8 @@ class MemoryService:
                            for i, (text, _, _) in zip(ids, prepared) for stage in STAGES])
         return ids
 
-    def edit(self, memory_id: int, content: str | None, changes: dict) -> Document:
+    def edit(self, memory_id: int, content: str | None, changes: dict,
+             principal: Principal = ADMIN) -> Document:
         """Replace content and/or some fields, re-indexed in the same transaction. The old
         version is read inside that transaction, so two edits never both see the same base."""
         rules.check_memory_id(memory_id)
@@ -131,8 +135,10 @@ class MemoryService:
         changes = rules.check_changes(changes)
         if content is None and not changes:
             raise InvalidInput("nothing to change: give content and/or metadata")
+        if "persona_id" in changes:
+            check_persona(principal, changes["persona_id"])
         with self.store.write() as tx:
-            old = tx.documents.get(memory_id)
+            old = owned_memory(principal, memory_id, tx.documents.get, _persona_of)
             fields = replace(old.fields, **changes)
             now = self.clock()
             text = self._edited_text(old, content, fields, "original_time" in changes)
@@ -159,21 +165,21 @@ class MemoryService:
         self._submit_keys(carried)
         return doc
 
-    def set_pinned(self, memory_id: int, pinned: bool) -> Document:
+    def set_pinned(self, memory_id: int, pinned: bool, principal: Principal = ADMIN) -> Document:
         rules.check_memory_id(memory_id)
         rules.check_field("pinned", pinned)
         with self.store.write() as tx:
-            tx.documents.get(memory_id)
+            owned_memory(principal, memory_id, tx.documents.get, _persona_of)
             tx.documents.set_pinned(memory_id, pinned, self.clock())
             return tx.documents.get(memory_id)
 
-    def delete(self, memory_id: int) -> "DeleteReceipt":
+    def delete(self, memory_id: int, principal: Principal = ADMIN) -> "DeleteReceipt":
         """Delete a memory and everything derived from it; return {table: rows removed}, with
         `backups_holding`: the backup files that still hold it (they keep it until they age
         out). Its words leave the full-text indexes and the WAL too (shared/store/fts.py)."""
         rules.check_memory_id(memory_id)
         with self.store.write() as tx:
-            doc = tx.documents.get(memory_id)
+            doc = owned_memory(principal, memory_id, tx.documents.get, _persona_of)
             now = self.clock()
             receipt = dict(tx.vectors.delete_for_memory(memory_id, now))
             receipt.update(tx.graph.delete_for_memory(memory_id))
@@ -350,6 +356,10 @@ class MemoryService:
                 log.exception("could not record the failed queueing; the reconciler's full pass"
                               " will queue them")
             return False
+
+
+def _persona_of(doc: Document) -> str | None:
+    return doc.fields.persona_id
 
 
 def _live_ttl_days(live: LiveConfig) -> Callable[[str, float, int], float]:

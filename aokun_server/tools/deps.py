@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Callable
 
 from aokun_server.reinforcer import Reinforcer
 from aokun_server.tools.model_calls import ModelCalls
+from shared.access import ADMIN, Principal
 from shared.assembly import LiveRecaller
 from shared.lifecycle import Lifecycle
 from shared.live_config import LiveConfig
@@ -33,6 +34,9 @@ class ToolDeps:
     reconcile_queue: Callable[[], dict]
     live: LiveConfig
     summarizer: "Summarizer"
+    # Who makes the call being served (aokun_server/identity.py); what it may touch is
+    # shared/access.py's rule. Built in-process without a front: the admin.
+    principal: Callable[[], Principal] = lambda: ADMIN
     # Where calls that wait on a chat model run (summarize_memory with provider llm).
     model_calls: ModelCalls = field(default_factory=lambda: ModelCalls(4, "the chat model"))
 

@@ -12,6 +12,7 @@ from aokun_server.params import Action
 from shared.api.figures import pipeline_figures, summarizer_figures
 from aokun_server.tooling import described
 from aokun_server.tools.deps import ToolDeps
+from shared.access import check_admin
 from shared.lifecycle import run_action
 
 
@@ -23,6 +24,7 @@ def memory_maintenance(deps: ToolDeps, action: Action) -> MaintenanceResult:
     (old and unimportant memories leave recall), atoms (expire / forget / purge atoms past
     their time), backup, reconcile (re-queue unfinished work), or all. Reports what each
     step changed."""
+    check_admin(deps.principal(), "memory_maintenance")
     changed = run_action(action, deps.lifecycle, deps.reconcile_queue, time.time())
     return MaintenanceResult(action=action, changed=changed)
 
@@ -32,6 +34,7 @@ def memory_stats(deps: ToolDeps) -> StatsResult:
     """Counts of memories, background work (pending, failed stages), vectors and rows in
     every table, with warnings. Call it to check the memory server's health, or why a new
     memory is not found by meaning yet (its vector still waits for a worker)."""
+    check_admin(deps.principal(), "memory_stats")
     store, live = deps.store, deps.live
     path = Path(store.location)
     size = sum(os.path.getsize(p) for p in (path, path.with_name(path.name + "-wal"))

@@ -3,6 +3,7 @@ Each is `tool(deps, **arguments)`."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from mcp.types import CallToolResult, TextContent
@@ -14,6 +15,7 @@ from aokun_server.params import (AtomQuery, AtomTypes, Explain, IncludeArchived,
                                  Since, Until)
 from aokun_server.tooling import checked_id, described, time_bound
 from aokun_server.tools.deps import ToolDeps
+from shared.access import read_personas
 from shared.errors import InvalidInput
 from shared.search import answer
 from shared.search.atom_search import AtomHit
@@ -54,13 +56,13 @@ def recall(deps: ToolDeps, query: Query, k: K = None, session_id: SessionFilter 
     start, end = time_bound(since, "since"), time_bound(until, "until")
     if start is not None and end is not None and start > end:
         raise InvalidInput(f"since ({since}) is after until ({until})")
+    personas = read_personas(deps.principal(), checked_id(persona_id, "persona_id"))
     scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
-                           persona_id=checked_id(persona_id, "persona_id"),
                            include_archived=include_archived, since=start, until=end)
     floor = floors(live.current.retrieval, min_score)
-    hits = deps.recaller.recall(RecallRequest(
+    hits = recall_in(deps, RecallRequest(
         query[:MAX_QUERY_CHARS], k or live.current.memory.recall_top_k, scope, explain,
-        max_chars=max_chars, **floor))
+        max_chars=max_chars, **floor), personas)
     deps.reinforcer.touch([h.document.id for h in hits])
     return recall_answer(hits, floor["min_score"], max_chars)
 
@@ -84,10 +86,11 @@ def search_atoms(deps: ToolDeps, query: AtomQuery = None, k: K = None, types: At
         text = query.strip()[:MAX_QUERY_CHARS]
     if not text and not types:
         raise InvalidInput('give a query, or types to list (e.g. types=["planned"] for upcoming plans)')
+    personas = read_personas(deps.principal(), checked_id(persona_id, "persona_id"))
     floor = deps.live.current.retrieval.min_score if min_score is None else min_score
-    hits = deps.atom_search.search(text or None, k or 5, types,
-                                   checked_id(persona_id, "persona_id"),
-                                   checked_id(session_id, "session_id"))
+    session = checked_id(session_id, "session_id")
+    hits = merged([deps.atom_search.search(text or None, k or 5, types, persona, session)
+                   for persona in personas], k or 5)
     return atoms_answer([h for h in hits if h.score == 0 or h.score >= floor], floor,
                         bool(text), types)
 
@@ -98,16 +101,47 @@ def list_memories(deps: ToolDeps, limit: ListLimit = 20, offset: Offset = 0,
     """Browse stored memories, newest first, with the total count for paging (archived ones
     included). Call it to review what is stored, e.g. to find a memory's id before editing
     or deleting it; to find memories about something, use recall."""
-    scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
-                           persona_id=checked_id(persona_id, "persona_id"),
-                           include_archived=True)
-    docs, total = deps.store.documents.list(limit, offset, scope)
+    personas = read_personas(deps.principal(), checked_id(persona_id, "persona_id"))
+    scope = DocumentFilter(session_id=checked_id(session_id, "session_id"), include_archived=True)
+    docs, total = listed_in(deps, limit, offset, scope, personas)
     return ListResult(memories=[MemoryOut.of(d) for d in docs], total=total,
                       limit=limit, offset=offset)
 
 
 # The tools whose k is bounded by the running server's memory.recall_max_k.
 WITH_K = (recall, search_atoms)
+
+
+# -- reads over the personas a call may see (shared/access.py: read_personas) ----------------
+
+
+def recall_in(deps: ToolDeps, request: RecallRequest, personas: tuple[str | None, ...]) -> list[Hit]:
+    """The recall in each persona (None: no persona filter), merged best first. Every channel
+    is scoped by one persona, so a persona not given is never searched; scores are
+    probabilities of relevance, comparable across personas."""
+    runs = [deps.recaller.recall(replace(request, scope=replace(request.scope, persona_id=persona)))
+            for persona in personas]
+    if len(runs) == 1:
+        return runs[0]
+    return answer.fit(merged(runs, request.k), request.max_chars)
+
+
+def merged(runs: list[list], k: int) -> list:
+    """The best k of several best-first lists of hits (each with a score), best first."""
+    return sorted((hit for run in runs for hit in run), key=lambda hit: -hit.score)[:k]
+
+
+def listed_in(deps: ToolDeps, limit: int, offset: int, scope: DocumentFilter,
+              personas: tuple[str | None, ...]) -> tuple[list, int]:
+    """list_memories over several personas: each one's newest offset+limit, merged newest
+    first (ids grow with time), and the totals summed; one snapshot for all."""
+    if len(personas) == 1:
+        return deps.store.documents.list(limit, offset, replace(scope, persona_id=personas[0]))
+    with deps.store.read() as session:
+        pages = [session.documents.list(offset + limit, 0, replace(scope, persona_id=persona))
+                 for persona in personas]
+    docs = sorted((doc for page, _ in pages for doc in page), key=lambda doc: -doc.id)
+    return docs[offset:offset + limit], sum(total for _, total in pages)
 
 
 def _hit(hit: Hit) -> RecallHit:

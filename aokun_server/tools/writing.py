@@ -3,6 +3,7 @@ Each is `tool(deps, **arguments)`; what a memory may hold is the memory service'
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 from functools import partial
 
@@ -15,6 +16,7 @@ from aokun_server.params import (Content, Metadata, MetadataChanges, MemoryId, N
                                  PersonaOf, Pinned, Provider, SessionOf, Store)
 from aokun_server.tooling import conversation_turns, described
 from aokun_server.tools.deps import ToolDeps
+from shared.access import memorize_persona
 
 
 @described("Remember")  # every call adds a memory: not idempotent
@@ -29,7 +31,9 @@ def memorize(deps: ToolDeps, content: Content, metadata: Metadata = MemoryMetada
     pinned (never decays); session_id; persona_id (whose memory this is);
     original_time (ISO-8601, when it happened); persona_summary.
     The memory is committed before this returns."""
-    doc = deps.memories.memorize(content, metadata.to_fields())
+    fields = metadata.to_fields()
+    fields = replace(fields, persona_id=memorize_persona(deps.principal(), fields.persona_id))
+    doc = deps.memories.memorize(content, fields)
     return MemorizeResult(id=doc.id, text=doc.text, persona_id=doc.fields.persona_id,
                           session_id=doc.fields.session_id)
 
@@ -46,6 +50,8 @@ async def summarize_memory(deps: ToolDeps, conversation: Conversation, persona_i
     leave your context, instead of writing the memory yourself; store=true also memorizes
     it (the same conversation stored twice stays one memory) and returns the receipt.
     conversation: a list of turns {speaker, text, time?} or one "Name: text" transcript."""
+    if store:  # here, in the request's context: the pools below do not carry it
+        persona_id = memorize_persona(deps.principal(), persona_id)
     work = partial(summarized, deps, conversation, persona_id, session_id, store, provider)
     if deps.summarizer.uses_model(provider):
         # It may wait on the model for its whole timeout: in the model's own bounded pool,
@@ -76,7 +82,7 @@ def edit_memory(deps: ToolDeps, id: MemoryId, content: NewContent = None,
     (the others stay as they were; the old content is not kept). Call it when the user
     corrects something remembered or a fact changed, instead of storing a contradiction."""
     changes = metadata.changes() if metadata is not None else {}
-    doc = deps.memories.edit(id, content, changes)
+    doc = deps.memories.edit(id, content, changes, deps.principal())
     return EditResult(id=doc.id, memory=MemoryOut.of(doc))
 
 
@@ -87,7 +93,7 @@ def delete_memory(deps: ToolDeps, id: MemoryId) -> DeleteResult:
     vectors); returns the rows removed per table. Call it only when the user asks you to
     forget something. Backups taken earlier keep it until they age out: backups_holding
     names them."""
-    receipt = deps.memories.delete(id)
+    receipt = deps.memories.delete(id, deps.principal())
     return DeleteResult(id=id, removed=dict(receipt), backups_holding=receipt.backups_holding)
 
 
@@ -95,5 +101,5 @@ def delete_memory(deps: ToolDeps, id: MemoryId) -> DeleteResult:
 def pin_memory(deps: ToolDeps, id: MemoryId, pinned: Pinned = True) -> PinResult:
     """Pin a memory so it never decays or gets archived, or unpin it with pinned=false. Call
     it when the user says something must always be remembered."""
-    doc = deps.memories.set_pinned(id, pinned)
+    doc = deps.memories.set_pinned(id, pinned, deps.principal())
     return PinResult(id=doc.id, pinned=doc.fields.pinned)

@@ -19,7 +19,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from shared.store import meta
+from shared.store import meta, vectors
 from shared.store.postgres.connection import PgConnection
 from shared.store.sqlite_repos import SqliteMeta, SqliteRuntime, SqliteStages, SqliteUsage, SqliteVectors
 
@@ -50,18 +50,11 @@ def _streamed(conn: PgConnection, statement: str, params: Sequence, dim: int,
               batch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(ids, matrix) batches of (owner_id, vector) rows read through a server-side cursor:
     a whole space (100k vectors and more) never sits in this process's memory at once, and
-    the cursor reads the one snapshot it was declared in while the caller consumes it."""
+    the cursor reads the one snapshot it was declared in while the caller consumes it.
+    bytea comes back as bytes (or a memoryview): vectors._batches joins either for numpy."""
     with conn.raw.cursor(name=f"aokun_vectors_{next(_cursor_names)}") as cursor:
         cursor.execute(statement, params)
-        while rows := cursor.fetchmany(batch):
-            yield _batch(rows, dim)
-
-
-def _batch(rows: list, dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """bytea comes back as bytes (or a memoryview): both join into one buffer for numpy."""
-    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-    return ids, matrix
+        yield from vectors._batches(cursor, dim, batch)
 
 
 def iter_space(conn: PgConnection, kind: str, model: str, dim: int,

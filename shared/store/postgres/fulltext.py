@@ -230,7 +230,10 @@ def _idf(hits: str) -> str:
 def _scope(alias: str, personas: Sequence[str] | None, session_id: str | None) -> tuple[str, list]:
     """The pushdown on a postings alias: keys right after the term in its primary key."""
     clauses, params = [], []
-    if personas is not None:
+    if personas is not None and len(personas) == 1:  # equality: surely an index condition
+        clauses.append(f" AND {alias}.persona_key = %s")
+        params.append(scope_key(personas[0]))
+    elif personas is not None:
         clauses.append(f" AND {alias}.persona_key = ANY(%s::bigint[])")
         params.append([scope_key(p) for p in personas])
     if session_id is not None:
@@ -240,26 +243,30 @@ def _scope(alias: str, personas: Sequence[str] | None, session_id: str | None) -
 
 
 def _single_arm(code: int, single: list[tuple[int, str]], scope: tuple[str, list]) -> tuple[str, list]:
-    """(row_id, i, freq, idf) for every one-token phrase, from one scan of their postings."""
+    """(row_id, i, freq, idf) for every one-token phrase. Each term's postings are read by a
+    lateral lookup on the primary key's prefix (idx, term, persona, session): OFFSET 0 keeps
+    the planner from flattening it into a scan of the persona's postings of every term."""
     text = (
         "SELECT p.row_id, q.i, sum(cardinality(p.positions)::float8 * w.w[p.col + 1]) AS freq, q.idf"
-        " FROM fulltext_postings p JOIN (SELECT u.term, u.i, " + _idf("coalesce(t.rows, 0)") + " AS idf"
+        " FROM (SELECT u.term, u.i, " + _idf("coalesce(t.rows, 0)") + " AS idf"
         " FROM unnest(%s::text[], %s::int[]) AS u(term, i) CROSS JOIN st"
-        " LEFT JOIN fulltext_terms t ON t.idx = %s AND t.term = u.term) q ON q.term = p.term"
-        " CROSS JOIN w WHERE p.idx = %s AND p.term = ANY(%s::text[])" + scope[0] +
-        " GROUP BY p.row_id, q.i, q.idf")
-    terms = [t for _, t in single]
-    return text, [terms, [i for i, _ in single], code, code, sorted(set(terms)), *scope[1]]
+        " LEFT JOIN fulltext_terms t ON t.idx = %s AND t.term = u.term) q"
+        " CROSS JOIN LATERAL (SELECT p.row_id, p.col, p.positions FROM fulltext_postings p"
+        " WHERE p.idx = %s AND p.term = q.term" + scope[0] + " OFFSET 0) p"
+        " CROSS JOIN w GROUP BY p.row_id, q.i, q.idf")
+    return text, [[t for _, t in single], [i for i, _ in single], code, code, *scope[1]]
 
 
 def _phrase_matches(code: int, tokens: list[str], scope: tuple[str, list]) -> tuple[str, list]:
     """(row_id, col, n): instances of a several-token phrase per row and column, where each
-    token sits right after the one before (FTS5 phrases never span columns)."""
+    token sits right after the one before (FTS5 phrases never span columns). The first
+    token's postings in scope drive; the others are looked up by their whole primary key."""
     joins, tests, params = [], [], []
     for k, token in enumerate(tokens[1:], 1):
-        joins.append(f" JOIN fulltext_postings p{k} ON p{k}.idx = p0.idx AND p{k}.term = %s"
-                     f" AND p{k}.persona_key = p0.persona_key AND p{k}.session_key = p0.session_key"
-                     f" AND p{k}.row_id = p0.row_id AND p{k}.col = p0.col")
+        joins.append(f" CROSS JOIN LATERAL (SELECT p{k}.positions FROM fulltext_postings p{k}"
+                     f" WHERE p{k}.idx = p0.idx AND p{k}.term = %s AND p{k}.persona_key = p0.persona_key"
+                     f" AND p{k}.session_key = p0.session_key AND p{k}.row_id = p0.row_id"
+                     f" AND p{k}.col = p0.col OFFSET 0) p{k}")
         tests.append(f"x.pos + {k} = ANY(p{k}.positions)")
         params.append(token)
     text = ("SELECT p0.row_id, p0.col, (SELECT count(*) FROM unnest(p0.positions) AS x(pos) WHERE "
@@ -273,11 +280,11 @@ def _phrase_arm(code: int, i: int, tokens: list[str], scope: tuple[str, list]) -
     index holding it (FTS5's xQueryPhrase), not just the scope's."""
     scoped, scoped_params = _phrase_matches(code, tokens, scope)
     everywhere, everywhere_params = _phrase_matches(code, tokens, ("", []))
-    text = (f"SELECT m.row_id, {int(i)} AS i, sum(m.n::float8 * w.w[m.col + 1]) AS freq, ph.idf"
-            f" FROM ({scoped}) m CROSS JOIN w CROSS JOIN (SELECT " + _idf("hc.n") + " AS idf FROM"
-            f" (SELECT count(DISTINCT a.row_id) AS n FROM ({everywhere}) a WHERE a.n > 0) hc"
-            " CROSS JOIN st) ph WHERE m.n > 0 GROUP BY m.row_id, ph.idf")
-    return text, [*scoped_params, *everywhere_params]
+    idf = (f"(SELECT {_idf('hc.n')} FROM (SELECT count(DISTINCT a.row_id) AS n FROM ({everywhere}) a"
+           " WHERE a.n > 0) hc CROSS JOIN st)")  # uncorrelated: an InitPlan, run once
+    text = (f"SELECT m.row_id, {int(i)} AS i, sum(m.n::float8 * w.w[m.col + 1]) AS freq, {idf} AS idf"
+            f" FROM ({scoped}) m CROSS JOIN w WHERE m.n > 0 GROUP BY m.row_id")
+    return text, [*everywhere_params, *scoped_params]
 
 
 def ranked(index: str, terms: Sequence[str], weights: Sequence[float],
@@ -302,7 +309,8 @@ def ranked(index: str, terms: Sequence[str], weights: Sequence[float],
     text = ("WITH st AS (SELECT s.rows AS n, s.tokens::float8 / s.rows::float8 AS avgdl"
             " FROM fulltext_stats s WHERE s.idx = %s AND s.rows > 0), w AS (SELECT %s::float8[] AS w),"
             " h AS (" + " UNION ALL ".join(a[0] for a in arms) + ")"
-            f" SELECT h.row_id, sum({score} ORDER BY h.i) AS raw FROM h CROSS JOIN st"
-            " JOIN fulltext_rows r ON r.idx = %s AND r.row_id = h.row_id GROUP BY h.row_id")
+            f" SELECT h.row_id, sum({score} ORDER BY h.i) AS raw FROM h CROSS JOIN st CROSS JOIN LATERAL"
+            " (SELECT r.length FROM fulltext_rows r WHERE r.idx = %s AND r.row_id = h.row_id OFFSET 0) r"
+            " GROUP BY h.row_id")
     params = [code, padded, *[p for a in arms for p in a[1]], code]
     return sql.SQL(text), params

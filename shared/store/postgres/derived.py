@@ -227,16 +227,22 @@ def replace_for_memory(tx: PgConnection, memory_id: int, persona_id: str | None,
 
 
 def _upsert_node(tx: PgConnection, persona: str, node: NodeSpec, now: float) -> int:
-    """As graph._upsert_node: forms is TEXT holding a JSON list, read and extended as jsonb (a
-    form is added when no element equals it); RETURNING gives the id on insert and update."""
+    """As graph._upsert_node, looked up before written: an INSERT ... ON CONFLICT would take a
+    number from the id sequence on every conflict (ids would drift from SQLite's, where a copy
+    between engines keeps them) and rewrite the row even when its forms are unchanged. The
+    write lock keeps the look-up and the write together. forms is TEXT holding a JSON list,
+    read and extended as jsonb; a form is added when no element equals it."""
     node = graph.entity_typed(tx, persona, node)
-    return tx.sql(
-        "INSERT INTO graph_nodes (persona_id, key, type, value, canonical, create_time, forms)"
-        " VALUES (%s, %s, %s, %s, %s, %s, jsonb_build_array(%s::text)::text)"
-        " ON CONFLICT (persona_id, key) DO UPDATE SET forms = CASE"
-        " WHEN graph_nodes.forms::jsonb @> jsonb_build_array(excluded.value) THEN graph_nodes.forms"
-        " ELSE (graph_nodes.forms::jsonb || jsonb_build_array(excluded.value))::text END RETURNING id",
-        (persona, node.key, node.type, node.value, node.canonical, now, node.value)).fetchone()[0]
+    row = tx.sql("SELECT id, forms::jsonb @> jsonb_build_array(%s::text) FROM graph_nodes"
+                 " WHERE persona_id = %s AND key = %s", (node.value, persona, node.key)).fetchone()
+    if row is None:
+        return tx.sql("INSERT INTO graph_nodes (persona_id, key, type, value, canonical, create_time, forms)"
+                      " VALUES (%s, %s, %s, %s, %s, %s, jsonb_build_array(%s::text)::text) RETURNING id",
+                      (persona, node.key, node.type, node.value, node.canonical, now, node.value)).fetchone()[0]
+    if not row[1]:
+        tx.sql("UPDATE graph_nodes SET forms = (forms::jsonb || jsonb_build_array(%s::text))::text"
+               " WHERE id = %s", (node.value, row[0]))
+    return row[0]
 
 
 def graph_delete_for_memory(tx: PgConnection, memory_id: int) -> dict[str, int]:

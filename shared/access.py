@@ -106,8 +106,8 @@ def memorize_persona(principal: Principal, persona_id: str | None) -> str | None
         return persona_id
     if len(principal.personas) == 1:
         return next(iter(principal.personas))
-    raise AccessDenied("metadata.persona_id: name the persona this memory belongs to (this "
-                       f"token's personas: {principal.listed()})")
+    raise AccessDenied("persona_id: name the persona this memory belongs to (this token's "
+                       f"personas: {principal.listed()})")
 
 
 def owned_memory(principal: Principal, memory_id: int, get: Callable[[int], T],

@@ -17,7 +17,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from helpers import (BIN, all_processed, db_rows, free_port, http_server, mcp_session, start_worker,
                      stdio_params, stop, wait_for, write_config)
+from shared.access import ADMIN, Principal, memorize_persona, read_personas
 from shared.config import ALL_TOOLS
+from shared.errors import AccessDenied
 
 ADMIN_TOKEN = "admin-secret-token"
 BOB_SECRETS = ("4711", "vault", "Berlin", "green tea")  # words only Bob's memories hold
@@ -159,7 +161,13 @@ def test_a_memorize_goes_to_the_tokens_one_persona(team):
         stored = bob.ok("memorize", {"content": "Bob's own note"})
         assert stored["persona_id"] == "bob"
         bob.ok("delete_memory", {"id": stored["id"]})
+        summarized = bob.ok("summarize_memory", {"conversation": "Bob: I bought a red kayak", "store": True})
+        assert summarized["persona_id"] == "bob"
+        bob.ok("delete_memory", {"id": summarized["id"]})
         assert "no memory with id" in bob.error("edit_memory", {"id": next(iter(team.alice_ids)), "content": "x"})
+    with session(team.url, team.alice) as alice:
+        assert "name the persona" in alice.error("summarize_memory", {"conversation": "Alice: I moved to Lyon",
+                                                                      "store": True})
 
 
 def test_a_session_carries_no_identity_each_requests_token_counts(team):
@@ -245,3 +253,16 @@ def test_stdio_is_the_admins_unless_aokun_token_names_a_user(tmp_path):
         assert "AOKUN_TOKEN" in gus.error("list_memories")
     with mcp_session(stdio_params(config, env={"AOKUN_TOKEN": ""})) as nobody:
         assert "AOKUN_TOKEN" in nobody.error("recall", {"query": "own"})
+
+
+def test_the_rules_read_as_documented():
+    alice = Principal("alice", admin=False, personas=frozenset({"home", "work"}))
+    assert read_personas(alice, None) == ("home", "work")
+    assert read_personas(alice, "work") == ("work",)
+    assert read_personas(ADMIN, None) == (None,), "the admin's read has no persona filter"
+    assert memorize_persona(Principal("bob", False, frozenset({"bob"})), None) == "bob"
+    assert memorize_persona(ADMIN, None) is None
+    for refused in (lambda: read_personas(alice, "bob"), lambda: memorize_persona(alice, None),
+                    lambda: memorize_persona(alice, "bob")):
+        with pytest.raises(AccessDenied):
+            refused()

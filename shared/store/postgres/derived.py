@@ -251,7 +251,7 @@ def graph_delete_for_memory(tx: PgConnection, memory_id: int) -> dict[str, int]:
     fts = fulltext.remove_rows(tx.raw, "graph_entries", ids) if ids else 0
     entries = tx.sql("DELETE FROM graph_entries WHERE source_memory_id = %s", (memory_id,)).rowcount
     edges = tx.sql("DELETE FROM graph_edges WHERE source_memory_id = %s", (memory_id,)).rowcount
-    nodes = graph._delete_orphan_nodes(tx) if edges or entries else 0
+    nodes = _delete_orphan_nodes(tx) if edges or entries else 0
     if edges or entries:
         meta.bump_epoch(tx)
     return {"graph_entries": entries, "graph_entries_fts": fts, "graph_edges": edges, "graph_nodes": nodes}
@@ -270,10 +270,20 @@ def delete_entries(tx: PgConnection, entry_ids: Sequence[int]) -> dict[str, int]
             edges += tx.sql(
                 "DELETE FROM graph_edges WHERE source_memory_id = %s AND (src_node_id = %s OR dst_node_id = %s)",
                 (memory_id, node_id, node_id)).rowcount
-    nodes = graph._delete_orphan_nodes(tx) if rows else 0
+    nodes = _delete_orphan_nodes(tx) if rows else 0
     if rows:
         meta.bump_epoch(tx)
     return {"graph_entries": len(rows), "graph_edges": edges, "graph_nodes": nodes}
+
+
+def _delete_orphan_nodes(tx: PgConnection) -> int:
+    """As graph._delete_orphan_nodes, as anti-joins: PostgreSQL runs SQLite's NOT IN (SELECT
+    ...) as a hashed subplan only while every edge's node id fits in work_mem, and past that
+    rescans the edges for each node; NOT EXISTS probes the node-id indexes instead."""
+    return tx.sql(
+        "DELETE FROM graph_nodes n WHERE NOT EXISTS (SELECT 1 FROM graph_edges e WHERE e.src_node_id = n.id)"
+        " AND NOT EXISTS (SELECT 1 FROM graph_edges e WHERE e.dst_node_id = n.id)"
+        " AND NOT EXISTS (SELECT 1 FROM graph_entries g WHERE g.node_id = n.id)").rowcount
 
 
 def search_entries(conn: PgConnection, terms: Sequence[str], persona_id: str | None,

@@ -25,7 +25,7 @@ MAINTENANCE_ACTIONS = {
 # (never fails its host) and `mcp-config --transport http` (a URL only) run without one.
 NEEDS_CONFIG_FILE = frozenset({
     "stats", "doctor", "status", "stop", "repair", "rebuild-index", "maintenance", "backup",
-    "panel", "restore", "ingest", "run", "export", "import", "users"})
+    "panel", "restore", "ingest", "run", "export", "import", "users", "migrate"})
 
 def add_version(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """`--version`: prints "aokun <version>" and exits, even where a subcommand is required."""

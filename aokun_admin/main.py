@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from aokun_admin import hook, run_all, users
+from aokun_admin import hook, migrate, run_all, users
 from aokun_admin.cli import NEEDS_CONFIG_FILE, add_version, described_subcommands, maintenance_epilog
 from aokun_admin.health import cmd_doctor, cmd_status, cmd_stop, embedder_space
 from aokun_admin.ingest import cmd_ingest, ingest_parser
@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_transfer_parsers(commands, _with_config)
     hook.add_parser(commands, _with_config)
     users.add_parser(commands, _with_config)
+    migrate.add_parser(commands, _with_config)
     return parser
 
 
@@ -199,7 +200,8 @@ COMMANDS = {"panel": cmd_panel, "config": cmd_config, "stats": cmd_stats, "docto
             "repair": cmd_repair, "rebuild-index": cmd_rebuild_index,
             "maintenance": cmd_maintenance, "backup": cmd_backup, "restore": cmd_restore,
             "ingest": cmd_ingest, "mcp-config": cmd_mcp_config, "run": run_all.cmd_run,
-            "export": cmd_export, "import": cmd_import, "users": users.cmd_users}
+            "export": cmd_export, "import": cmd_import, "users": users.cmd_users,
+            "migrate": migrate.cmd_migrate}
 
 
 def _jsonable(value):

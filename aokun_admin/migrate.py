@@ -1,0 +1,329 @@
+"""`aokun migrate --to OTHER.yaml`: copy this config's store into another config's store
+(SQLite -> PostgreSQL and back), then check the copy.
+
+The copy keeps everything a store holds (ids, times, pins, atoms, graph, vectors and their
+change sequence, usage, users) through the store's Tables aggregate: every table page by page
+in key order, each page one committed insert-if-absent in the target, then the full-text rows
+from the source's index. A killed copy is finished by running the same command again: pages
+already there are skipped, so nothing is copied twice. Process rows (workers, fronts, periodic
+claims) stay behind: they describe processes of the source.
+
+The target must be empty, or a copy of this very source: the source's store id is written in
+the target before anything else, and a target holding rows under another id is refused, so
+two stores are never merged.
+
+Then the check: rows per table equal, `aokun doctor`'s checks on both, and the same top
+results for sample recalls (queries made from memories picked at random) through each store's
+own recall. Exit 0 only when all agree; 1 when the copy differs; 2 when refused.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import sys
+import time
+from contextlib import redirect_stdout
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Callable, Iterator
+
+from aokun_admin.health import cmd_doctor
+from shared.assembly import Services, open_services
+from shared.config import AppConfig, load_config, require_config_file
+from shared.errors import InvalidInput, StorageError
+from shared.search.recall import RecallRequest
+from shared.store import meta
+from shared.store.documents import DocumentFilter, unmarked
+from shared.store.interface import Store
+from shared.store.tables import FULLTEXT, LATE_REFERENCES, key_of
+
+# Lazy imports: tqdm loads only when a copy starts (the CLI's other commands never need it).
+
+DEFAULT_BATCH = 500
+DEFAULT_SAMPLES = 20
+SAMPLE_SEED = 22  # the same memories are sampled by a re-run of one copy
+QUERY_CHARS = 60
+
+
+def add_parser(commands, with_config) -> None:
+    """`aokun migrate`, on the admin CLI's subparsers."""
+    migrate = with_config(commands.add_parser(
+        "migrate", help="copy this store into another config's store (SQLite <-> PostgreSQL) and "
+                        "check the copy; run it again to finish a copy that was interrupted"))
+    migrate.add_argument("--to", type=Path, required=True, metavar="OTHER_CONFIG",
+                         help="the config file of the target store (empty, or a copy of this one)")
+    migrate.add_argument("--batch", type=int, default=DEFAULT_BATCH,
+                         help=f"rows per committed write (default {DEFAULT_BATCH})")
+    migrate.add_argument("--samples", type=int, default=DEFAULT_SAMPLES,
+                         help=f"sample recalls compared on both stores (default {DEFAULT_SAMPLES})")
+
+
+def cmd_migrate(admin, args) -> int:
+    if args.batch < 1 or args.samples < 0:
+        raise InvalidInput("--batch must be 1 or more and --samples 0 or more")
+    target_config = load_config(args.to)
+    require_config_file(target_config)
+    source = admin.services
+    target = open_services(target_config)
+    try:
+        prepare(source.store, admin.config, target.store, target_config)
+        copied = copy_store(source.store, target.store, args.batch, args.samples)
+        report = verify(Side("source", admin.config, source), Side("target", target_config, target),
+                        copied)
+    finally:
+        target.close()
+    print(report.render())
+    return 0 if report.verified else 1
+
+
+# -- before copying ---------------------------------------------------------------------------
+
+def prepare(source: Store, source_config: AppConfig, target: Store, target_config: AppConfig) -> None:
+    """Refuse what would not be a copy (the same store, stores in use, a target holding
+    another store's rows); mark the target as this source's copy."""
+    if (source.engine, source.location) == (target.engine, target.location):
+        raise InvalidInput(f"--to names this same store ({source.engine} at {source.location}); "
+                           "give the config of another store")
+    quiet(source, source_config, "source")
+    quiet(target, target_config, "target")
+    source_id = source.meta.ensure_store_id()
+    if same_store_id(target.meta.store_id(), source_id):
+        return  # a copy of this source begun before: finish it
+    held = {table: target.tables.count(table) for table in target.tables.names() if table != "meta"}
+    if any(held.values()):
+        rows = ", ".join(f"{table} {n}" for table, n in held.items() if n)
+        raise InvalidInput(f"the target store ({target.engine} at {target.location}) holds another "
+                           f"store's rows ({rows}); migrate into an empty store. Nothing was copied")
+    target.meta.put(meta.STORE_ID, source_id)  # committed before any row: the mark of this copy
+
+
+def same_store_id(found: float | None, source_id: int) -> bool:
+    """Whether the target carries the source's id (PostgreSQL keeps meta values as doubles:
+    compared as the target keeps it)."""
+    return found is not None and float(found) == float(source_id)
+
+
+def quiet(store: Store, config: AppConfig, which: str) -> None:
+    """A store written while it is copied would not be copied whole: no live worker or front."""
+    alive_since = time.time() - config.worker.heartbeat_timeout_s
+    workers, fronts = store.runtime.live_workers(alive_since), store.runtime.live_fronts(alive_since)
+    if workers or fronts:
+        raise InvalidInput(f"the {which} store ({store.engine} at {store.location}) is in use by "
+                           f"{len(workers)} worker(s) and {len(fronts)} front(s): stop them (`aokun "
+                           "stop`, and the servers) before migrating. Nothing was copied")
+
+
+# -- the copy -----------------------------------------------------------------------------------
+
+@dataclass
+class Copied:
+    """What one run copied: per table (rows read, rows new in the target), per full-text
+    index the same, and the memories sampled for the recall check."""
+
+    tables: dict[str, tuple[int, int]] = field(default_factory=dict)
+    fulltext: dict[str, tuple[int, int]] = field(default_factory=dict)
+    samples: list[dict] = field(default_factory=list)
+
+
+def copy_store(source: Store, target: Store, batch: int, samples: int) -> Copied:
+    copied = Copied()
+    sampler = Reservoir(samples, random.Random(SAMPLE_SEED))
+    present = set(target.tables.names())
+    for table in source.tables.names():
+        if table not in present:
+            raise StorageError(f"the target store has no {table} table: open it once with this "
+                               "Aokun version (its migrations add it) and run migrate again")
+        seen = sampler.offer if table == "documents" else None
+        copied.tables[table] = copy_table(source, target, table, batch, seen)
+    for index in FULLTEXT:
+        copied.fulltext[index] = copy_fulltext(source, target, index, batch)
+    target.tables.finish()
+    copied.samples = sampler.chosen
+    return copied
+
+
+def copy_table(source: Store, target: Store, table: str, batch: int,
+               seen: Callable[[list], None] | None) -> tuple[int, int]:
+    """Every row of one table, a committed page at a time; (rows read, rows inserted)."""
+    read = inserted = 0
+    late = False
+    with progress(table, source.tables.count(table)) as bar:
+        for rows in pages(source, table, batch):
+            inserted += target.tables.put(table, rows)
+            read += len(rows)
+            late = late or has_late_reference(table, rows)
+            if seen is not None:
+                seen(rows)
+            bar.update(len(rows))
+    if late:
+        # A reference to a row of a later page was left unset; every row is there now.
+        with progress(f"{table} (links)", read) as bar:
+            for rows in pages(source, table, batch):
+                target.tables.put(table, rows)
+                bar.update(len(rows))
+    return read, inserted
+
+
+def pages(store: Store, table: str, batch: int) -> Iterator[list]:
+    after = None
+    while True:
+        rows = store.tables.page(table, after, batch)
+        if rows:
+            yield rows
+        if len(rows) < batch:
+            return
+        after = key_of(table, rows[-1])
+
+
+def has_late_reference(table: str, rows: list) -> bool:
+    late = LATE_REFERENCES.get(table)
+    return late is not None and any(row[late[0]] is not None for row in rows)
+
+
+def copy_fulltext(source: Store, target: Store, index: str, batch: int) -> tuple[int, int]:
+    """One full-text index's rows, as the source holds them; (rows read, rows added)."""
+    read = added = 0
+    after = None
+    with progress(f"{index} full text", source.tables.fulltext_count(index)) as bar:
+        while True:
+            rows, after = source.tables.fulltext_page(index, after, batch)
+            added += target.tables.fulltext_put(index, rows) if rows else 0
+            read += len(rows)
+            bar.update(len(rows))
+            if after is None:
+                return read, added
+
+
+def progress(what: str, total: int):
+    """Rows copied of a table, on stderr."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=what, unit="row", file=sys.stderr, mininterval=0.5, leave=True)
+
+
+class Reservoir:
+    """Up to `size` memories picked uniformly at random from all those offered (one pass)."""
+
+    def __init__(self, size: int, rng: random.Random):
+        self.size, self.rng, self.offered = size, rng, 0
+        self.chosen: list[dict] = []
+
+    def offer(self, rows: list) -> None:
+        for row in rows:
+            self.offered += 1
+            picked = {"id": row["id"], "text": row["text"], "persona_id": row["persona_id"]}
+            if len(self.chosen) < self.size:
+                self.chosen.append(picked)
+            else:
+                slot = self.rng.randrange(self.offered)
+                if slot < self.size:
+                    self.chosen[slot] = picked
+
+
+# -- the check ----------------------------------------------------------------------------------
+
+@dataclass
+class Side:
+    name: str
+    config: AppConfig
+    services: Services
+
+    @property
+    def store(self) -> Store:
+        return self.services.store
+
+
+@dataclass
+class Report:
+    source: str
+    target: str
+    copied: Copied
+    counts: list[tuple[str, int, int]]
+    doctors: list[tuple[str, int, list[str]]]
+    recalls: list[tuple[str, list[int], list[int]]]
+    k: int
+
+    @property
+    def count_differences(self) -> list[tuple[str, int, int]]:
+        return [c for c in self.counts if c[1] != c[2]]
+
+    @property
+    def recall_differences(self) -> list[tuple[str, list[int], list[int]]]:
+        return [r for r in self.recalls if r[1] != r[2]]
+
+    @property
+    def verified(self) -> bool:
+        return not (self.count_differences or self.recall_differences
+                    or any(code for _, code, _ in self.doctors))
+
+    def render(self) -> str:
+        lines = [f"migrated {self.source} -> {self.target}"]
+        lines.append("copied: " + ", ".join(f"{t} {read} ({new} new)" for t, (read, new) in
+                                            self.copied.tables.items()))
+        lines.append("full text: " + ", ".join(f"{i} {read} ({new} new)" for i, (read, new) in
+                                               self.copied.fulltext.items()))
+        lines += self._count_lines() + self._doctor_lines() + self._recall_lines()
+        lines.append("verified" if self.verified else "NOT verified: the copy differs (above)")
+        return "\n".join(lines)
+
+    def _count_lines(self) -> list[str]:
+        wrong = self.count_differences
+        head = f"counts: {len(self.counts) - len(wrong)} of {len(self.counts)} tables and indexes equal"
+        return [head] + [f"  DIFFERENT {name}: source {a}, target {b}" for name, a, b in wrong]
+
+    def _doctor_lines(self) -> list[str]:
+        lines = []
+        for name, code, said in self.doctors:
+            lines.append(f"doctor on the {name}: {said[-1] if said else '(no output)'}")
+            lines += [f"  {line}" for line in said[:-1] if line.startswith("PROBLEM")]
+        return lines
+
+    def _recall_lines(self) -> list[str]:
+        wrong = self.recall_differences
+        head = (f"recall: {len(self.recalls) - len(wrong)} of {len(self.recalls)} sample queries "
+                f"gave the same top {self.k} on both")
+        return [head] + [f"  DIFFERENT {query!r}: source {a}, target {b}" for query, a, b in wrong]
+
+
+def verify(source: Side, target: Side, copied: Copied) -> Report:
+    k = source.config.memory.recall_top_k
+    return Report(source=f"{source.store.engine} at {source.store.location}",
+                  target=f"{target.store.engine} at {target.store.location}",
+                  copied=copied, counts=compare_counts(source.store, target.store),
+                  doctors=[doctor(source), doctor(target)],
+                  recalls=compare_recalls(source, target, copied.samples, k), k=k)
+
+
+def compare_counts(source: Store, target: Store) -> list[tuple[str, int, int]]:
+    """(table or index, rows in the source, rows in the target)."""
+    counts = [(table, source.tables.count(table), target.tables.count(table))
+              for table in source.tables.names()]
+    counts += [(f"{index} full text", source.tables.fulltext_count(index),
+                target.tables.fulltext_count(index)) for index in FULLTEXT]
+    return counts
+
+
+def doctor(side: Side) -> tuple[str, int, list[str]]:
+    """`aokun doctor` on one store: (which, its exit status, what it printed)."""
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = cmd_doctor(SimpleNamespace(store=side.store, config=side.config), None)
+    return side.name, code, out.getvalue().splitlines()
+
+
+def compare_recalls(source: Side, target: Side, samples: list[dict],
+                    k: int) -> list[tuple[str, list[int], list[int]]]:
+    """(query, source's top ids, target's top ids) for a query made from each sampled memory,
+    in that memory's persona, through each store's own recall (its BM25, vectors, graph)."""
+    found = []
+    for sample in sorted(samples, key=lambda s: s["id"]):
+        query = unmarked(sample["text"])[:QUERY_CHARS]
+        request = RecallRequest(query=query, k=k, scope=DocumentFilter(persona_id=sample["persona_id"]))
+        found.append((query, top_ids(source, request), top_ids(target, request)))
+    return found
+
+
+def top_ids(side: Side, request: RecallRequest) -> list[int]:
+    return [hit.document.id for hit in side.services.recaller.recall(request)]

@@ -35,11 +35,12 @@ def before(conn: sqlite3.Connection, persona_id: str | None, session_id: str | N
     # Walk one index a few rows back: the session's when there is one, else the persona's
     # (a row of another session there ends the walk, as a gap does).
     column, value = ("session_id", session_id) if session_id is not None else ("persona_id", persona_id)
+    same, params = (f"{column} = ?", (value,)) if value is not None else (f"{column} IS NULL", ())
     rows = conn.execute(
         "SELECT id, text, persona_id, session_id, archived, participants,"
         " COALESCE(original_ts, create_time) AS moment FROM documents"
-        f" WHERE {column} IS ? AND id < ? ORDER BY id DESC LIMIT ?",
-        (value, before_id if before_id is not None else 2 ** 62, limit)).fetchall()
+        f" WHERE {same} AND id < ? ORDER BY id DESC LIMIT ?",
+        (*params, before_id if before_id is not None else 2 ** 62, limit)).fetchall()
     found, last = [], moment
     for row in rows:
         other_dialogue = session_id is None and dialogue_of(json.loads(row["participants"]), row["text"]) != dialogue

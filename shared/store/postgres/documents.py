@@ -15,6 +15,7 @@ import psycopg
 
 from shared.store import consistency, documents, meta
 from shared.store.documents import Document, DocumentFilter, MemoryFields, _filter_sql, _row_values
+from shared.store.fts import FTS_TABLES
 from shared.store.match import MAX_QUERY_TERMS, scope_tokens
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection, PgDatabase
@@ -224,7 +225,9 @@ class PostgresFullText(SqliteFullText):
     index): nothing to scrub; VACUUM after the commit reclaims their space."""
 
     def scrub_terms(self, tables):
-        return None
+        unknown = [t for t in tables if t not in FTS_TABLES]
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is not one of the full-text tables {FTS_TABLES}")
 
     def scrubs_in_place(self):
         return True

@@ -13,10 +13,11 @@ import json
 import math
 import random
 import sqlite3
-import struct
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from servers import pg_url  # noqa: F401 (the fixture)
 from shared.store.match import any_of, scope_tokens, scoped
@@ -79,8 +80,6 @@ class Pair:
                                  " ORDER BY raw DESC, rowid", (weight, match)).fetchall()
 
     def postgres(self, terms, weight=1.0, personas=None, session=None):
-        from psycopg import sql
-
         subquery, params = fulltext.ranked(self.index, terms, (1.0, weight, 0.0), personas, session)
         statement = sql.SQL("SELECT s.row_id, s.raw FROM ({}) s ORDER BY s.raw DESC, s.row_id LIMIT %s")
         return self.pg.execute(statement.format(subquery), [*params, 100000]).fetchall()
@@ -100,8 +99,6 @@ class Pair:
 
 @pytest.fixture
 def pg(pg_url):  # noqa: F811 (pytest fixture injection)
-    import psycopg
-
     with psycopg.connect(pg_url) as conn:
         for statement in fulltext.DDL:
             conn.execute(statement)

@@ -10,6 +10,7 @@ FTS5's docsize records, per-term counts from fts5vocab, adjacency through phrase
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 import math
 import random
 import sqlite3
@@ -288,3 +289,11 @@ def test_tokens_are_fts5s_over_the_bench_texts():
     if not texts:
         pytest.skip(f"no bench data at {BENCH}")
     _assert_tokenizer_parity(texts)
+
+
+def test_threads_tokenize_on_their_own_databases():
+    rng = random.Random(9)
+    texts = [_random_text(rng) for _ in range(200)]
+    want = fts_tokens.tokens_many(texts)
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(fts_tokens.tokens, texts)) == want

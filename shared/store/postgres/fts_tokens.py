@@ -14,6 +14,7 @@ for a short one): a transaction, FTS5 writing its index, the vocab scan.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from typing import Sequence
@@ -24,14 +25,14 @@ _local = threading.local()
 
 
 def _database() -> sqlite3.Connection:
-    """This thread's tokenizing database (a sqlite3 connection is not shared across threads)."""
-    db = getattr(_local, "db", None)
-    if db is None:
+    """This thread's tokenizing database (a sqlite3 connection is not shared across threads,
+    nor across a fork: a child process makes its own)."""
+    if getattr(_local, "pid", None) != os.getpid():
         db = sqlite3.connect(":memory:", isolation_level=None)
         db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize = '{TOKENIZE}')")
         db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
-        _local.db = db
-    return db
+        _local.db, _local.pid = db, os.getpid()
+    return _local.db
 
 
 def positions_many(texts: Sequence[str]) -> list[list[tuple[int, str]]]:

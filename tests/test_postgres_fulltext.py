@@ -10,10 +10,10 @@ FTS5's docsize records, per-term counts from fts5vocab, adjacency through phrase
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 import math
 import random
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg

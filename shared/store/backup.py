@@ -3,6 +3,11 @@
 Only the main database is backed up: the queue file is not needed, because the stage rows in
 the main database say what work is still to do, and the reconciler re-queues it after a
 restore.
+
+A store on PostgreSQL is backed up with pg_dump into `*.dump` files beside (or instead of) the
+SQLite store's `*.db` ones (shared/store/postgres/backup.py); both are named, written, checked,
+swept and pruned by the same rules here, and retention, latest_backup and backups_holding see
+both kinds.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import sqlite3
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
@@ -29,6 +35,10 @@ PARTIAL = ".partial"
 # never removes a partial file another process is still writing. The OS releases it when its
 # holder dies, so a backup killed mid-way leaves its partial file to the next sweep.
 LOCK_NAME = ".backup.lock"
+# The kinds of backup files: a SQLite database copy, a PostgreSQL pg_dump (custom format).
+SQLITE_SUFFIX = ".db"
+DUMP_SUFFIX = ".dump"
+SUFFIXES = (SQLITE_SUFFIX, DUMP_SUFFIX)
 
 
 def backup_database(db: Database, directory: Path, now: float, reason: str) -> Path:
@@ -36,19 +46,34 @@ def backup_database(db: Database, directory: Path, now: float, reason: str) -> P
     Never overwrites an earlier backup. It is written as <name>.partial and renamed once
     whole and checked; a failure removes the partial file, and a process killed while writing
     leaves it to the next sweep (sweep_partials: at start, and before every backup)."""
+    return write_backup(directory, now, reason, SQLITE_SUFFIX, lambda partial: _copy_into(db, partial), integrity)
+
+
+def write_backup(directory: Path, now: float, reason: str, suffix: str,
+                 write: Callable[[Path], None], check: Callable[[Path], tuple[bool, str]]) -> Path:
+    """A new backup file aokun-<stamp>-<reason><suffix> in directory: `write` fills its
+    <name>.partial under the folder's lock (after sweeping leftovers), `check` must pass,
+    then it is renamed; on any failure the partial file is removed. Return the file."""
     directory.mkdir(parents=True, exist_ok=True)
     with exclusive_file_lock(directory / LOCK_NAME):
         _sweep(directory)
-        path, partial = _reserve_names(directory, now, reason)
+        path, partial = _reserve_names(directory, now, reason, suffix)
         try:
-            _copy_into(db, partial)
-            ok, detail = integrity(partial)
+            write(partial)
+            ok, detail = check(partial)
             if not ok:
                 raise StorageError(f"the backup failed its integrity check: {detail}")
             os.replace(partial, path)
         finally:
             _remove_with_journals(partial)  # gone already once renamed
     return path
+
+
+def backup_files(directory: Path) -> list[Path]:
+    """The finished backup files in directory, of both kinds, by name."""
+    if not Path(directory).is_dir():
+        return []
+    return sorted(path for suffix in SUFFIXES for path in Path(directory).glob(f"{PREFIX}*{suffix}"))
 
 
 def sweep_partials(directory: Path) -> list[Path]:
@@ -61,7 +86,7 @@ def sweep_partials(directory: Path) -> list[Path]:
 
 
 def _sweep(directory: Path) -> list[Path]:
-    found = sorted(directory.glob(f"{PREFIX}*.db{PARTIAL}"))
+    found = sorted(path for suffix in SUFFIXES for path in directory.glob(f"{PREFIX}*{suffix}{PARTIAL}"))
     for partial in found:
         _remove_with_journals(partial)
     return found
@@ -71,11 +96,17 @@ def backups_holding(directory: Path, memory_id: int, content_hash: str, create_t
     """The names of the backup files in directory that hold the memory: a documents row with
     its id and its text now or its creation time (an earlier version of it, before an edit).
     Each file is opened read-only and immutable (nothing is written, no journal is made);
+    a PostgreSQL dump's documents data is read as pg_restore streams it (postgres/backup.py);
     one that cannot be read is left out."""
-    if not directory.is_dir():
-        return []
     holding = []
-    for path in sorted(directory.glob(f"{PREFIX}*.db")):
+    for path in backup_files(directory):
+        if path.suffix == DUMP_SUFFIX:
+            # Lazy imports: pg_restore's reader loads only where a folder holds dumps.
+            from shared.store.postgres.backup import dump_holds
+
+            if dump_holds(path, memory_id, content_hash, create_time):
+                holding.append(path.name)
+            continue
         try:
             conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
             try:
@@ -90,14 +121,14 @@ def backups_holding(directory: Path, memory_id: int, content_hash: str, create_t
     return holding
 
 
-def _reserve_names(directory: Path, now: float, reason: str) -> tuple[Path, Path]:
+def _reserve_names(directory: Path, now: float, reason: str, suffix: str = SQLITE_SUFFIX) -> tuple[Path, Path]:
     """(final, partial) names for a new backup. The partial file is created exclusively, so
     two backups in the same millisecond (two processes, or two calls) take different names."""
     stamp = datetime.fromtimestamp(now, timezone.utc).strftime("%Y%m%d-%H%M%S-%f")[:-3]
     for counter in itertools.count(1):
-        suffix = "" if counter == 1 else f"-{counter}"
-        path = directory / f"{PREFIX}{stamp}-{reason}{suffix}.db"
-        partial = path.with_name(path.name + ".partial")
+        count = "" if counter == 1 else f"-{counter}"
+        path = directory / f"{PREFIX}{stamp}-{reason}{count}{suffix}"
+        partial = path.with_name(path.name + PARTIAL)
         try:
             os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
@@ -128,9 +159,9 @@ def _remove_with_journals(path: Path) -> None:
 
 
 def prune_backups(directory: Path, keep_days: float, now: float, keep: Path | None = None) -> list[Path]:
-    """Delete backups older than keep_days (never `keep`); return what was deleted."""
+    """Delete backups (of both kinds) older than keep_days (never `keep`); return what was deleted."""
     removed = []
-    for path in directory.glob(f"{PREFIX}*.db"):
+    for path in backup_files(directory):
         if path != keep and now - path.stat().st_mtime > keep_days * DAY:
             path.unlink()
             removed.append(path)
@@ -157,9 +188,19 @@ def integrity(path: Path) -> tuple[bool, str]:
     return True, "ok"
 
 
-def restore(file: Path, storage: StorageConfig, live_workers: list[str]) -> Path:
-    """Put a backup in place as data_dir's database. Refuses a corrupt file, and a data_dir
-    whose worker is alive (stop every process on it first)."""
+def restore(file: Path, storage: StorageConfig, live_workers: list[str]) -> Path | str:
+    """Put a backup in place as the store's data; return where it went (the SQLite file, or
+    the PostgreSQL database's host:port/name). Refuses a corrupt file, a backup of the other
+    engine, and a store whose worker is alive (stop every process on it first)."""
+    if storage.backend == "postgresql":
+        # Lazy imports: the PostgreSQL restore (psycopg, pg_restore) loads only for a store there.
+        from shared.store.postgres.backup import restore_dump
+
+        return restore_dump(file, storage, live_workers)
+    if Path(file).name.endswith(DUMP_SUFFIX):
+        raise StorageError(f"refusing to restore {file}: a PostgreSQL dump (*.dump) restores into a "
+                           "store on PostgreSQL, and this one is on SQLite (storage.backend); to move "
+                           "memories between engines use `aokun migrate`")
     ok, detail = integrity(file)
     if not ok:
         raise StorageError(f"refusing to restore {file}: {detail}")
@@ -203,9 +244,8 @@ def _forget_processes(path: Path) -> None:
 
 
 def latest_backup(directory: Path) -> dict | None:
-    """The newest backup in directory: {path, time, bytes}, or None."""
-    found = sorted(Path(directory).glob(f"{PREFIX}*.db"), key=lambda p: p.stat().st_mtime) \
-        if Path(directory).is_dir() else []
+    """The newest backup (of either kind) in directory: {path, time, bytes}, or None."""
+    found = sorted(backup_files(directory), key=lambda p: p.stat().st_mtime)
     if not found:
         return None
     newest = found[-1]

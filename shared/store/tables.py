@@ -42,10 +42,11 @@ TABLE_KEYS: dict[str, tuple[str, ...]] = {
     "users": ("name",),
 }
 
-# Tables a store's own migrations write rows in (SQLite's meta gets the vector sequence and
-# its floor): there a copied row replaces the target's, so the target goes on with the
-# source's numbers (vector sequence, decay day, store id) rather than its own.
-REPLACED = frozenset({"meta"})
+# Tables a store writes rows in before it holds any memory (SQLite's migrations put the
+# vector sequence and its floor in meta; a worker started on an empty store records its
+# periodic runs): there a copied row replaces the target's, so the target goes on with the
+# source's numbers (vector sequence, decay day, store id, last runs) rather than its own.
+REPLACED = frozenset({"meta", "periodic_runs"})
 
 # A column referring to a row of its own table that may come later in key order (an atom is
 # superseded by a newer one, or a dormant one by an older one): it is written NULL with its

@@ -1,0 +1,258 @@
+"""`aokun migrate` (issue 22, moving between engines), with real processes: a SQLite store
+whose memories a real worker processed (vectors from a fake embeddings API, atoms and graph
+from the rules), copied to a PostgreSQL database of the test's own and back, checked against
+the source table by table and through real fronts' recall.
+
+The source is made once for the module and copied (its folder) into each test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from fake_openai import FakeEmbeddingsServer
+from helpers import all_processed, db_rows, free_port, mcp_session, start_worker, stop, wait_for, write_config
+from servers import pg_database
+from shared.config import ALL_TOOLS
+
+BIN = Path(sys.executable).parent
+pytestmark = pytest.mark.slow
+
+# Every table aokun migrate copies, with its key (what "no duplicates" is checked on).
+TABLES = {"documents": "id", "memory_stages": "memory_id, stage", "memory_atoms": "id",
+          "graph_nodes": "id", "graph_edges": "id", "graph_entries": "id", "vectors": "kind, owner_id",
+          "vector_tombstones": "seq", "memory_context": "memory_id, neighbour_id", "meta": "key",
+          "llm_usage": "model", "periodic_runs": "name"}
+PEOPLE = ["Alice", "Bob", "Carol", "Dmitri", "Emma", "Farid", "Grace", "Hiro"]
+THINGS = ["green tea", "the red kayak", "chess on Sundays", "the Lisbon trip", "sourdough bread"]
+QUERIES = ["Alice green tea", "kayak", "chess Sundays", "Lisbon trip", "sourdough", "Hiro"]
+
+
+@pytest.fixture(scope="module")
+def api():
+    with FakeEmbeddingsServer(dim=32) as server:
+        yield server
+
+
+def config_at(folder: Path, api: FakeEmbeddingsServer, **storage) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_config(folder, storage={"data_dir": "data", **storage},
+                        embedding={"provider": "openai", "base_url": api.base_url, "model": "fake",
+                                   "dimensions": api.dim, "api_key": "sk-test"},
+                        server={"exposed_tools": list(ALL_TOOLS)})
+
+
+def memorize_all(config: Path) -> list[int]:
+    """Memories in two personas, some pinned, some with an original time, a few edited."""
+    from shared.assembly import open_services
+    from shared.config import load_config
+    from shared.store.documents import MemoryFields
+
+    services = open_services(load_config(config), queued=False)
+    try:
+        ids = []
+        for i in range(48):
+            person, thing = PEOPLE[i % len(PEOPLE)], THINGS[i % len(THINGS)]
+            fields = MemoryFields(persona_id="home" if i % 3 else "work", session_id=f"s{i % 4}",
+                                  pinned=i % 7 == 0, topics=(thing,), participants=(person,),
+                                  original_time=datetime(2025, 1 + i % 12, 1 + i % 27, tzinfo=timezone.utc)
+                                  if i % 2 else None)
+            ids.append(services.memories.memorize(f"{person} talked about {thing} (note {i}).", fields).id)
+        ids.append(services.memories.memorize("小明喜欢喝咖啡，每天早上都去楼下的咖啡店。",
+                                              MemoryFields(persona_id="home")).id)
+        return ids
+    finally:
+        services.close()
+
+
+@pytest.fixture(scope="module")
+def made_source(tmp_path_factory, api) -> Path:
+    """A SQLite store whose memories a real worker processed; the worker stopped."""
+    config = config_at(tmp_path_factory.mktemp("made") / "source", api)
+    ids = memorize_all(config)
+    worker = start_worker(config)
+    try:
+        wait_for(lambda: all_processed(config, len(ids)) and db_rows(
+            config, "SELECT COUNT(*) FROM memory_stages WHERE status != 'done'") == [(0,)], 120,
+            what=f"{len(ids)} memories processed")
+    finally:
+        assert stop(worker) == 0
+    return config
+
+
+@pytest.fixture
+def source(made_source, tmp_path, api) -> Path:
+    """This test's own copy of the processed source."""
+    shutil.copytree(made_source.parent / "data", tmp_path / "source" / "data")
+    return config_at(tmp_path / "source", api)
+
+
+def aokun(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "aokun"), *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def pg_rows(url: str, sql: str) -> list[tuple]:
+    with psycopg.connect(url, connect_timeout=5) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def sqlite_table(config: Path, table: str) -> list[tuple]:
+    return db_rows(config, f"SELECT * FROM {table} ORDER BY {TABLES[table]}")
+
+
+def counts_sqlite(config: Path) -> dict[str, int]:
+    return {table: db_rows(config, f"SELECT COUNT(*) FROM {table}")[0][0] for table in TABLES}
+
+
+def counts_pg(url: str) -> dict[str, int]:
+    return {table: pg_rows(url, f"SELECT COUNT(*) FROM {table}")[0][0] for table in TABLES}
+
+
+def fulltext_sqlite(config: Path) -> dict[str, list[tuple]]:
+    return {"documents": db_rows(config, "SELECT rowid, tokens, context, scope FROM documents_fts ORDER BY rowid"),
+            "atoms": db_rows(config, "SELECT rowid, tokens FROM atoms_fts ORDER BY rowid"),
+            "graph_entries": db_rows(config, "SELECT rowid, tokens FROM graph_entries_fts ORDER BY rowid")}
+
+
+def migrated(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip().endswith("verified"), result.stdout
+    return result.stdout
+
+
+def recalls(config: Path) -> dict[str, list[int]]:
+    """Each query's recalled ids through a real HTTP front on the config."""
+    from helpers import http_server
+
+    with http_server(config, free_port()) as url, mcp_session(url) as front:
+        return {f"{persona}: {query}": [m["id"] for m in front.ok(
+                    "recall", {"query": query, "persona_id": persona})["results"]]
+                for query in QUERIES for persona in ("home", "work")}
+
+
+def test_a_sqlite_store_moves_to_postgresql_whole_and_recalls_the_same(source, tmp_path, api):
+    with pg_database() as url:
+        target = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
+        report = migrated(aokun("migrate", "--config", source, "--to", target))
+        print(report)
+        expected = counts_sqlite(source)  # the migration named the source (meta's store_id)
+        assert expected["memory_atoms"] and expected["graph_entries"] and expected["memory_context"]
+        assert "recall: 20 of 20 sample queries gave the same top 5" in report
+        assert report.count("consistent") == 2, report
+        assert counts_pg(url) == expected
+        assert pg_rows(url, "SELECT id, text, pinned, persona_id, create_time, original_ts FROM documents"
+                            " ORDER BY id") == db_rows(source, "SELECT id, text, pinned, persona_id, create_time,"
+                                                               " original_ts FROM documents ORDER BY id")
+        assert pg_rows(url, "SELECT kind, owner_id, vector, seq FROM vectors ORDER BY kind, owner_id") == \
+            db_rows(source, "SELECT kind, owner_id, vector, seq FROM vectors ORDER BY kind, owner_id")
+        fulltext = fulltext_sqlite(source)
+        assert pg_rows(url, "SELECT idx, count(*) FROM fulltext_rows GROUP BY idx ORDER BY idx") == \
+            [(code, len(fulltext[name])) for code, name in enumerate(fulltext, 1) if fulltext[name]]
+
+        before = recalls(source)
+        assert recalls(target) == before
+        assert sum(map(len, before.values())) > len(before), "the queries find memories"
+
+        # The PostgreSQL store goes on from the copied ids.
+        from helpers import http_server
+        with http_server(target, free_port()) as front_url, mcp_session(front_url) as front:
+            new = front.ok("memorize", {"content": "written after the move",
+                                        "metadata": {"persona_id": "home"}})["id"]
+        assert new == max(r[0] for r in db_rows(source, "SELECT id FROM documents")) + 1
+
+
+def test_a_killed_migration_run_again_finishes_without_duplicates(source, tmp_path, api):
+    expected = counts_sqlite(source)
+    with pg_database() as url:
+        target = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
+        log = open(tmp_path / "killed.log", "wb")
+        killed = subprocess.Popen([str(BIN / "aokun"), "migrate", "--config", str(source), "--to",
+                                   str(target), "--batch", "1"], stdout=log, stderr=log)
+        log.close()
+        try:
+            wait_for(lambda: killed.poll() is not None or copied_documents(url) >= 5, 120,
+                     what="the first pages copied")
+            os.kill(killed.pid, signal.SIGSTOP)
+            partial = counts_pg(url)
+        finally:
+            killed.kill()
+            killed.wait()
+        assert killed.returncode == -signal.SIGKILL, (tmp_path / "killed.log").read_text()
+        assert 0 < sum(partial.values()) < sum(expected.values()), f"killed after {partial}"
+
+        report = migrated(aokun("migrate", "--config", source, "--to", target))
+        print(report, (tmp_path / "killed.log").read_text(errors="replace")[-1500:])
+        assert f"documents {expected['documents']} ({expected['documents'] - partial['documents']} new)" in report
+        expected = counts_sqlite(source)  # with the store id the first run gave the source
+        assert counts_pg(url) == expected
+        for table, key in TABLES.items():
+            assert pg_rows(url, f"SELECT COUNT(*) FROM (SELECT DISTINCT {key} FROM {table}) k")[0][0] == \
+                expected[table], table
+        assert pg_rows(url, "SELECT COUNT(*) FROM (SELECT DISTINCT content_hash FROM documents) d")[0][0] == \
+            db_rows(source, "SELECT COUNT(DISTINCT content_hash) FROM documents")[0][0]
+
+
+def copied_documents(url: str) -> int:
+    try:
+        return pg_rows(url, "SELECT COUNT(*) FROM documents")[0][0]
+    except psycopg.errors.UndefinedTable:
+        return 0  # the schema is still being made
+
+
+def test_postgresql_back_to_sqlite_gives_the_source_row_for_row(source, tmp_path, api):
+    with pg_database() as url:
+        middle = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
+        migrated(aokun("migrate", "--config", source, "--to", middle))
+        back = config_at(tmp_path / "back", api)
+        report = migrated(aokun("migrate", "--config", middle, "--to", back))
+        assert "recall: 20 of 20" in report
+    for table in TABLES:
+        assert comparable(table, sqlite_table(back, table)) == comparable(table, sqlite_table(source, table)), table
+    assert fulltext_sqlite(back) == fulltext_sqlite(source)
+    assert recalls(back) == recalls(source)
+
+
+def comparable(table: str, rows: list[tuple]) -> list[tuple]:
+    """Rows as a round trip through PostgreSQL keeps them: its meta values are doubles, so a
+    SQLite store id (62 bits) comes back rounded to 53."""
+    if table != "meta":
+        return rows
+    return [(key, float(value) if key == "store_id" else value) for key, value in rows]
+
+
+def test_a_target_holding_another_stores_memories_is_refused(source, tmp_path, api):
+    other = config_at(tmp_path / "other", api)
+    memorize_other = aokun("import", "--config", other, Path(__file__).parent / "data" / "transfer" / "memory.jsonl")
+    if memorize_other.returncode != 0:
+        pytest.fail(memorize_other.stdout + memorize_other.stderr)
+    held = counts_sqlite(other)
+    refused = aokun("migrate", "--config", source, "--to", other)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "holds another store's rows" in refused.stderr and "Nothing was copied" in refused.stderr
+    assert counts_sqlite(other) == held
+    same = aokun("migrate", "--config", source, "--to", source)
+    assert same.returncode == 2 and "same store" in same.stderr
+
+
+def test_a_store_in_use_is_not_copied(source, tmp_path, api):
+    worker = start_worker(source)
+    try:
+        wait_for(lambda: db_rows(source, "SELECT pid FROM workers") == [(worker.pid,)], 60,
+                 what="the worker's heartbeat")
+        target = config_at(tmp_path / "target", api)
+        refused = aokun("migrate", "--config", source, "--to", target)
+    finally:
+        assert stop(worker) == 0
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "in use by 1 worker(s)" in refused.stderr
+    assert db_rows(target, "SELECT COUNT(*) FROM documents") in ([], [(0,)])

@@ -227,59 +227,67 @@ def _idf(hits: str) -> str:
     return f"(CASE WHEN {x} <= 0 THEN 1e-6::float8 ELSE {x} END)"
 
 
-def _scope(alias: str, personas: Sequence[str] | None, session_id: str | None) -> tuple[str, list]:
-    """The pushdown on a postings alias: keys right after the term in its primary key."""
-    clauses, params = [], []
-    if personas is not None and len(personas) == 1:  # equality: surely an index condition
-        clauses.append(f" AND {alias}.persona_key = %s")
-        params.append(scope_key(personas[0]))
-    elif personas is not None:
-        clauses.append(f" AND {alias}.persona_key = ANY(%s::bigint[])")
-        params.append([scope_key(p) for p in personas])
+Scope = tuple[str, list, str, list]  # FROM items, their params, conditions on postings p, theirs
+EVERYWHERE: Scope = ("", [], "", [])
+
+
+def _scope(personas: Sequence[str] | None, session_id: str | None) -> Scope:
+    """The pushdown: persona keys as rows k(persona) that each lookup of postings joins by
+    equality, and the session key, both right after the term in the primary key, so that
+    every read of postings is an index range of the scope (a list in `= ANY` may be planned
+    as a filter over all the term's postings instead)."""
+    source, source_params, where, params = "", [], "", []
+    if personas is not None:
+        source = " CROSS JOIN unnest(%s::bigint[]) AS k(persona)"
+        source_params = [[scope_key(p) for p in personas]]
+        where = " AND p.persona_key = k.persona"
     if session_id is not None:
-        clauses.append(f" AND {alias}.session_key = %s")
+        where += " AND p.session_key = %s"
         params.append(scope_key(session_id))
-    return "".join(clauses), params
+    return source, source_params, where, params
 
 
-def _single_arm(code: int, single: list[tuple[int, str]], scope: tuple[str, list]) -> tuple[str, list]:
+def _single_arm(code: int, single: list[tuple[int, str]], scope: Scope) -> tuple[str, list]:
     """(row_id, i, freq, idf) for every one-token phrase. Each term's postings are read by a
     lateral lookup on the primary key's prefix (idx, term, persona, session): OFFSET 0 keeps
     the planner from flattening it into a scan of the persona's postings of every term."""
+    source, source_params, where, params = scope
     text = (
         "SELECT p.row_id, q.i, sum(cardinality(p.positions)::float8 * w.w[p.col + 1]) AS freq, q.idf"
         " FROM (SELECT u.term, u.i, " + _idf("coalesce(t.rows, 0)") + " AS idf"
         " FROM unnest(%s::text[], %s::int[]) AS u(term, i) CROSS JOIN st"
-        " LEFT JOIN fulltext_terms t ON t.idx = %s AND t.term = u.term) q"
+        " LEFT JOIN fulltext_terms t ON t.idx = %s AND t.term = u.term) q" + source +
         " CROSS JOIN LATERAL (SELECT p.row_id, p.col, p.positions FROM fulltext_postings p"
-        " WHERE p.idx = %s AND p.term = q.term" + scope[0] + " OFFSET 0) p"
+        " WHERE p.idx = %s AND p.term = q.term" + where + " OFFSET 0) p"
         " CROSS JOIN w GROUP BY p.row_id, q.i, q.idf")
-    return text, [[t for _, t in single], [i for i, _ in single], code, code, *scope[1]]
+    return text, [[t for _, t in single], [i for i, _ in single], code, *source_params, code, *params]
 
 
-def _phrase_matches(code: int, tokens: list[str], scope: tuple[str, list]) -> tuple[str, list]:
+def _phrase_matches(code: int, tokens: list[str], scope: Scope) -> tuple[str, list]:
     """(row_id, col, n): instances of a several-token phrase per row and column, where each
     token sits right after the one before (FTS5 phrases never span columns). The first
     token's postings in scope drive; the others are looked up by their whole primary key."""
-    joins, tests, params = [], [], []
+    source, source_params, where, params = scope
+    joins, tests, join_params = [], [], []
     for k, token in enumerate(tokens[1:], 1):
         joins.append(f" CROSS JOIN LATERAL (SELECT p{k}.positions FROM fulltext_postings p{k}"
                      f" WHERE p{k}.idx = p0.idx AND p{k}.term = %s AND p{k}.persona_key = p0.persona_key"
                      f" AND p{k}.session_key = p0.session_key AND p{k}.row_id = p0.row_id"
                      f" AND p{k}.col = p0.col OFFSET 0) p{k}")
         tests.append(f"x.pos + {k} = ANY(p{k}.positions)")
-        params.append(token)
+        join_params.append(token)
     text = ("SELECT p0.row_id, p0.col, (SELECT count(*) FROM unnest(p0.positions) AS x(pos) WHERE "
-            + " AND ".join(tests) + ") AS n FROM fulltext_postings p0" + "".join(joins)
-            + " WHERE p0.idx = %s AND p0.term = %s" + scope[0])
-    return text, [*params, code, tokens[0], *scope[1]]
+            + " AND ".join(tests) + ") AS n FROM (SELECT 1) AS one" + source
+            + " CROSS JOIN LATERAL (SELECT p.* FROM fulltext_postings p WHERE p.idx = %s AND p.term = %s"
+            + where + " OFFSET 0) p0" + "".join(joins))
+    return text, [*source_params, code, tokens[0], *params, *join_params]
 
 
-def _phrase_arm(code: int, i: int, tokens: list[str], scope: tuple[str, list]) -> tuple[str, list]:
+def _phrase_arm(code: int, i: int, tokens: list[str], scope: Scope) -> tuple[str, list]:
     """(row_id, i, freq, idf) for one several-token phrase; its n counts rows of the whole
     index holding it (FTS5's xQueryPhrase), not just the scope's."""
     scoped, scoped_params = _phrase_matches(code, tokens, scope)
-    everywhere, everywhere_params = _phrase_matches(code, tokens, ("", []))
+    everywhere, everywhere_params = _phrase_matches(code, tokens, EVERYWHERE)
     idf = (f"(SELECT {_idf('hc.n')} FROM (SELECT count(DISTINCT a.row_id) AS n FROM ({everywhere}) a"
            " WHERE a.n > 0) hc CROSS JOIN st)")  # uncorrelated: an InitPlan, run once
     text = (f"SELECT m.row_id, {int(i)} AS i, sum(m.n::float8 * w.w[m.col + 1]) AS freq, {idf} AS idf"
@@ -298,10 +306,8 @@ def ranked(index: str, terms: Sequence[str], weights: Sequence[float],
     multi = [(i, p) for i, p in enumerate(phrases) if len(p) > 1]
     if (not single and not multi) or (personas is not None and not personas):
         return _NOTHING, []
-    scope = _scope("p0", personas, session_id)
-    arms = []
-    if single:
-        arms.append(_single_arm(code, single, _scope("p", personas, session_id)))
+    scope = _scope(personas, session_id)
+    arms = [_single_arm(code, single, scope)] if single else []
     arms.extend(_phrase_arm(code, i, p, scope) for i, p in multi)
     padded = [float(x) for x in list(weights)[:width]] + [1.0] * max(0, width - len(weights))
     score = (f"h.idf * ((h.freq * ({K1}::float8 + 1.0::float8)) / (h.freq + {K1}::float8 * ((1.0::float8"

@@ -33,14 +33,11 @@ from shared.store.postgres import fts_tokens
 INDEXES = {"documents": (1, 3), "atoms": (2, 1), "graph_entries": (3, 1)}
 TABLES = ("fulltext_stats", "fulltext_rows", "fulltext_terms", "fulltext_postings")
 
+# stats: FTS5's N and total length per index; terms: each term's row count (FTS5's n);
+# rows: per indexed row its scope keys, length D, column texts and distinct terms (to delete
+# its postings by key); postings: a term's positions in one column of one row.
 DDL: tuple[str, ...] = (
-    """
-    CREATE TABLE fulltext_stats (
-        idx SMALLINT PRIMARY KEY,
-        rows BIGINT NOT NULL,
-        tokens BIGINT NOT NULL
-    )
-    """,
+    "CREATE TABLE fulltext_stats (idx SMALLINT PRIMARY KEY, rows BIGINT NOT NULL, tokens BIGINT NOT NULL)",
     """
     CREATE TABLE fulltext_rows (
         idx SMALLINT NOT NULL,
@@ -53,14 +50,8 @@ DDL: tuple[str, ...] = (
         PRIMARY KEY (idx, row_id)
     )
     """,
-    """
-    CREATE TABLE fulltext_terms (
-        idx SMALLINT NOT NULL,
-        term TEXT COLLATE "C" NOT NULL,
-        rows BIGINT NOT NULL,
-        PRIMARY KEY (idx, term)
-    )
-    """,
+    "CREATE TABLE fulltext_terms (idx SMALLINT NOT NULL, term TEXT COLLATE \"C\" NOT NULL,"
+    " rows BIGINT NOT NULL, PRIMARY KEY (idx, term))",
     """
     CREATE TABLE fulltext_postings (
         idx SMALLINT NOT NULL,
@@ -121,6 +112,8 @@ def add_row(conn: psycopg.Connection, index: str, row_id: int, columns: Sequence
 
 
 def _insert(conn, index: str, row_id: int, columns: list[str], persona: int, session: int) -> None:
+    """add_row by scope keys (set_column re-adds a row it read back): tokens grouped by
+    (term, column) in sorted order, so concurrent writers lock term rows in one order."""
     code, width = _index(index)
     if len(columns) != width:
         raise ValueError(f"the {index} index has {width} columns, not {len(columns)}")

@@ -19,7 +19,9 @@ own recall. Exit 0 only when all agree; 1 when the copy differs; 2 when refused.
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import random
 import re
 import sys
@@ -72,7 +74,7 @@ def cmd_migrate(admin, args) -> int:
         prepare(source.store, admin.config, target.store, target_config)
         copied = copy_store(source.store, target.store, args.batch, args.samples)
         report = verify(Side("source", admin.config, source), Side("target", target_config, target),
-                        copied)
+                        copied, args.batch)
     finally:
         target.close()
     print(report.render())
@@ -121,10 +123,12 @@ def quiet(store: Store, config: AppConfig, which: str) -> None:
 @dataclass
 class Copied:
     """What one run copied: per table (rows read, rows new in the target), per full-text
-    index the same, and the memories sampled for the recall check."""
+    index the same, the digest of each as read from the source, and the memories sampled
+    for the recall check."""
 
     tables: dict[str, tuple[int, int]] = field(default_factory=dict)
     fulltext: dict[str, tuple[int, int]] = field(default_factory=dict)
+    digests: dict[str, int] = field(default_factory=dict)
     samples: list[dict] = field(default_factory=list)
 
 
@@ -136,18 +140,23 @@ def copy_store(source: Store, target: Store, batch: int, samples: int) -> Copied
         if table not in present:
             raise StorageError(f"the target store has no {table} table: open it once with this "
                                "Aokun version (its migrations add it) and run migrate again")
-        seen = sampler.offer if table == "documents" else None
-        copied.tables[table] = copy_table(source, target, table, batch, seen)
+        digest = Digest()
+        watchers = [digest.add, sampler.offer] if table == "documents" else [digest.add]
+        copied.tables[table] = copy_table(source, target, table, batch, watchers)
+        copied.digests[table] = digest.value
     for index in FULLTEXT:
-        copied.fulltext[index] = copy_fulltext(source, target, index, batch)
+        digest = Digest()
+        copied.fulltext[index] = copy_fulltext(source, target, index, batch, digest.add)
+        copied.digests[f"{index} full text"] = digest.value
     target.tables.finish()
     copied.samples = sampler.chosen
     return copied
 
 
 def copy_table(source: Store, target: Store, table: str, batch: int,
-               seen: Callable[[list], None] | None) -> tuple[int, int]:
-    """Every row of one table, a committed page at a time; (rows read, rows inserted)."""
+               watchers: list[Callable[[list], None]]) -> tuple[int, int]:
+    """Every row of one table, a committed page at a time, each page shown to the watchers;
+    (rows read, rows inserted)."""
     read = inserted = 0
     late = False
     with progress(table, source.tables.count(table)) as bar:
@@ -155,8 +164,8 @@ def copy_table(source: Store, target: Store, table: str, batch: int,
             inserted += target.tables.put(table, rows)
             read += len(rows)
             late = late or has_late_reference(table, rows)
-            if seen is not None:
-                seen(rows)
+            for watch in watchers:
+                watch(rows)
             bar.update(len(rows))
     if late:
         # A reference to a row of a later page was left unset; every row is there now.
@@ -183,18 +192,32 @@ def has_late_reference(table: str, rows: list) -> bool:
     return late is not None and any(row[late[0]] is not None for row in rows)
 
 
-def copy_fulltext(source: Store, target: Store, index: str, batch: int) -> tuple[int, int]:
+def copy_fulltext(source: Store, target: Store, index: str, batch: int,
+                  watch: Callable[[list], None]) -> tuple[int, int]:
     """One full-text index's rows, as the source holds them; (rows read, rows added)."""
     read = added = 0
-    after = None
     with progress(f"{index} full text", source.tables.fulltext_count(index)) as bar:
-        while True:
-            rows, after = source.tables.fulltext_page(index, after, batch)
-            added += target.tables.fulltext_put(index, rows) if rows else 0
+        for rows in fulltext_pages(source, index, batch):
+            added += target.tables.fulltext_put(index, rows)
             read += len(rows)
+            watch(fulltext_rows(rows))
             bar.update(len(rows))
-            if after is None:
-                return read, added
+    return read, added
+
+
+def fulltext_rows(rows: list) -> list[tuple]:
+    """(row id, column texts...) as both engines keep them (a NULL column is indexed as '')."""
+    return [(row_id, *("" if text is None else text for text in columns)) for row_id, columns in rows]
+
+
+def fulltext_pages(store: Store, index: str, batch: int) -> Iterator[list]:
+    after = None
+    while True:
+        rows, after = store.tables.fulltext_page(index, after, batch)
+        if rows:
+            yield rows
+        if after is None:
+            return
 
 
 def progress(what: str, total: int):
@@ -223,6 +246,28 @@ class Reservoir:
                     self.chosen[slot] = picked
 
 
+class Digest:
+    """What a table holds, whatever its engine or row order: the sum of a hash of each row,
+    each value as both engines give it back (a number as a float: PostgreSQL's doubles,
+    SQLite's integers; bytes as hex)."""
+
+    def __init__(self):
+        self.value = 0
+
+    def add(self, rows: list) -> None:
+        for row in rows:
+            items = sorted(dict(row).items()) if hasattr(row, "keys") else list(enumerate(row))
+            text = json.dumps([(name, _plain(value)) for name, value in items], ensure_ascii=False)
+            digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+            self.value = (self.value + int.from_bytes(digest, "big")) % (1 << 64)
+
+
+def _plain(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float, bytes, memoryview)):
+        return value
+    return float(value) if isinstance(value, (int, float)) else bytes(value).hex()
+
+
 # -- the check ----------------------------------------------------------------------------------
 
 @dataclass
@@ -242,6 +287,7 @@ class Report:
     target: str
     copied: Copied
     counts: list[tuple[str, int, int]]
+    contents: list[tuple[str, bool]]
     doctors: list[tuple[str, int, list[str]]]
     recalls: list[tuple[str, list[int], list[int]]]
     k: int
@@ -249,6 +295,10 @@ class Report:
     @property
     def count_differences(self) -> list[tuple[str, int, int]]:
         return [c for c in self.counts if c[1] != c[2]]
+
+    @property
+    def content_differences(self) -> list[str]:
+        return [name for name, same in self.contents if not same]
 
     @property
     def recall_differences(self) -> list[tuple[str, list[int], list[int]]]:
@@ -263,7 +313,8 @@ class Report:
 
     @property
     def verified(self) -> bool:
-        return not (self.count_differences or self.recall_differences) and self.doctors_agree
+        return not (self.count_differences or self.content_differences
+                    or self.recall_differences) and self.doctors_agree
 
     def render(self) -> str:
         lines = [f"migrated {self.source} -> {self.target}"]
@@ -279,7 +330,11 @@ class Report:
     def _count_lines(self) -> list[str]:
         wrong = self.count_differences
         head = f"counts: {len(self.counts) - len(wrong)} of {len(self.counts)} tables and indexes equal"
-        return [head] + [f"  DIFFERENT {name}: source {a}, target {b}" for name, a, b in wrong]
+        lines = [head] + [f"  DIFFERENT {name}: source {a}, target {b}" for name, a, b in wrong]
+        differ = self.content_differences
+        lines.append(f"contents: {len(self.contents) - len(differ)} of {len(self.contents)} tables and "
+                     "indexes hold the same rows")
+        return lines + [f"  DIFFERENT {name}: rows differ from the source's" for name in differ]
 
     def _doctor_lines(self) -> list[str]:
         lines = []
@@ -297,13 +352,31 @@ class Report:
         return [head] + [f"  DIFFERENT {query!r}: source {a}, target {b}" for query, a, b in wrong]
 
 
-def verify(source: Side, target: Side, copied: Copied) -> Report:
+def verify(source: Side, target: Side, copied: Copied, batch: int) -> Report:
     k = source.config.memory.recall_top_k
+    found = digests(target.store, list(copied.tables), batch)
     return Report(source=f"{source.store.engine} at {source.store.location}",
                   target=f"{target.store.engine} at {target.store.location}",
                   copied=copied, counts=compare_counts(source.store, target.store),
+                  contents=[(name, found[name] == value) for name, value in copied.digests.items()],
                   doctors=[doctor(source), doctor(target)],
                   recalls=compare_recalls(source, target, copied.samples, k), k=k)
+
+
+def digests(store: Store, tables: list[str], batch: int) -> dict[str, int]:
+    """Each table's and full-text index's Digest, read page by page as the copy read them."""
+    found = {}
+    for table in tables:
+        digest = Digest()
+        for rows in pages(store, table, batch):
+            digest.add(rows)
+        found[table] = digest.value
+    for index in FULLTEXT:
+        digest = Digest()
+        for rows in fulltext_pages(store, index, batch):
+            digest.add(fulltext_rows(rows))
+        found[f"{index} full text"] = digest.value
+    return found
 
 
 def problems(said: list[str]) -> list[str]:

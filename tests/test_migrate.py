@@ -256,3 +256,18 @@ def test_a_store_in_use_is_not_copied(source, tmp_path, api):
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "in use by 1 worker(s)" in refused.stderr
     assert db_rows(target, "SELECT COUNT(*) FROM documents") in ([], [(0,)])
+
+
+def test_a_copy_that_differs_from_its_source_is_not_verified(source, tmp_path, api):
+    target = config_at(tmp_path / "target", api)
+    migrated(aokun("migrate", "--config", source, "--to", target))
+    # The source changes after the copy: a second run skips the rows already there, so the
+    # check must find the copy no longer equal (exit 1), without a count to tell it.
+    changed = db_rows(source, "SELECT id FROM documents ORDER BY id LIMIT 1")[0][0]
+    import sqlite3
+    with sqlite3.connect(source.parent / "data" / "aokun.db") as conn:
+        conn.execute("UPDATE documents SET importance = 0.123 WHERE id = ?", (changed,))
+    again = aokun("migrate", "--config", source, "--to", target)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "DIFFERENT documents: rows differ from the source's" in again.stdout
+    assert "counts: 16 of 16" in again.stdout and again.stdout.strip().endswith("(above)")

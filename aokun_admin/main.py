@@ -173,7 +173,7 @@ def cmd_backup(admin: Admin, args) -> int:
 def cmd_restore(admin: Admin, args) -> int:
     storage = admin.config.storage
     live = []
-    if storage.db_path.exists():
+    if storage.backend == "postgresql" or storage.db_path.exists():  # a PostgreSQL store is always probed
         probe = None
         try:
             probe = open_store(storage, migrate=False)

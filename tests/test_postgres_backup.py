@@ -473,3 +473,24 @@ def test_aokun_backup_and_restore_on_a_postgresql_config(pg_url, tmp_path):
     assert refused.stderr.strip().startswith("aokun restore: refusing to restore while a worker is running")
     assert len(refused.stderr.strip().splitlines()) == 1
     assert tables(pg_url) == rows
+
+
+def test_a_restore_blocked_by_a_running_process_gives_up_and_changes_nothing(pg_url, tmp_path):
+    """A front still reading (its transaction holds the documents table): the restore waits
+    storage.busy_timeout_ms for it, then gives up in one line, rolled back whole."""
+    config = storage(pg_url, tmp_path / "data", busy_timeout_ms=300)
+    with opened(config) as store:
+        ids = seed(store)
+        path = store.backup(tmp_path / "backups", NOW, "manual")
+        with store.write() as tx:
+            tx.documents.delete(ids[0])
+        incarnation, rows = store.incarnation(), tables(pg_url)
+    with psycopg.connect(pg_url) as reader:  # a transaction left open, as a front mid-read
+        reader.execute("SELECT count(*) FROM documents").fetchone()
+        with pytest.raises(StorageError, match="rolled back, nothing was changed.*lock timeout.*stop every front") as blocked:
+            restore(path, config, [])
+        assert "\n" not in str(blocked.value)
+        reader.rollback()
+    assert tables(pg_url) == rows
+    with opened(config) as store:
+        assert store.incarnation() == incarnation

@@ -308,6 +308,8 @@ def _load(reader: list[str], loader: list[str], env: dict, scratch: Path, file: 
                 pass
             if sink.wait() != 0:
                 detail = _first_error(loader_out.read_text("utf-8", "replace"))
+                if "lock timeout" in detail:
+                    detail += " (another process holds the store: stop every front and worker on it first)"
                 raise StorageError(f"restore of {file} into {location} failed and was rolled back, "
                                    f"nothing was changed: {detail}")
         finally:

@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 
+from shared.logs import log_failure
 from shared.store.interface import Store
 
 log = logging.getLogger("aokun.worker")
@@ -54,7 +55,7 @@ class Heartbeat:
             except Exception:
                 failed += 1
                 if failed == 1:  # one traceback per outage, not one per beat
-                    log.exception("heartbeat failed; retrying every %.1f s", self.interval)
+                    log_failure(log, "heartbeat failed; retrying every %.1f s", self.interval)
                 continue
             if failed:
                 log.warning("heartbeat back after %d failed beat(s)", failed)

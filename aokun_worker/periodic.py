@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from shared.errors import StorageError
+from shared.logs import log_failure
 from shared.store.interface import Store
 
 log = logging.getLogger("aokun.periodic")
@@ -188,7 +189,7 @@ class SettleWatch:
             # Not every tick: a job that failed (a full disk) waits a settle period at least.
             self._retry_at = now + max(self.settle_s, 60.0)
             if self._failures == 1:
-                log.exception("%s failed; tried again in a while", self.name)
+                log_failure(log, "%s failed; tried again in a while", self.name)
             return False
         if self._failures:
             log.warning("%s ran again after %d failure(s)", self.name, self._failures)
@@ -203,7 +204,7 @@ class SettleWatch:
                 self.check()
             except Exception:  # the read failed (database busy past its timeout): next tick
                 if not unreadable:
-                    log.exception("%s: checking for changes failed; trying again", self.name)
+                    log_failure(log, "%s: checking for changes failed; trying again", self.name)
                 unreadable = True
             else:
                 unreadable = False

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from shared import platform
+from shared.logs import log_failure
 from shared.store.interface import Session, Store
 from shared.store.runtime import ProcessRow
 from shared.units import DAY, HOUR
@@ -95,7 +96,7 @@ class Repeater:
                 if self.tick():
                     return
             except Exception:
-                log.exception("%s failed; will try again in %.1f s", self._thread.name, self.interval)
+                log_failure(log, "%s failed; will try again in %.1f s", self._thread.name, self.interval)
 
 
 class FrontHeartbeat:
@@ -120,7 +121,7 @@ class FrontHeartbeat:
         try:
             self.beat()
         except Exception:  # the front serves anyway; the thread keeps trying
-            log.exception("front heartbeat failed; will try again in %.1f s", self._repeater.interval)
+            log_failure(log, "front heartbeat failed; will try again in %.1f s", self._repeater.interval)
         self._repeater.start()
 
     def stop(self) -> None:
@@ -129,7 +130,7 @@ class FrontHeartbeat:
             with self.store.write() as tx:
                 tx.runtime.remove_front(self.front_id)
         except Exception:  # the row ages out; workers judge fronts by heartbeat age and pid
-            log.exception("could not remove front heartbeat row %s", self.front_id)
+            log_failure(log, "could not remove front heartbeat row %s", self.front_id)
 
 
 # -- the autostarted worker's idle exit ----------------------------------------------------

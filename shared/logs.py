@@ -14,9 +14,14 @@ from __future__ import annotations
 import logging
 import sys
 
+from shared.errors import AokunError
+
 FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
+# psycopg's pool logs every failed connection attempt while a PostgreSQL server is away (a
+# few a second); the store says what is wrong in one line, once per outage (log_failure).
+HUSHED_LIBRARIES = ("psycopg.pool",)
 # Libraries whose INFO lines are noise to an Aokun user: shown from WARNING up, unless DEBUG.
 QUIET_LIBRARIES = ("faiss", "faiss.loader", "huey", "huey.api", "huey.consumer.Scheduler", "httpx",
                    "httpcore", "httpx2", "httpcore2", "watchfiles", "watchfiles.main", "urllib3", "asyncio", "mcp",
@@ -53,6 +58,8 @@ def configure_logging(level: str | int = "WARNING", stream=None) -> None:
     library_level = level if level <= logging.DEBUG else max(level, logging.WARNING)
     for name in QUIET_LIBRARIES:
         logging.getLogger(name).setLevel(library_level)
+    for name in HUSHED_LIBRARIES:
+        logging.getLogger(name).setLevel(level if level <= logging.DEBUG else logging.CRITICAL)
     for name in ALWAYS_INFO:
         logging.getLogger(name).setLevel(min(level, logging.INFO))
     consumer = logging.getLogger("huey.consumer")
@@ -77,3 +84,14 @@ def uvicorn_log_config() -> dict:
     return {"version": 1, "disable_existing_loggers": False,
             "loggers": {name: {"handlers": [], "propagate": True}
                         for name in ("uvicorn", "uvicorn.error", "uvicorn.access")}}
+
+
+def log_failure(log: logging.Logger, message: str, *args) -> None:
+    """Log the exception being handled: one line for our own errors (a StorageError already
+    says what is wrong and what to do: the database is away, locked, full), a traceback for
+    anything else (a bug)."""
+    error = sys.exc_info()[1]
+    if isinstance(error, AokunError):
+        log.warning(message + ": %s", *args, error)
+    else:
+        log.exception(message, *args)

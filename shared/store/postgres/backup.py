@@ -64,7 +64,7 @@ def dump_database(db: PgDatabase, directory: Path, now: float, reason: str) -> P
     (writers keep going); return it. Written as .partial, checked, renamed."""
     pg_dump = _tool("pg_dump")
     _tool("pg_restore")  # the check needs it: say so before writing anything
-    conninfo, env = _connection(db.url, _password_of(db))
+    conninfo, env = _connection(db.url, db.password)
 
     def write(partial: Path) -> None:
         _run([pg_dump, "--format=custom", "--schema=public", "--no-password", f"--file={partial}",
@@ -345,12 +345,6 @@ def _tool(name: str) -> str:
     if found is None:
         raise StorageError(f"{name} is not on PATH, and backups of a store on PostgreSQL need it: {CLIENT_HINT}")
     return found
-
-
-def _password_of(db: PgDatabase) -> str:
-    """The password the store's pool connects with (storage.password_env's value), if any."""
-    pool = getattr(db, "_pool", None)
-    return str((getattr(pool, "kwargs", None) or {}).get("password") or "")
 
 
 def _connection(url: str, password: str) -> tuple[str, dict]:

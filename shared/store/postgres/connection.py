@@ -114,7 +114,7 @@ class PgDatabase:
     thread's open transaction (a call on the store joins it)."""
 
     def __init__(self, url: str, password: str = "", pool_size: int = 8, busy_timeout_ms: int = 10_000):
-        self.url, self.location = url, where(url)
+        self.url, self.location, self.password = url, where(url), password
         self._busy_timeout_ms = busy_timeout_ms
         kwargs: dict[str, Any] = {"autocommit": True, "row_factory": _records,
                                   "application_name": "aokun"}

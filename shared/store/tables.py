@@ -143,7 +143,7 @@ def insert_absent(conn, table: str, rows: Sequence[Any], target_columns: Sequenc
     names_ = list(dict(rows[0]).keys())
     _check_columns(table, names_, target_columns)
     late = LATE_REFERENCES.get(table)
-    values = [[_late_null(late, name, value) for name, value in dict(row).items()] for row in rows]
+    values = [[_late_null(late, name, row[name]) for name in names_] for row in rows]
     cursor = conn.executemany(
         f"INSERT INTO {_quoted(table)} ({', '.join(_quoted(n) for n in names_)})"
         f" VALUES ({', '.join('?' * len(names_))}) {_on_conflict(table, names_)}", values)
@@ -177,8 +177,9 @@ def _late_null(late: tuple[str, str] | None, name: str, value: Any) -> Any:
 
 def link_late(conn, table: str, rows: Sequence[Any]) -> int:
     """Set each row's late reference (LATE_REFERENCES) where the target still has none and the
-    row it names is there now; return how many were set. A reference to a row still to come
-    is set when that row's page is put, by a second pass over the table (aokun migrate)."""
+    row it names is there now; return how many were set. A reference to a row of a later
+    page is set by putting the rows again once every page is in (aokun migrate's second pass
+    over the table)."""
     column, refers_to = LATE_REFERENCES[table]
     key = known_table(table)[0]
     pairs = [(row[column], row[key], row[column]) for row in rows if row[column] is not None]

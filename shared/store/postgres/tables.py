@@ -63,13 +63,13 @@ def fulltext_put(conn: PgConnection, index: str, rows: Sequence[tuple[int, Seque
         return 0
     indexed = fulltext.row_ids_among(conn.raw, index, ids)
     scopes = _scopes(conn, spec.table, ids)
-    added = 0
-    for row_id, values in rows:
-        if row_id in scopes and row_id not in indexed:
+    new = [(row_id, values) for row_id, values in rows if row_id in scopes and row_id not in indexed]
+    with conn.raw.pipeline():  # one round trip for the page's statements, not one each
+        for row_id, values in new:
             persona_id, session_id = scopes[row_id]
-            fulltext.add_row(conn.raw, index, row_id, tables.fulltext_values(values, spec), persona_id, session_id)
-            added += 1
-    return added
+            fulltext.add_row(conn.raw, index, row_id, tables.fulltext_values(values, spec),
+                             persona_id, session_id)
+    return len(new)
 
 
 def _scopes(conn: PgConnection, table: str, ids: list[int]) -> dict[int, tuple[str | None, str | None]]:

@@ -4,6 +4,8 @@ name is written there, so a later run reuses it), else dropped at the end."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,3 +47,63 @@ def run_sql(url: str, statements: list[tuple[str, tuple]]) -> None:
     with psycopg.connect(url) as conn:
         for sql, params in statements:
             conn.execute(sql, params)
+
+
+# -- a PostgreSQL server of one's own (a test's or the chaos run's, to restart it) ------------------
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def _as_postgres_user(argv: list[str]) -> list[str]:
+    """PostgreSQL refuses to run as root: as root (CI), run its programs as `postgres`."""
+    if os.geteuid() == 0:
+        return ["runuser", "-u", "postgres", "--", *argv]
+    return argv
+
+
+class OwnPostgres:
+    """initdb'd in a folder of the test's, on a port of its own, trust authentication."""
+
+    def __init__(self, folder: Path, port: int):
+        self.folder, self.port = folder, port
+        self.data = folder / "pgdata"
+        self.url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+    @staticmethod
+    def available() -> bool:
+        return (PG_BIN / "initdb").exists()
+
+    def init(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            subprocess.run(["chown", "-R", "postgres", str(self.folder)], check=True)
+            self.folder.chmod(0o755)
+            for parent in self.folder.parents:  # the postgres user must reach the folder
+                if parent == Path("/"):
+                    break
+                parent.chmod(parent.stat().st_mode | 0o005)
+        subprocess.run(_as_postgres_user([str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "postgres",
+                                          "--auth=trust", "--no-sync", "-E", "UTF8"]),
+                       check=True, capture_output=True)
+
+    def start(self) -> None:
+        subprocess.run(_as_postgres_user([
+            str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-w", "-t", "60", "-l", str(self.folder / "pg.log"),
+            "-o", f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off",
+            "start"]), check=True, capture_output=True)
+
+    def stop(self, mode: str = "fast") -> None:
+        subprocess.run(_as_postgres_user([str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-w", "-m", mode,
+                                          "stop"]), capture_output=True)
+
+
+@contextmanager
+def own_postgres_server(folder: Path, port: int) -> Iterator[OwnPostgres]:
+    """A PostgreSQL server of one's own in folder, started; stopped at the end."""
+    server = OwnPostgres(folder, port)
+    server.init()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop("immediate")

@@ -9,13 +9,16 @@ CI always means these tests ran.
 from __future__ import annotations
 
 import os
-import subprocess
+import sys
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from bench_servers import PG_BIN, OwnPostgres, own_postgres_server  # noqa: E402  (scripts/)
 
 PG_SERVER = os.environ.get("AOKUN_TEST_PG", "postgresql://postgres@127.0.0.1:5432")
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -91,60 +94,12 @@ def redis_queue_name() -> Iterator[tuple]:
         client.close()
 
 
-# -- a PostgreSQL server of a test's own (to restart it) ----------------------------------------
-
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
-
-
-def _as_postgres_user(argv: list[str]) -> list[str]:
-    """PostgreSQL refuses to run as root: as root (CI), run its programs as `postgres`."""
-    if os.geteuid() == 0:
-        return ["runuser", "-u", "postgres", "--", *argv]
-    return argv
-
-
-class OwnPostgres:
-    """initdb'd in a folder of the test's, on a port of its own, trust authentication."""
-
-    def __init__(self, folder: Path, port: int):
-        self.folder, self.port = folder, port
-        self.data = folder / "pgdata"
-        self.url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-
-    def init(self) -> None:
-        if not (PG_BIN / "initdb").exists():
-            missing_server(f"no PostgreSQL programs in {PG_BIN} to start a server of this test's own")
-        self.folder.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            subprocess.run(["chown", "-R", "postgres", str(self.folder)], check=True)
-            self.folder.chmod(0o755)
-            for parent in self.folder.parents:  # the postgres user must reach the folder
-                if parent == Path("/"):
-                    break
-                parent.chmod(parent.stat().st_mode | 0o005)
-        subprocess.run(_as_postgres_user([str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "postgres",
-                                          "--auth=trust", "--no-sync", "-E", "UTF8"]),
-                       check=True, capture_output=True)
-
-    def start(self) -> None:
-        subprocess.run(_as_postgres_user([
-            str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-w", "-t", "60", "-l", str(self.folder / "pg.log"),
-            "-o", f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off",
-            "start"]), check=True, capture_output=True)
-
-    def stop(self, mode: str = "fast") -> None:
-        subprocess.run(_as_postgres_user([str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-w", "-m", mode,
-                                          "stop"]), capture_output=True)
-
+# -- a PostgreSQL server of a test's own (to restart it): scripts/bench_servers.py ---------------
 
 @contextmanager
 def own_postgres(folder: Path, port: int) -> Iterator[OwnPostgres]:
-    """A PostgreSQL server of this test's own, started; stopped (and its folder left to
-    pytest's tmp_path) at the end."""
-    server = OwnPostgres(folder, port)
-    server.init()
-    server.start()
-    try:
+    """A PostgreSQL server of this test's own, started; stopped at the end."""
+    if not OwnPostgres.available():
+        missing_server(f"no PostgreSQL programs in {PG_BIN} to start a server of this test's own")
+    with own_postgres_server(folder, port) as server:
         yield server
-    finally:
-        server.stop("immediate")

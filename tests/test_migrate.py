@@ -31,7 +31,7 @@ pytestmark = pytest.mark.slow
 TABLES = {"documents": "id", "memory_stages": "memory_id, stage", "memory_atoms": "id",
           "graph_nodes": "id", "graph_edges": "id", "graph_entries": "id", "vectors": "kind, owner_id",
           "vector_tombstones": "seq", "memory_context": "memory_id, neighbour_id", "meta": "key",
-          "llm_usage": "model", "periodic_runs": "name"}
+          "llm_usage": "model", "periodic_runs": "name", "users": "name"}
 PEOPLE = ["Alice", "Bob", "Carol", "Dmitri", "Emma", "Farid", "Grace", "Hiro"]
 THINGS = ["green tea", "the red kayak", "chess on Sundays", "the Lisbon trip", "sourdough bread"]
 QUERIES = ["Alice green tea", "kayak", "chess Sundays", "Lisbon trip", "sourdough", "Hiro"]
@@ -172,6 +172,8 @@ def test_a_sqlite_store_moves_to_postgresql_whole_and_recalls_the_same(source, t
 
 
 def test_a_killed_migration_run_again_finishes_without_duplicates(source, tmp_path, api):
+    added = aokun("users", "add", "alice", "--personas", "home", "--config", source)
+    assert added.returncode == 0, added.stderr
     expected = counts_sqlite(source)
     with pg_database() as url:
         target = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
@@ -200,6 +202,8 @@ def test_a_killed_migration_run_again_finishes_without_duplicates(source, tmp_pa
                 expected[table], table
         assert pg_rows(url, "SELECT COUNT(*) FROM (SELECT DISTINCT content_hash FROM documents) d")[0][0] == \
             db_rows(source, "SELECT COUNT(DISTINCT content_hash) FROM documents")[0][0]
+        assert pg_rows(url, "SELECT name, token_hash, personas, admin, create_time FROM users") == \
+            db_rows(source, "SELECT name, token_hash, personas, admin, create_time FROM users")
 
 
 def copied_documents(url: str) -> int:

@@ -21,8 +21,9 @@ import sys
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from shared.errors import StorageError
 from shared.logs import log_failure
@@ -30,9 +31,11 @@ from shared.store.interface import Store
 
 log = logging.getLogger("aokun.periodic")
 
-# A claim older than this is taken over even if its process still seems alive (a pid reused,
-# a worker on another host that vanished): far longer than any job runs.
-CLAIM_LEASE_S = 6 * 3600.0
+# A claim not renewed for this long is taken over even if its process still seems alive (a
+# pid reused, a worker on another host that vanished: its pid cannot be checked from here).
+# While its job runs the claimer renews the lease every third of it, so a long backup keeps
+# its claim and a vanished claimer's job is taken over within a couple of minutes.
+CLAIM_LEASE_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,8 @@ class PeriodicScheduler:
         if not due:
             return False  # another worker is running it
         try:
-            summary = job.run(previous, now)
+            with self._renewing(job.name):
+                summary = job.run(previous, now)
             with self.store.write() as tx:  # only now is it the job's last run
                 tx.runtime.finish_periodic_run(job.name, self.owner, now)
         except BaseException:
@@ -97,6 +101,27 @@ class PeriodicScheduler:
             raise
         log.info("periodic %s: %s", job.name, summary)
         return True
+
+    @contextmanager
+    def _renewing(self, name: str) -> Iterator[None]:
+        """Renew the claim on `name` every third of the lease while the block runs."""
+        done = threading.Event()
+
+        def renew() -> None:
+            while not done.wait(self.lease_s / 3):
+                try:
+                    with self.store.write() as tx:
+                        tx.runtime.renew_periodic_claim(name, self.owner, self.clock() + self.lease_s)
+                except Exception:
+                    log_failure(log, "periodic %s: could not renew its claim", name)
+
+        renewer = threading.Thread(target=renew, name=f"periodic-{name}-lease", daemon=True)
+        renewer.start()
+        try:
+            yield
+        finally:
+            done.set()
+            renewer.join(timeout=30)
 
     def _release(self, name: str) -> None:
         """Let go of a claim whose run failed or could not be recorded: the job stays due. If

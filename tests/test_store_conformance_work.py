@@ -218,6 +218,17 @@ def test_a_periodic_claim_of_a_dead_process_or_past_its_lease_is_taken_over(stor
     assert store.runtime.periodic_claims() == {"decay": "third"}  # does not drop the new claim
 
 
+def test_a_renewed_claim_outlives_its_first_lease_and_one_of_another_host_is_taken_over_after_it(store):
+    with store.write() as tx:  # a claimer on another host: its pid cannot be checked from here
+        assert tx.runtime.claim_periodic_run("decay", 60, NOW, "far", 1, "another-host", 120) == (True, None)
+    assert store.runtime.renew_periodic_claim("decay", "far", NOW + 100 + 120)  # still running
+    assert claim(store, "near", NOW + 130) == (False, None)  # renewed: not taken over
+    assert not store.runtime.renew_periodic_claim("decay", "someone else", NOW + 500)
+    assert claim(store, "near", NOW + 100 + 121) == (True, None)  # renewals stopped: taken over
+    assert not store.runtime.renew_periodic_claim("decay", "far", NOW + 400)  # the claim is gone
+    assert store.runtime.periodic_claims() == {"decay": "near"}
+
+
 def test_usage_counts_calls_and_tokens_per_model(store):
     store.usage.record("gpt", 100, 20, False, NOW)
     store.usage.record("gpt", 50, 0, True, NOW + 1)

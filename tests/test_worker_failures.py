@@ -217,6 +217,28 @@ def test_periodic_jobs_keep_running_when_one_cannot_be_claimed_or_fails(services
         conn.close()
 
 
+def test_a_long_periodic_job_keeps_its_claim_by_renewing_it(services):
+    started, finish = threading.Event(), threading.Event()
+
+    def slow(previous, now):
+        started.set()
+        finish.wait(30)
+        return "done"
+
+    scheduler = PeriodicScheduler(services.store, [PeriodicJob("slow", 3600, slow)], tick_s=0.05, lease_s=0.6)
+    scheduler.start()
+    try:
+        assert started.wait(30)
+        time.sleep(1.5)  # more than two leases: only renewals keep the claim
+        with services.store.write() as tx:  # another host's scheduler (its pid is not checked)
+            assert tx.runtime.claim_periodic_run("slow", 3600, time.time(), "other", 1, "another-host",
+                                                 0.6) == (False, None)
+    finally:
+        finish.set()
+        scheduler.stop()
+    assert set(services.store.runtime.periodic_runs()) == {"slow"}
+
+
 # -- real worker processes ----------------------------------------------------------------------
 
 

@@ -301,6 +301,8 @@ class Runtime(Protocol):
         claimers gets True."""
     def finish_periodic_run(self, name: str, owner: str, started: float) -> None:
         """Record the claimed run as the job's last run and let the claim go."""
+    def renew_periodic_claim(self, name: str, owner: str, lease_until: float) -> bool:
+        """Extend the lease of a claim `owner` still holds (False: taken over meanwhile)."""
     def release_periodic_run(self, name: str, owner: str) -> None: ...
     def periodic_claims(self) -> dict[str, str]: ...
     def periodic_runs(self) -> dict[str, float]:

@@ -148,6 +148,13 @@ def finish_periodic_run(conn, name: str, owner: str, started: float) -> None:
     conn.execute("DELETE FROM periodic_claims WHERE name = ? AND owner = ?", (name, owner))
 
 
+def renew_periodic_claim(conn, name: str, owner: str, lease_until: float) -> bool:
+    """Extend a claim still held by `owner` (its job is still running); False if it was
+    taken over meanwhile."""
+    return conn.execute("UPDATE periodic_claims SET lease_until = ? WHERE name = ? AND owner = ?",
+                        (lease_until, name, owner)).rowcount == 1
+
+
 def release_periodic_run(conn, name: str, owner: str) -> None:
     """The claimed run failed: let the claim go; the job stays due."""
     conn.execute("DELETE FROM periodic_claims WHERE name = ? AND owner = ?", (name, owner))

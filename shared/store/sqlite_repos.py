@@ -443,6 +443,9 @@ class SqliteRuntime(_Aggregate):
     def finish_periodic_run(self, name: str, owner: str, started: float) -> None:
         return self._run.write(runtime.finish_periodic_run, name, owner, started)
 
+    def renew_periodic_claim(self, name: str, owner: str, lease_until: float) -> bool:
+        return self._run.write(runtime.renew_periodic_claim, name, owner, lease_until)
+
     def release_periodic_run(self, name: str, owner: str) -> None:
         return self._run.write(runtime.release_periodic_run, name, owner)
 

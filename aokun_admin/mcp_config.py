@@ -17,8 +17,9 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from shared.config import CONFIG_ENV, TOKEN_ENV, AppConfig, require_config_file
+from shared.config import CONFIG_ENV, LOCAL_TOKEN_ENV, TOKEN_ENV, AppConfig, require_config_file
 
 TRANSPORTS = ("stdio", "http")
 # ${VAR} as secret_env and http_entry write it; inside double quotes a POSIX shell expands it.
@@ -62,7 +63,7 @@ def stdio_entry(config: AppConfig, inline: bool) -> tuple[dict, list[str]]:
     args += ["--transport", "stdio", "--config", str(source)]
     names = key_variables(config)
     env = secret_env(names, inline)
-    notes = [f"{n} is not set here: the server reads an API key from it, so set it where the host "
+    notes = [f"{n} is not set here: the server reads a secret from it, so set it where the host "
              "runs, or put the key in the config file" for n in names if not os.environ.get(n)]
     notes.append(f"to try it in the MCP Inspector, which keeps --config and --transport for itself, "
                  f"name the file with -e {CONFIG_ENV}=FILE: {inspector}")
@@ -90,12 +91,22 @@ def server_command() -> tuple[str, list[str]]:
 
 
 def key_variables(config: AppConfig) -> list[str]:
-    """Environment variables the server reads API keys from (a key in the file needs none)."""
+    """Environment variables the server reads secrets from: API keys (a key in the file needs
+    none), the store's and the queue's passwords in team mode (a URL holding one needs none),
+    and a user's token when this shell has one in AOKUN_TOKEN (the server then acts as that
+    user)."""
     names = []
     if config.embedding.provider == "openai" and not config.embedding.api_key:
         names.append(config.embedding.api_key_env)
     if config.summarizer.base_url and not config.summarizer.api_key:  # provider=llm per call
         names.append(config.summarizer.api_key_env)
+    if config.storage.backend == "postgresql" and config.storage.password_env \
+            and not urlsplit(config.storage.url).password:
+        names.append(config.storage.password_env)
+    if config.queue.backend == "redis" and config.queue.password_env and not urlsplit(config.queue.url).password:
+        names.append(config.queue.password_env)
+    if os.environ.get(LOCAL_TOKEN_ENV):
+        names.append(LOCAL_TOKEN_ENV)
     return list(dict.fromkeys(names))
 
 

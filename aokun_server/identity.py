@@ -18,10 +18,10 @@ from contextvars import ContextVar
 from typing import Iterator
 
 from shared.access import ADMIN, Principal, resolve_token
+from shared.config import LOCAL_TOKEN_ENV
 from shared.errors import AccessDenied
 from shared.store.interface import Store
 
-LOCAL_TOKEN_ENV = "AOKUN_TOKEN"
 
 _REQUEST_PRINCIPAL: ContextVar[Principal | None] = ContextVar("aokun_principal", default=None)
 

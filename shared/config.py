@@ -29,6 +29,8 @@ from shared.units import DAY
 
 CONFIG_ENV = "AOKUN_CONFIG"
 TOKEN_ENV = "AOKUN_SERVER_TOKEN"
+# A user's token for a stdio front (aokun_server/identity.py): the server acts as that user.
+LOCAL_TOKEN_ENV = "AOKUN_TOKEN"
 DEFAULT_CONFIG_NAME = "config.yaml"
 
 ALL_TOOLS = (

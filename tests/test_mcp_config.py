@@ -16,6 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from aokun_admin.main import Admin, _with_config
 from aokun_admin.mcp_config import add_parser, cmd_mcp_config, http_url
 from helpers import db_rows, free_port, http_server, mcp_session, write_config
+from servers import pg_url  # noqa: F401 (the fixture)
 from shared.config import load_config
 from shared.errors import ConfigError
 
@@ -117,3 +118,21 @@ def test_http_entry_reaches_the_configured_server(tmp_path, capsys, monkeypatch)
         client = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
         with mcp_session(streamable_http_client(entry["url"], http_client=client)) as s:
             assert s.ok("memorize", {"content": "reached through mcp-config"})["status"] == "accepted"
+
+
+def test_team_mode_passwords_and_a_users_token_are_passed_as_references(tmp_path, capsys, monkeypatch, pg_url):
+    """In team mode the stdio child also needs the store's and the queue's passwords (when
+    their URLs hold none) and, when this shell has one, the user's token."""
+    monkeypatch.setenv("AOKUN_TOKEN", "tok-secret")
+    config = write_config(tmp_path, storage={"backend": "postgresql", "url": pg_url},
+                          queue={"backend": "redis", "url": "redis://127.0.0.1:6379/0"})
+    block, err = mcp_config(capsys, "--config", str(config))
+    assert block["mcpServers"]["aokun"]["env"] == {
+        "AOKUN_STORAGE_PASSWORD": "${AOKUN_STORAGE_PASSWORD}", "AOKUN_QUEUE_PASSWORD": "${AOKUN_QUEUE_PASSWORD}",
+        "AOKUN_TOKEN": "${AOKUN_TOKEN}"}
+    assert "tok-secret" not in json.dumps(block) + err
+    config = write_config(tmp_path, storage={"backend": "postgresql", "url": pg_url.replace("postgres@", "postgres:pw@")},
+                          queue={"backend": "redis", "url": "redis://:pw@127.0.0.1:6379/0"})
+    monkeypatch.delenv("AOKUN_TOKEN")
+    block, _ = mcp_config(capsys, "--config", str(config))
+    assert block["mcpServers"]["aokun"]["env"] == {}

@@ -92,14 +92,31 @@ def prepare(source: Store, source_config: AppConfig, target: Store, target_confi
     quiet(source, source_config, "source")
     quiet(target, target_config, "target")
     source_id = source.meta.ensure_store_id()
+    rows = held_rows(target)
     if same_store_id(target.meta.store_id(), source_id):
+        unchanged(source, target, rows)
         return  # a copy of this source begun before: finish it
-    held = {table: target.tables.count(table) for table in target.tables.names() if table not in REPLACED}
-    if any(held.values()):
-        rows = ", ".join(f"{table} {n}" for table, n in held.items() if n)
+    if rows:
         raise InvalidInput(f"the target store ({target.engine} at {target.location}) holds another "
                            f"store's rows ({rows}); migrate into an empty store. Nothing was copied")
     target.meta.put(meta.STORE_ID, source_id)  # committed before any row: the mark of this copy
+
+
+def held_rows(store: Store) -> str:
+    """The rows a store holds beyond what an empty one has ('' when none), for messages."""
+    held = {table: store.tables.count(table) for table in store.tables.names() if table not in REPLACED}
+    return ", ".join(f"{table} {n}" for table, n in held.items() if n)
+
+
+def unchanged(source: Store, target: Store, rows: str) -> None:
+    """A copy is finished only from the source it began from: once rows were copied (meta
+    first, so the target has the source's epoch), a write to either store since (a memory
+    added, edited, embedded) moves one recall epoch and not the other."""
+    ours, theirs = source.meta.recall_epoch(), target.meta.recall_epoch()
+    if rows and ours != theirs:
+        raise InvalidInput(f"the source or the target was written since this copy began (recall "
+                           f"epoch {ours} here, {theirs} there): a copy would mix them. Migrate into "
+                           "an empty store again. Nothing was copied")
 
 
 def same_store_id(found: float | None, source_id: int) -> bool:

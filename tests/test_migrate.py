@@ -275,3 +275,11 @@ def test_a_copy_that_differs_from_its_source_is_not_verified(source, tmp_path, a
     assert again.returncode == 1, again.stdout + again.stderr
     assert "DIFFERENT documents: rows differ from the source's" in again.stdout
     assert "counts: 16 of 16" in again.stdout and again.stdout.strip().endswith("(above)")
+    # A memory written in the copy since: running the copy again would mix two stores.
+    from helpers import seed_memories
+    seed_memories(target, "home", "written in the copy")
+    mixed = aokun("migrate", "--config", source, "--to", target)
+    assert mixed.returncode == 2, mixed.stdout + mixed.stderr
+    assert "written since this copy began" in mixed.stderr
+    assert db_rows(target, "SELECT COUNT(*) FROM documents")[0][0] == \
+        db_rows(source, "SELECT COUNT(*) FROM documents")[0][0] + 1

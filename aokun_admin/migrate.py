@@ -10,11 +10,13 @@ claims) stay behind: they describe processes of the source.
 
 The target must be empty, or a copy of this very source: the source's store id is written in
 the target before anything else, and a target holding rows under another id is refused, so
-two stores are never merged.
+two stores are never merged; nor is a copy finished after either store was written since it
+began (their recall epochs differ). Both stores must be idle (no live worker or front).
 
-Then the check: rows per table equal, `aokun doctor`'s checks on both, and the same top
-results for sample recalls (queries made from memories picked at random) through each store's
-own recall. Exit 0 only when all agree; 1 when the copy differs; 2 when refused.
+Then the check: rows per table and per full-text index equal, the same rows in each (a digest
+of every row, engine-neutral), doctor finding the target as healthy as the source, and the
+same top results for sample recalls (queries made from memories picked at random) through
+each store's own recall. Exit 0 only when all agree; 1 when the copy differs; 2 when refused.
 """
 
 from __future__ import annotations
@@ -150,6 +152,8 @@ class Copied:
 
 
 def copy_store(source: Store, target: Store, batch: int, samples: int) -> Copied:
+    """Every table, then every full-text index, then the target's ids moved past the copied
+    ones; the source's digests and sampled memories taken on the way (no second read)."""
     copied = Copied()
     sampler = Reservoir(samples, random.Random(SAMPLE_SEED))
     present = set(target.tables.names())
@@ -194,6 +198,7 @@ def copy_table(source: Store, target: Store, table: str, batch: int,
 
 
 def pages(store: Store, table: str, batch: int) -> Iterator[list]:
+    """A table's rows, a page at a time, in key order."""
     after = None
     while True:
         rows = store.tables.page(table, after, batch)
@@ -280,6 +285,7 @@ class Digest:
 
 
 def _plain(value):
+    """A value as both engines give it back (see Digest)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, bytes, memoryview)):
         return value
     return float(value) if isinstance(value, (int, float)) else bytes(value).hex()

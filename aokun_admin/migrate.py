@@ -149,12 +149,13 @@ class Copied:
     fulltext: dict[str, tuple[int, int]] = field(default_factory=dict)
     digests: dict[str, int] = field(default_factory=dict)
     samples: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
 
 
 def copy_store(source: Store, target: Store, batch: int, samples: int) -> Copied:
     """Every table, then every full-text index, then the target's ids moved past the copied
     ones; the source's digests and sampled memories taken on the way (no second read)."""
-    copied = Copied()
+    copied, started = Copied(), time.monotonic()
     sampler = Reservoir(samples, random.Random(SAMPLE_SEED))
     present = set(target.tables.names())
     for table in source.tables.names():
@@ -170,7 +171,7 @@ def copy_store(source: Store, target: Store, batch: int, samples: int) -> Copied
         copied.fulltext[index] = copy_fulltext(source, target, index, batch, digest.add)
         copied.digests[f"{index} full text"] = digest.value
     target.tables.finish()
-    copied.samples = sampler.chosen
+    copied.samples, copied.seconds = sampler.chosen, time.monotonic() - started
     return copied
 
 
@@ -314,6 +315,7 @@ class Report:
     doctors: list[tuple[str, int, list[str]]]
     recalls: list[tuple[str, list[int], list[int]]]
     k: int
+    seconds: float
 
     @property
     def count_differences(self) -> list[tuple[str, int, int]]:
@@ -346,6 +348,7 @@ class Report:
             for t, (read, new) in self.copied.tables.items()))
         lines.append("full text: " + ", ".join(f"{i} {read} ({new} new)" for i, (read, new) in
                                                self.copied.fulltext.items()))
+        lines.append(f"copied in {self.copied.seconds:.1f} s, checked in {self.seconds:.1f} s")
         lines += self._count_lines() + self._doctor_lines() + self._recall_lines()
         lines.append("verified" if self.verified else "NOT verified: the copy differs (above)")
         return "\n".join(lines)
@@ -376,14 +379,16 @@ class Report:
 
 
 def verify(source: Side, target: Side, copied: Copied, batch: int) -> Report:
-    k = source.config.memory.recall_top_k
+    k, started = source.config.memory.recall_top_k, time.monotonic()
     found = digests(target.store, list(copied.tables), batch)
-    return Report(source=f"{source.store.engine} at {source.store.location}",
-                  target=f"{target.store.engine} at {target.store.location}",
-                  copied=copied, counts=compare_counts(source.store, target.store),
-                  contents=[(name, found[name] == value) for name, value in copied.digests.items()],
-                  doctors=[doctor(source), doctor(target)],
-                  recalls=compare_recalls(source, target, copied.samples, k), k=k)
+    report = Report(source=f"{source.store.engine} at {source.store.location}",
+                    target=f"{target.store.engine} at {target.store.location}",
+                    copied=copied, counts=compare_counts(source.store, target.store),
+                    contents=[(name, found[name] == value) for name, value in copied.digests.items()],
+                    doctors=[doctor(source), doctor(target)],
+                    recalls=compare_recalls(source, target, copied.samples, k), k=k, seconds=0.0)
+    report.seconds = time.monotonic() - started
+    return report
 
 
 def digests(store: Store, tables: list[str], batch: int) -> dict[str, int]:

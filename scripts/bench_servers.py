@@ -51,7 +51,14 @@ def run_sql(url: str, statements: list[tuple[str, tuple]]) -> None:
 
 # -- a PostgreSQL server of one's own (a test's or the chaos run's, to restart it) ------------------
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+def _newest_server_programs() -> Path:
+    """Debian's newest PostgreSQL server programs (/usr/lib/postgresql/<version>/bin)."""
+    found = [p for p in Path("/usr/lib/postgresql").glob("*/bin") if (p / "initdb").exists()]
+    found.sort(key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
+    return found[-1] if found else Path("/usr/lib/postgresql/15/bin")
+
+
+PG_BIN = _newest_server_programs()
 
 
 def _as_postgres_user(argv: list[str]) -> list[str]:

@@ -46,14 +46,19 @@ def put(conn: sqlite3.Connection, key: str, value: float) -> None:
 
 def increment(conn: sqlite3.Connection, key: str) -> int:
     """Add one and return the new value (inside the caller's write transaction)."""
-    conn.execute("INSERT INTO meta (key, value) VALUES (?, 1)"
-                 " ON CONFLICT (key) DO UPDATE SET value = meta.value + 1", (_known(key),))
+    _add_one(conn, key)
     return int(conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0])
 
 
+def _add_one(conn: sqlite3.Connection, key: str) -> None:
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, 1)"
+                 " ON CONFLICT (key) DO UPDATE SET value = meta.value + 1", (_known(key),))
+
+
 def bump_epoch(conn: sqlite3.Connection) -> None:
-    """Note a change that recall results depend on (call inside the write transaction)."""
-    increment(conn, WRITE_EPOCH)
+    """Note a change that recall results depend on (call inside the write transaction; one
+    statement: on a database server every statement is a round trip)."""
+    _add_one(conn, WRITE_EPOCH)
 
 
 def recall_epoch(conn: sqlite3.Connection) -> int:

@@ -17,12 +17,6 @@ from shared.store.tables import FULLTEXT, key_of
 from store_conformance import ALL, NOW, add, storage_for, store  # noqa: F401 (store: the fixture)
 
 
-@pytest.fixture(autouse=True)
-def _engine_has_tables(store):  # noqa: F811
-    if not hasattr(store, "tables"):
-        pytest.skip(f"the {store.engine} store has no tables aggregate yet")
-
-
 @pytest.fixture
 def other(store, tmp_path):  # noqa: F811
     """A second, empty store of the same engine: where a copy goes."""

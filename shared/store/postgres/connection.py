@@ -159,9 +159,10 @@ class PgDatabase:
     def write(self) -> Iterator[PgConnection]:
         """A write transaction holding the write lock: COMMIT on success, ROLLBACK on error.
         psycopg errors leave as StorageError; a failed COMMIT never passes for success."""
-        with self._transaction("BEGIN ISOLATION LEVEL READ COMMITTED", "nothing was stored") as conn:
-            conn.sql(f"SET LOCAL lock_timeout = {int(self._busy_timeout_ms)}")
-            conn.sql("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+        # One round trip: the three statements go as one simple query.
+        begin = (f"BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {int(self._busy_timeout_ms)};"
+                 f" SELECT pg_advisory_xact_lock({WRITE_LOCK})")
+        with self._transaction(begin, "nothing was stored") as conn:
             yield conn
 
     @contextmanager
@@ -179,6 +180,7 @@ class PgDatabase:
             try:
                 conn.sql(begin)
             except psycopg.Error as exc:
+                self._rollback(conn)  # a lock wait that timed out leaves the transaction open
                 raise self.failure(exc, outcome) from exc
             self._local.conn = conn
             try:

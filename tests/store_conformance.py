@@ -39,11 +39,18 @@ def storage_for(engine: str, tmp_path: Path, resources: ExitStack) -> StorageCon
 
 
 @pytest.fixture(params=ENGINES)
-def store(request, tmp_path):
+def opened(request, tmp_path):
+    """(a fresh store of each engine, the storage config it was opened with)."""
     with ExitStack() as resources:
-        opened = open_store(storage_for(request.param, tmp_path, resources))
-        resources.callback(opened.close)
-        yield opened
+        storage = storage_for(request.param, tmp_path, resources)
+        store = open_store(storage)
+        resources.callback(store.close)
+        yield store, storage
+
+
+@pytest.fixture
+def store(opened):
+    return opened[0]
 
 
 def add(store, text: str, now: float = NOW, context: str = "", stages: bool = True, **fields) -> int:

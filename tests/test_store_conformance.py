@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -14,8 +15,9 @@ from shared.errors import MemoryNotFound, StorageError
 from shared.store import interface
 from shared.store.documents import DocumentFilter, History, MemoryFields
 from shared.store.graph import EdgeSpec, MemoryGraph, NodeSpec
+from shared.store.schema import open_store
 
-from store_conformance import ALL, NOW, add, in_threads, store  # noqa: F401 (store: the fixture)
+from store_conformance import ALL, NOW, add, in_threads, opened, store  # noqa: F401 (the fixtures)
 
 
 # -- transactions ------------------------------------------------------------------------
@@ -236,3 +238,33 @@ def test_documents_touch_decay_archive_and_stats(store):
     assert archived == [old] and store.documents.get(old).fields.importance == 0.05
     assert store.documents.stats() == {"total": 2, "pinned": 1, "archived": 1, "active": 1}
     assert store.documents.get(pinned).archived is False
+
+
+def test_a_writer_waits_for_another_up_to_the_busy_timeout_then_is_refused_in_one_line(opened):
+    """Writers take turns (SQLite's write lock, PostgreSQL's advisory lock); one kept waiting
+    past storage.busy_timeout_ms gets a StorageError of kind "locked", and the store goes on."""
+    store, storage = opened
+    impatient = open_store(replace(storage, busy_timeout_ms=300))
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with store.write() as tx:
+            tx.meta.put("decay_applied_at", 1.0)
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(30)
+        with pytest.raises(StorageError) as refused:
+            with impatient.write() as tx:
+                tx.meta.put("decay_applied_at", 2.0)
+        assert refused.value.kind == "locked" and "\n" not in str(refused.value)
+    finally:
+        release.set()
+        holder.join()
+    with impatient.write() as tx:  # the lock is free again: the same store writes
+        tx.meta.put("decay_applied_at", 3.0)
+    assert store.meta.get("decay_applied_at") == 3
+    impatient.close()

@@ -80,13 +80,23 @@ def memorize_metadata(row: dict) -> dict:
 
 
 async def ingest(client: Client, memories: list[dict]) -> dict[int, str]:
-    ids = {}
+    ids, retried = {}, 0
     for row in memories:
-        result = await client.call_tool("memorize", {"content": row["content"],
-                                                     "metadata": memorize_metadata(row)})
+        for attempt in range(5):
+            result = await client.call_tool("memorize", {"content": row["content"],
+                                                         "metadata": memorize_metadata(row)})
+            # "locked ... retry; nothing was stored": the worker's writes held the write lock
+            # past storage.busy_timeout_ms (a loaded machine); the error says to retry.
+            if not (result.is_error and "nothing was stored" in result.content[0].text
+                    and "locked" in result.content[0].text and attempt < 4):
+                break
+            retried += 1
+            await anyio.sleep(1)
         if result.is_error:
             raise SystemExit(f"memorize failed for {row['id']}: {result.content[0].text}")
         ids[result.structured_content["id"]] = row["id"]
+    if retried:
+        print(f"  {retried} memorize calls retried after the store stayed locked", file=sys.stderr)
     return ids
 
 

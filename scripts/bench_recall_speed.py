@@ -176,7 +176,7 @@ async def mcp_latency(config_path: Path, questions: list[str]) -> list[float]:
         for i in range(300):
             started = time.perf_counter()
             result = await client.call_tool("memorize", {"content": f"an acknowledged note {i} of the bench",
-                                                         "persona_id": f"p{i % PERSONAS}"})
+                                                         "metadata": {"persona_id": f"p{i % PERSONAS}"}})
             acks.append(1000 * (time.perf_counter() - started))
             assert not result.is_error, result.content
     return times, acks

@@ -156,3 +156,29 @@ def check_personas(personas: Iterable[str], admin: bool) -> tuple[str, ...]:
     if not checked and not admin:
         raise InvalidInput("--personas: give at least one persona (a,b), or --admin for every persona")
     return tuple(checked)
+
+
+# -- views of one persona at a time (the panel) ----------------------------------------------
+
+def view_persona(principal: Principal, persona_id: str | None) -> str | None:
+    """The persona a one-persona view (the panel's lists, atoms, graph) shows: the one named
+    (if held); without one, everything for the admin (None) and the user's first persona, so a
+    user's page never spans what a store filter cannot bound to its personas."""
+    if persona_id or principal.admin:
+        check_persona(principal, persona_id or None)
+        return persona_id or None
+    if not principal.personas:
+        raise AccessDenied("this token holds no persona: ask the admin to give it one")
+    return min(principal.personas)
+
+
+def shown_personas(principal: Principal, stored: Callable[[], list[str]]) -> list[str]:
+    """The personas a picker offers: the store's (stored() is read only for the admin), or the
+    user's own, held ones only, whether or not they have memories yet."""
+    return stored() if principal.admin else sorted(principal.personas)
+
+
+def hides_memory(exc: AccessDenied) -> bool:
+    """Whether a refusal is owned_memory's "no such memory here" (an entry point answers it as
+    a missing memory, 404), not a refusal of a persona the caller named itself."""
+    return str(exc).startswith("no memory with id ")

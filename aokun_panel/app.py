@@ -10,11 +10,14 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from aokun_panel.access import guarded
 from aokun_panel.context import PanelContext
 from aokun_panel.pages import PAGES
 from aokun_panel.reader import Reader
+from aokun_panel.render import render
 from aokun_panel.security import PanelGate, csrf_token
 from aokun_panel.timing import ServerTiming
+from shared.access import resolve_token
 from shared.assembly import open_services
 from shared.live_config import LiveConfig, apply_log_level
 from shared.store.documents import unmarked
@@ -46,7 +49,14 @@ def build_app(ctx: PanelContext, token: str, port: int):
                 watcher.stop()
             ctx.services.close()
 
-    routes = [route for module in PAGES for route in module.routes(ctx)]
+    def refusal(module):
+        return lambda request, message: render(ctx, request, "refused.html", module.PAGE,
+                                               status_code=403, message=message)
+
+    routes = [route for module in PAGES for route in guarded(module.routes(ctx), refusal(module))]
     routes.append(Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"))
     app = Starlette(routes=routes, lifespan=lifespan)
-    return ServerTiming(PanelGate(app, token, port))
+    # server.token as it is now (a settings change applies at the next request) and users'
+    # tokens, looked up on every request: a revoke applies at once.
+    resolve = lambda given: resolve_token(ctx.store, given, ctx.config.server.token)  # noqa: E731
+    return ServerTiming(PanelGate(app, token, port, resolve))

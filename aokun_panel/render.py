@@ -9,6 +9,7 @@ from functools import partial
 from starlette.requests import Request
 
 from aokun_panel import words, zones
+from aokun_panel.access import admin_page, csrf_of, principal_of
 from aokun_panel.i18n import js_strings, language_of, translate
 
 
@@ -30,11 +31,14 @@ def render(ctx, request: Request, template: str, page: Page, status_code: int = 
     """The template with the layout's values. `seen_zones`: the zones of the times this page
     shows (offered by the zone switch beside UTC, the browser's and the chosen one)."""
     lang = language_of(request)
+    principal = principal_of(request)
+    # A user's navigation leaves out the admin's pages (they would only say "admin only").
+    nav = ctx.nav if principal.admin else [p for p in ctx.nav if not admin_page(p.path)]
     zone = zones.chosen(request.cookies)
     offered = [zones.UTC, zone.name, zones.browser(request.cookies), *seen_zones]
     return ctx.templates.TemplateResponse(
         request, template,
-        {"page": page, "nav": ctx.nav, "csrf": ctx.csrf, "lang": lang, "t": partial(translate, lang),
+        {"page": page, "nav": nav, "csrf": csrf_of(request, ctx.csrf), "admin": principal.admin, "lang": lang, "t": partial(translate, lang),
          "zone": zone, "when": zone.when, "zone_choices": list(dict.fromkeys(z for z in offered if z)),
          "browser_zone": zones.browser(request.cookies), "age": partial(words.age, lang), "js_strings": js_strings(lang), **values},
         status_code=status_code)

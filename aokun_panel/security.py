@@ -9,6 +9,10 @@ plus a same-origin Origin on every write.
   A ?token= in the URL is checked before the cookie: the URL printed after a restart opens the
   panel although the browser still holds the previous start's cookie (the cookie is replaced).
   A wrong ?token= is refused even beside a valid cookie: what the request names is what is checked.
+- Users: besides the per-start token, server.token (the admin) and a user's token (`aokun
+  users add`) open the panel; each is looked up on every request (shared/access.py's
+  resolve_token, no cache), so a revoked token is refused at its next request. The principal
+  found is left in the request's state for the pages (access.py).
 - Writes (any method but GET/HEAD): the CSRF token (derived from the access token, sent in a
   form field or the X-CSRF-Token header) and an Origin header naming this panel.
 """
@@ -21,7 +25,11 @@ import json
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qs
 
+from starlette.concurrency import run_in_threadpool
+
 from aokun_panel import locked
+from shared.access import ADMIN
+from shared.errors import StorageError
 
 COOKIE = "aokun_panel"
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
@@ -29,8 +37,10 @@ SAFE_METHODS = frozenset({"GET", "HEAD"})
 
 
 def csrf_token(access_token: str) -> str:
-    """The CSRF token pages embed: derived from the access token, so nothing else is kept."""
-    return hmac.new(access_token.encode(), b"aokun-panel-csrf", hashlib.sha256).hexdigest()
+    """The CSRF token pages embed: derived from the request's access token, so nothing else is
+    kept and one user's pages hold no token another's requests would pass with."""
+    return hmac.new(access_token.encode("utf-8", "surrogatepass"), b"aokun-panel-csrf",
+                    hashlib.sha256).hexdigest()
 
 
 def host_name(host_header: str) -> str:
@@ -43,10 +53,12 @@ def host_name(host_header: str) -> str:
 class PanelGate:
     """ASGI middleware in front of the whole panel."""
 
-    def __init__(self, app, token: str, port: int):
+    def __init__(self, app, token: str, port: int, resolve=None):
+        """resolve(token) -> Principal or None: the store's lookup of server.token and users'
+        tokens (None: only the per-start token opens the panel)."""
         self.app = app
         self.token = token
-        self.csrf = csrf_token(token)
+        self.resolve = resolve
         self.origins = {f"http://{host}:{port}" for host in LOCAL_HOSTS}
 
     async def __call__(self, scope, receive, send):
@@ -54,32 +66,47 @@ class PanelGate:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        refusal = self._refusal(scope, headers)
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        # The URL's token first: after a restart the browser still sends the old start's cookie.
+        given = query.get("token", [""])[0] or self._cookie(headers) or headers.get("x-aokun-token", "")
+        local = host_name(headers.get("host", "")) in LOCAL_HOSTS
+        try:
+            principal = await self._principal(given) if local else None  # no lookup for a foreign Host
+        except StorageError as exc:  # the store cannot say whose token this is: nobody's, for now
+            await _send(send, 503, str(exc))
+            return
+        refusal = self._refusal(scope, headers, given, principal)
         if refusal is not None:
             if refusal[0] == 401 and locked.wants_html(scope.get("path", ""), headers):
                 await _send_html(send, 401, locked.page(headers))
             else:
                 await _send(send, *refusal)
             return
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        if query.get("token", [""])[0] == self.token and self._cookie(headers) != self.token:
-            await self.app(scope, receive, _setting_cookie(send, self.token))
+        state = scope.setdefault("state", {})
+        state["principal"], state["csrf"] = principal, csrf_token(given)
+        if query.get("token", [""])[0] == given and self._cookie(headers) != given:
+            await self.app(scope, receive, _setting_cookie(send, given))
             return
         await self.app(scope, receive, send)
 
-    def _refusal(self, scope, headers: dict) -> tuple[int, str] | None:
+    async def _principal(self, given: str):
+        """Who the token stands for, None for no one."""
+        if hmac.compare_digest(given.encode("utf-8", "surrogatepass"), self.token.encode()):
+            return ADMIN
+        if not given or self.resolve is None:
+            return None
+        return await run_in_threadpool(self.resolve, given)
+
+    def _refusal(self, scope, headers: dict, given: str, principal) -> tuple[int, str] | None:
         if host_name(headers.get("host", "")) not in LOCAL_HOSTS:
             return 403, "this panel answers only to 127.0.0.1 or localhost (Host header refused)"
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        # The URL's token first: after a restart the browser still sends the old start's cookie.
-        given = query.get("token", [""])[0] or self._cookie(headers) or headers.get("x-aokun-token", "")
-        if not hmac.compare_digest(given.encode(), self.token.encode()):
-            return 401, ("open the panel with the URL `aokun panel` (or `aokun run`, scripts/run) printed:"
-                         " it carries the access token")
+        if principal is None:
+            return 401, ("open the panel with the URL `aokun panel` (or `aokun run`, scripts/run) printed,"
+                         " or with ?token= and your user token: this one is missing, wrong or revoked")
         if scope["method"] not in SAFE_METHODS:
             if headers.get("origin") not in self.origins:
                 return 403, "cross-origin write refused: the Origin header must be this panel"
-            if not hmac.compare_digest(headers.get("x-csrf-token", "").encode(), self.csrf.encode()):
+            if not hmac.compare_digest(headers.get("x-csrf-token", "").encode(), csrf_token(given).encode()):
                 return 403, "missing or wrong CSRF token: reload the page and try again"
         return None
 

@@ -14,9 +14,12 @@ from starlette.routing import Route
 
 from aokun_panel.render import Page, render
 from shared.units import DAY
+from aokun_panel.access import principal_of
 from aokun_panel.i18n import language_of, translate
 from aokun_panel.words import age
+from shared.access import view_persona
 from shared.atom_life import time_factor
+from shared.errors import AccessDenied
 from shared.store.atoms import ATOM_STATES, ATOM_TYPES
 
 PAGE = Page("/atoms", "Atoms")
@@ -154,8 +157,16 @@ def routes(ctx) -> list[Route]:
     async def page(request: Request):
         lang = language_of(request)
         filters, offset, problem = _filters(request, lang)
-        data = await ctx.reader.run(atoms_page, filters, offset, time.time(), lang)
-        return render(ctx, request, "atoms.html", PAGE, status_code=400 if problem else 200,
+        status = 400 if problem else 200
+        principal = principal_of(request)
+        try:  # a user sees one of its personas at a time, never the store's all
+            filters["persona"] = view_persona(principal, filters["persona"])
+            data = await ctx.reader.run(atoms_page, filters, offset, time.time(), lang)
+        except AccessDenied:
+            problem, status = translate(lang, "access.persona_refused", persona=filters["persona"],
+                                        personas=principal.listed()), 403
+            data = {"atoms": [], "chains": {}, "more": False}
+        return render(ctx, request, "atoms.html", PAGE, status_code=status,
                       data=data, filters=filters, problem=problem, types=ATOM_TYPES,
                       states=ATOM_STATES, page_number=offset // PAGE_SIZE + 1,
                       link=lambda **changes: link(PAGE.path, filters, **changes))

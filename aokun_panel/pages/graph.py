@@ -18,7 +18,10 @@ from starlette.routing import Route
 
 from aokun_panel.render import Page, render
 from shared.extract.relation_words import vocabulary
+from aokun_panel.access import principal_of
 from aokun_panel.i18n import language_of, translate
+from shared.access import ADMIN, Principal, view_persona
+from shared.errors import AccessDenied
 from shared.store.documents import DocumentFilter, unmarked
 from shared.store.graph import NODE_TYPES, SELF_CANONICAL
 
@@ -94,12 +97,13 @@ def relation_lines(s, node_id: int) -> list[dict]:
     return lines
 
 
-def node_detail(s, node_id: int) -> dict | None:
+def node_detail(s, node_id: int, principal: Principal = ADMIN) -> dict | None:
     """One node for the side panel: its relations, its facts (an entity's or topic's linked
     fact nodes, or a fact itself with its entries), the nodes it links to otherwise, and its
-    source memories."""
+    source memories. None when missing, or of a persona the principal does not hold (a graph
+    is one persona's: its nodes link only within it)."""
     row = s.graph_browse.node_row(node_id)
-    if row is None:
+    if row is None or not principal.holds(row["persona_id"]):
         return None
     links = s.graph_browse.node_links(node_id, LINKS_SHOWN)
     if row["type"] == "fact":
@@ -178,11 +182,22 @@ def routes(ctx) -> list[Route]:
     async def page(request: Request):
         lang = language_of(request)
         chosen = request.query_params.get("persona")
-        personas, busiest = await ctx.reader.run(personas_and_busiest, chosen is None)
-        if chosen is None:
-            chosen = busiest
         limit, problem = _limit(request, lang)
-        return render(ctx, request, "graph.html", PAGE, status_code=400 if problem else 200,
+        status = 400 if problem else 200
+        principal = principal_of(request)
+        if principal.admin:
+            personas, busiest = await ctx.reader.run(personas_and_busiest, chosen is None)
+            if chosen is None:
+                chosen = busiest
+        else:  # a user's own personas only, the first unless one is asked for
+            personas = sorted(principal.personas)
+            try:
+                chosen = view_persona(principal, chosen)
+            except AccessDenied:
+                problem, status = translate(lang, "access.persona_refused", persona=chosen,
+                                            personas=principal.listed()), 403
+                chosen = personas[0] if personas else ""
+        return render(ctx, request, "graph.html", PAGE, status_code=status,
                       personas=personas, persona=chosen, limit=limit, problem=problem,
                       node_types=NODE_TYPES, self_name=SELF_CANONICAL,
                       edge_types=("describes", "co_occurs_with", "mentioned_in"))
@@ -192,11 +207,19 @@ def routes(ctx) -> list[Route]:
         if problem:
             return JSONResponse({"error": problem}, status_code=400)
         persona = request.query_params.get("persona", "")
+        principal = principal_of(request)
+        if not principal.admin:  # "" is the memories without a persona: the admin's
+            try:
+                persona = view_persona(principal, persona or None)
+            except AccessDenied:
+                return JSONResponse({"error": translate(language_of(request), "access.persona_refused",
+                                                        persona=persona, personas=principal.listed())},
+                                    status_code=403)
         return JSONResponse(await ctx.reader.run(graph_data, persona, limit))
 
     async def node(request: Request):
         node_id = request.path_params["node_id"]
-        found = await ctx.reader.run(node_detail, node_id)
+        found = await ctx.reader.run(node_detail, node_id, principal_of(request))
         if found is None:
             return JSONResponse({"error": translate(language_of(request), "graph.node_missing", id=node_id)},
                                 status_code=404)

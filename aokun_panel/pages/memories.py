@@ -7,6 +7,7 @@ and answered as an internal error (500)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
@@ -16,13 +17,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from aokun_panel.access import principal_of
 from aokun_panel.i18n import language_of, translate
 from aokun_panel.pages.atoms import MAX_PAGE, atom_view, chains, link
 from aokun_panel.zones import zone_of
 from shared.search.recall import RecallRequest
 from aokun_panel.render import Page, render
 from shared.api.models import MAX_INT64, MemoryMetadata, MemoryOut, parse_iso
-from shared.errors import AokunError, InvalidInput, MemoryNotFound, StorageError
+from shared.access import ADMIN, Principal, hides_memory, owned_memory, shown_personas, view_persona
+from shared.errors import AccessDenied, AokunError, InvalidInput, MemoryNotFound, StorageError
 from shared.store.documents import LIST_STATES, DocumentFilter, epoch, unmarked
 from shared.store.graph import NODE_TYPES
 from shared.api.validation import describe_validation_error
@@ -48,15 +51,17 @@ class EditArgs(BaseModel):
 # -- reads (on the reader's thread) ---------------------------------------------------------
 
 
-def list_page(s, scope: DocumentFilter, state: str, offset: int) -> dict:
+def list_page(s, scope: DocumentFilter, state: str, offset: int, principal: Principal = ADMIN) -> dict:
+    """scope.persona_id is already one the principal holds (or None for the admin's all)."""
     docs, total = s.documents.list_by_state(scope, state, PAGE_SIZE, offset, COUNT_CAP)
     return {"memories": docs, "total": total, "capped": total >= COUNT_CAP,
-            "personas": s.documents.persona_ids(PERSONAS_SHOWN)}
+            "personas": shown_personas(principal, lambda: s.documents.persona_ids(PERSONAS_SHOWN))}
 
 
-def memory_page(s, memory_id: int, now: float, lang: str = "en") -> dict:
-    """One memory with what was derived from it: atoms, graph entries and edges, stages."""
-    doc = s.documents.get(memory_id)
+def memory_page(s, memory_id: int, now: float, lang: str = "en", principal: Principal = ADMIN) -> dict:
+    """One memory with what was derived from it: atoms, graph entries and edges, stages. A
+    memory of a persona the principal does not hold raises AccessDenied, read as missing."""
+    doc = owned_memory(principal, memory_id, s.documents.get, lambda d: d.fields.persona_id)
     atom_rows = s.atoms.of_memory(memory_id)
     entries = s.graph_browse.entries_of_memory(memory_id)
     edges = s.graph_browse.edges_of_memory(memory_id)
@@ -118,7 +123,15 @@ def _bound(value: str, name: str) -> float | None:
 def routes(ctx) -> list[Route]:
     async def memories(request: Request):
         lang = language_of(request)
+        principal = principal_of(request)
         filters, scope, offset, problem = read_filters(request, lang)
+        status = 400 if problem else 200
+        try:  # a user's list is one of its personas at a time (the filter bounds one persona)
+            persona = view_persona(principal, filters["persona"] or None)
+        except AccessDenied:
+            return _persona_refused(ctx, request, principal, filters)
+        filters["persona"] = persona or ""
+        scope = dataclasses.replace(scope, persona_id=persona)
         hits, search_error = None, None
         if filters["q"] and problem is None:
             try:  # the recaller (and its embedding model) is built on the first search
@@ -128,9 +141,9 @@ def routes(ctx) -> list[Route]:
                 ctx.search_ready = True
             except AokunError as exc:
                 search_error = str(exc)
-        data = await ctx.reader.run(list_page, scope, filters["state"], offset)
+        data = await ctx.reader.run(list_page, scope, filters["state"], offset, principal)
         seen = tuple(z for z in (zone_of(m.fields.original_time) for m in data["memories"]) if z)
-        return render(ctx, request, "memories.html", PAGE, status_code=400 if problem else 200,
+        return render(ctx, request, "memories.html", PAGE, status_code=status,
                       seen_zones=tuple(dict.fromkeys(seen)), search_ready=ctx.search_ready,
                       intents=_intents(hits), filters=filters, problem=problem, hits=hits, search_error=search_error,
                       data=data, offset=offset, page_size=PAGE_SIZE, states=LIST_STATES,
@@ -139,8 +152,9 @@ def routes(ctx) -> list[Route]:
 
     async def memory(request: Request):
         try:
-            data = await ctx.reader.run(memory_page, _memory_id(request), time.time(), language_of(request))
-        except MemoryNotFound:
+            data = await ctx.reader.run(memory_page, _memory_id(request), time.time(), language_of(request),
+                                        principal_of(request))
+        except (MemoryNotFound, AccessDenied):  # another persona's memory reads as missing
             return render(ctx, request, "memory.html", PAGE, status_code=404, missing=request.path_params["memory_id"])
         own = zone_of(data["doc"].fields.original_time)
         return render(ctx, request, "memory.html", PAGE, data=data, missing=None, seen_zones=(own,) if own else (),
@@ -179,19 +193,19 @@ def routes(ctx) -> list[Route]:
 # -- writes: the memory service, off the event loop -----------------------------------------
 
 
-def _edit(ctx, memory_id: int, args: EditArgs) -> dict:
+def _edit(ctx, principal: Principal, memory_id: int, args: EditArgs) -> dict:
     changes = args.metadata.changes() if args.metadata is not None else {}
-    doc = ctx.memories.edit(memory_id, args.content, changes)
+    doc = ctx.memories.edit(memory_id, args.content, changes, principal=principal)
     return {"id": doc.id, "status": "updated", "memory": MemoryOut.of(doc).model_dump()}
 
 
-def _pin(ctx, memory_id: int, pinned: bool) -> dict:
-    doc = ctx.memories.set_pinned(memory_id, pinned)
+def _pin(ctx, principal: Principal, memory_id: int, pinned: bool) -> dict:
+    doc = ctx.memories.set_pinned(memory_id, pinned, principal=principal)
     return {"id": doc.id, "pinned": doc.fields.pinned}
 
 
-def _delete(ctx, memory_id: int) -> dict:
-    receipt = ctx.memories.delete(memory_id)
+def _delete(ctx, principal: Principal, memory_id: int) -> dict:
+    receipt = ctx.memories.delete(memory_id, principal=principal)
     return {"id": memory_id, "status": "deleted", "removed": dict(receipt),
             "backups_holding": receipt.backups_holding}
 
@@ -208,9 +222,13 @@ async def _write(fn, ctx, request: Request, *args) -> JSONResponse:
     """Run a write on the request's memory in a thread; our errors become one-line JSON
     refusals, anything else (a bug) is logged and answered as an internal error."""
     try:
-        return JSONResponse(await run_in_threadpool(fn, ctx, _memory_id(request), *args))
+        return JSONResponse(await run_in_threadpool(fn, ctx, principal_of(request), _memory_id(request), *args))
     except MemoryNotFound as exc:
         return _refused(str(exc), 404)
+    except AccessDenied as exc:
+        # Another persona's memory, or moving one to a persona not held: as if missing, in
+        # the access rules' words (they name only this token's personas).
+        return _refused(str(exc), 404 if hides_memory(exc) else 403)
     except StorageError as exc:
         return _refused(str(exc), 503)
     except AokunError as exc:
@@ -218,6 +236,17 @@ async def _write(fn, ctx, request: Request, *args) -> JSONResponse:
     except Exception:
         log.exception("%s %s failed (a bug)", request.method, request.url.path)
         return _refused(INTERNAL_ERROR, 500)
+
+
+def _persona_refused(ctx, request: Request, principal: Principal, filters: dict):
+    """A list asked for a persona the token does not hold: refused, showing nothing of it."""
+    problem = translate(language_of(request), "access.persona_refused", persona=filters["persona"],
+                        personas=principal.listed())
+    empty = {"memories": [], "total": 0, "capped": False, "personas": sorted(principal.personas)}
+    return render(ctx, request, "memories.html", PAGE, status_code=403, search_ready=ctx.search_ready,
+                  intents=[], filters=filters, problem=problem, hits=None, search_error=None, data=empty,
+                  offset=0, page_size=PAGE_SIZE, states=LIST_STATES, channels=ctx.config.retrieval.channels,
+                  link=lambda **changes: link(PAGE.path, filters, **changes))
 
 
 def _describe(exc: ValidationError) -> str:

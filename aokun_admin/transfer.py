@@ -3,15 +3,22 @@
 Imports write through the memory service, each row checked by the service's rules — the same
 as memorize's, the panel's and ingest's (shared/memory_rules.py) — and are queued for the
 workers like every CLI write.
+
+An export is the admin's (the CLI holds the config's store credentials), unless it names a
+user's token (--token, else AOKUN_TOKEN): then it holds only that user's personas, by the same
+rules as the tools' (shared/access.py), so a user's script can take its own memories out.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
 
-from shared.errors import AokunError, InvalidInput
+from shared.access import ADMIN, Principal, read_personas, resolve_token
+from shared.config import LOCAL_TOKEN_ENV
+from shared.errors import AccessDenied, AokunError, InvalidInput
 from shared.transfer.export import export_jsonl, export_markdown
 from shared.transfer.importer import Importer
 from shared.transfer.sources import detect_format, read_rows
@@ -29,6 +36,8 @@ def add_parsers(commands, with_config) -> None:
     export.add_argument("--format", choices=EXPORT_FORMATS, default="jsonl",
                         help="jsonl: one memory a line, re-importable (default); markdown: one readable file per persona")
     export.add_argument("--atoms", action="store_true", help="add each memory's atoms")
+    export.add_argument("--token", help=f"export as this user's token: its personas only "
+                                        f"(default: ${LOCAL_TOKEN_ENV}; without either, every persona)")
     imported = with_config(commands.add_parser(
         "import", help="memorize an export, an MCP memory.jsonl or a folder of Markdown notes, each row once"))
     imported.add_argument("file", type=Path, help="the file, or a folder of Markdown notes")
@@ -41,13 +50,29 @@ def add_parsers(commands, with_config) -> None:
 
 
 def cmd_export(admin, args) -> int:
+    principal = exporting_principal(admin, args.token if args.token is not None else os.environ.get(LOCAL_TOKEN_ENV))
+    # The admin's export is as it always was (persona_id or everything); a user's covers the
+    # personas its token holds, or the one it names if held.
+    scopes = None if principal.admin else read_personas(principal, args.persona)
     if args.format == "jsonl":
-        count = export_jsonl(admin.store, args.file, args.persona, args.atoms, time.time())
+        count = export_jsonl(admin.store, args.file, args.persona, args.atoms, time.time(), scopes)
         print(f"exported {count} memories to {args.file}")
         return 0
-    counts = export_markdown(admin.store, args.file, args.persona, args.atoms, time.time())
+    counts = export_markdown(admin.store, args.file, args.persona, args.atoms, time.time(), scopes)
     print(f"exported {sum(counts.values())} memories of {len(counts)} persona(s) to {args.file}")
     return 0
+
+
+def exporting_principal(admin, token: str | None) -> Principal:
+    """Whose export this is: the admin without a token, else the token's principal, looked up
+    now; an unknown or revoked token stops the export (never falls back to the admin)."""
+    if token is None:
+        return ADMIN
+    found = resolve_token(admin.store, token, admin.config.server.token) if token else None
+    if found is None:
+        raise AccessDenied("--token / AOKUN_TOKEN holds no valid token (revoked, or never issued): "
+                           "ask the admin for one (aokun users add)")
+    return found
 
 
 def cmd_import(admin, args) -> int:

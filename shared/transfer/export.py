@@ -21,12 +21,15 @@ from shared.transfer import jsonl, render
 CHUNK = 500
 
 
-def export_jsonl(store: Store, path: Path, persona_id: str | None, with_atoms: bool, now: float) -> int:
-    """Write every memory (of one persona when given) to path; return how many."""
+def export_jsonl(store: Store, path: Path, persona_id: str | None, with_atoms: bool, now: float,
+                 scopes: Sequence[str | None] | None = None) -> int:
+    """Write every memory (of one persona when given) to path; return how many. `scopes`: the
+    personas to export (shared/access.read_personas: a user's token holds only some), None for
+    every memory as persona_id says."""
     if path.is_dir():
         raise InvalidInput(f"{path} is a folder: the JSONL export is one file (a folder is --format markdown)")
     with store.read() as s:
-        ids = _ids(s, persona_id)
+        ids = _ids(s, persona_id, scopes)
         with _replacing(path) as out:
             out.write(jsonl.line(jsonl.header(persona_id, len(ids), with_atoms, now)))
             for doc, atoms in _memories(s, ids, with_atoms):
@@ -35,14 +38,15 @@ def export_jsonl(store: Store, path: Path, persona_id: str | None, with_atoms: b
 
 
 def export_markdown(store: Store, folder: Path, persona_id: str | None, with_atoms: bool,
-                    now: float) -> dict[str | None, int]:
-    """Write one Markdown file per persona into folder; return {persona: memories}."""
+                    now: float, scopes: Sequence[str | None] | None = None) -> dict[str | None, int]:
+    """Write one Markdown file per persona into folder; return {persona: memories}. `scopes`
+    as for export_jsonl."""
     if folder.exists() and not folder.is_dir():
         raise InvalidInput(f"{folder} is a file: the Markdown export writes a folder, one file per persona")
     folder.mkdir(parents=True, exist_ok=True)
     with store.read() as s:
         by_persona: dict[str | None, list[int]] = {}
-        for doc, _ in _memories(s, _ids(s, persona_id), with_atoms=False):
+        for doc, _ in _memories(s, _ids(s, persona_id, scopes), with_atoms=False):
             by_persona.setdefault(doc.fields.persona_id, []).append(doc.id)
         for persona, ids in by_persona.items():
             with _replacing(folder / render.file_name(persona)) as out:
@@ -52,9 +56,11 @@ def export_markdown(store: Store, folder: Path, persona_id: str | None, with_ato
     return {persona: len(ids) for persona, ids in by_persona.items()}
 
 
-def _ids(s: Session, persona_id: str | None) -> list[int]:
-    scope = DocumentFilter(persona_id=persona_id, include_archived=True)
-    return sorted(s.documents.ids_in_scope(scope))
+def _ids(s: Session, persona_id: str | None, scopes: Sequence[str | None] | None = None) -> list[int]:
+    found: set[int] = set()
+    for persona in (persona_id,) if scopes is None else scopes:
+        found.update(s.documents.ids_in_scope(DocumentFilter(persona_id=persona, include_archived=True)))
+    return sorted(found)
 
 
 def _memories(s: Session, ids: Sequence[int], with_atoms: bool) -> Iterator[tuple[Document, list[dict] | None]]:

@@ -1,0 +1,249 @@
+"""Each user to their own personas, in the panel and in export: a user's token tries every
+route of a real panel process (enumerated from the app itself, so a new route is tried too)
+against another user's persona, memory ids and graph nodes, and nothing of the other persona
+is read (no text, no id, no count) or changed (checked in the store afterwards); the admin's
+pages refuse the user in the page's language; the user sees and edits its own memories; a
+revoked token is refused at its next request; `aokun export --token` holds only the token's
+personas."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import httpx
+import pytest
+from starlette.routing import Mount, Route
+
+from aokun_panel.access import ADMIN_ROUTES, PERSONA_FREE_ROUTES, SCOPED_ROUTES, guarded
+from aokun_panel.app import build_app
+from aokun_panel.i18n import translate
+from aokun_panel.security import csrf_token
+from fake_openai import FakeEmbeddingsServer
+from helpers import BIN, all_processed, db_rows, seed_memories, start_worker, stop, wait_for, write_config
+from panel_helpers import chromium_page, collect_problems, panel_process, screenshot
+
+pytestmark = pytest.mark.slow
+
+ADMIN_TOKEN = "panel-admin-secret"
+BEN = "ben-private"
+BEN_TEXTS = ("Ben keeps the marmalade recipe in the Zanzibar safe, code 8812",
+             "Ben met Carla Quixote in Zanzibar at the harbour")
+BEN_WORDS = ("marmalade", "Zanzibar", "8812", "Quixote", "Carla")
+AMY_TEXTS = {"amy-home": ("Amy plays the violin in Porto", "Amy grows tomatoes on the balcony"),
+             "amy-work": ("Amy works at the Lisbon observatory",)}
+
+
+def aokun(config: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "aokun"), *args, "--config", str(config)], capture_output=True,
+                          text=True, timeout=120, env=env)
+
+
+def add_user(config: Path, name: str, personas: str) -> str:
+    done = aokun(config, "users", "add", name, "--personas", personas)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("panel-access")
+    with FakeEmbeddingsServer(dim=32) as api:
+        config = write_config(folder, server={"token": ADMIN_TOKEN},
+                              embedding={"provider": "openai", "base_url": api.base_url, "model": "fake",
+                                         "dimensions": 32})
+        ben_ids = seed_memories(config, BEN, *BEN_TEXTS)
+        amy_ids = {persona: seed_memories(config, persona, *texts) for persona, texts in AMY_TEXTS.items()}
+        total = len(ben_ids) + sum(len(ids) for ids in amy_ids.values())
+        worker = start_worker(config)
+        try:  # atoms, graph and vectors built, so every page has something of Ben's to hide
+            wait_for(lambda: all_processed(config, total), 120, what="every memory processed")
+        finally:
+            stop(worker)
+        amy = add_user(config, "amy", "amy-home,amy-work")
+        add_user(config, "ben", BEN)
+        with panel_process(config) as (url, start_token):
+            yield SimpleNamespace(url=url, start_token=start_token, config=config, amy=amy,
+                                  ben_ids=ben_ids, amy_ids=amy_ids)
+
+
+def as_user(site, token: str, method: str, path: str, **kwargs) -> httpx.Response:
+    headers = {"X-Aokun-Token": token, "Origin": site.url, "X-CSRF-Token": csrf_token(token),
+               **kwargs.pop("headers", {})}
+    return httpx.request(method, f"{site.url}{path}", headers=headers, timeout=60,
+                         follow_redirects=False, **kwargs)
+
+
+def served_routes() -> list[Route]:
+    """The routes of the app the panel serves, as build_app assembles them (guards included)."""
+    app = build_app(SimpleNamespace(), "unused", 0)
+    starlette = app.app.app  # ServerTiming -> PanelGate -> Starlette
+    return [r for r in starlette.routes if not isinstance(r, Mount)]
+
+
+def ben_rows(site) -> list[tuple]:
+    return db_rows(site.config, "SELECT id, text, pinned, archived, persona_id, importance FROM documents"
+                                " WHERE persona_id = ? ORDER BY id", (BEN,))
+
+
+def shows_ben(body: str, ben_ids, node_ids) -> list[str]:
+    """What of Ben's a response shows: his words, links to or records of his memories and nodes."""
+    found = [word for word in BEN_WORDS if word.lower() in body.lower()]
+    for memory_id in ben_ids:
+        found += re.findall(rf'/memories/{memory_id}\b|"(?:memory_id|id)":\s*{memory_id}\b', body)
+    for node_id in node_ids:
+        found += re.findall(rf'"id":\s*{node_id}\b', body)
+    return found
+
+
+def test_every_route_has_an_access_rule():
+    paths = {route.path for route in served_routes()}
+    assert paths == ADMIN_ROUTES | SCOPED_ROUTES, paths ^ (ADMIN_ROUTES | SCOPED_ROUTES)
+
+    async def new_page(request):
+        return None
+    with pytest.raises(RuntimeError, match="no access rule"):
+        guarded([Route("/new-page", new_page)], None)
+
+
+def test_a_users_token_reads_and_changes_nothing_of_another_persona(site):
+    before, config_before = ben_rows(site), site.config.read_bytes()
+    nodes = [row[0] for row in db_rows(site.config, "SELECT id FROM graph_nodes WHERE persona_id = ?", (BEN,))]
+    assert len(before) == 2 and nodes, (before, nodes)
+    tried = 0
+    for route in served_routes():
+        for method in sorted(route.methods - {"HEAD"}):
+            ids = {"memory_id": site.ben_ids, "node_id": nodes}
+            named = [name for name in ids if "{" + name in route.path]
+            targets = ids[named[0]] if named else [None]
+            for target in targets:
+                path = re.sub(r"\{\w+:int\}", str(target), route.path)
+                for query in ({}, {"persona": BEN}, {"persona": BEN, "q": "recipe harbour safe"},
+                              {"q": "recipe harbour safe"}):
+                    if method != "GET" and query:
+                        continue
+                    body = ({"pinned": True} if path.endswith("/pin") else {"content": "overwritten by amy"}
+                            if path.startswith("/api/memories/") else {})
+                    answer = as_user(site, site.amy, method, path, params=query,
+                                     json=body if method == "POST" else None)
+                    tried += 1
+                    where = f"{method} {path} {query}"
+                    assert answer.status_code < 500, (where, answer.text[:300])
+                    assert not shows_ben(answer.text, site.ben_ids, nodes), (where, shows_ben(
+                        answer.text, site.ben_ids, nodes), answer.text[:500])
+                    if route.path in ADMIN_ROUTES:
+                        assert answer.status_code in (303, 403), (where, answer.status_code)
+                    elif route.path not in PERSONA_FREE_ROUTES and (named or query.get("persona") == BEN):
+                        assert answer.status_code in (403, 404), (where, answer.status_code)
+    assert tried > 60
+    assert ben_rows(site) == before  # nothing of Ben's changed: text, pin, archive, persona
+    assert site.config.read_bytes() == config_before  # nor the settings
+    # The admin (server.token) still reads Ben's memories on the same panel: they were there.
+    admin = as_user(site, ADMIN_TOKEN, "GET", "/memories", params={"persona": BEN})
+    assert admin.status_code == 200 and "Zanzibar" in admin.text
+
+
+def test_the_admins_pages_refuse_a_user_in_its_language(site):
+    for lang, accept in (("en", "en"), ("zh", "zh-CN,zh;q=0.9")):
+        page = as_user(site, site.amy, "GET", "/settings", headers={"Accept-Language": accept})
+        assert page.status_code == 403
+        assert translate(lang, "access.admin_only") in html.unescape(page.text)
+        assert 'href="/settings"' not in page.text  # the navigation leaves the admin's pages out
+        api = as_user(site, site.amy, "GET", "/api/overview", headers={"Accept-Language": accept})
+        assert api.status_code == 403 and api.json()["error"] == translate(lang, "access.admin_only")
+    home = as_user(site, site.amy, "GET", "/")
+    assert home.status_code == 303 and home.headers["location"] == "/memories"
+    assert as_user(site, site.start_token, "GET", "/settings").status_code == 200
+    assert as_user(site, ADMIN_TOKEN, "GET", "/api/overview").status_code == 200
+
+
+def test_a_user_sees_and_edits_its_own_memories(site):
+    listed = as_user(site, site.amy, "GET", "/memories")
+    assert listed.status_code == 200
+    assert "Amy plays the violin in Porto" in listed.text  # its first persona, by default
+    personas = re.findall(r'<option value="([^"]*)">', listed.text.split('id="personas"')[1].split("</datalist>")[0])
+    assert personas == ["amy-home", "amy-work"]
+    work = as_user(site, site.amy, "GET", "/memories", params={"persona": "amy-work"})
+    assert "Lisbon observatory" in work.text and "violin" not in work.text
+    own = site.amy_ids["amy-home"][1]
+    assert as_user(site, site.amy, "GET", f"/memories/{own}").status_code == 200
+    edited = as_user(site, site.amy, "POST", f"/api/memories/{own}", json={"content": "Amy grows basil now"})
+    assert edited.status_code == 200, edited.text
+    pinned = as_user(site, site.amy, "POST", f"/api/memories/{own}/pin", json={"pinned": True})
+    assert pinned.status_code == 200, pinned.text
+    [(text, pin)] = db_rows(site.config, "SELECT text, pinned FROM documents WHERE id = ?", (own,))
+    assert text.endswith("Amy grows basil now") and pin == 1
+    # Moving its memory to Ben's persona is refused, naming only its own personas.
+    moved = as_user(site, site.amy, "POST", f"/api/memories/{own}", json={"metadata": {"persona_id": BEN}})
+    assert moved.status_code == 403 and "amy-home" in moved.json()["error"]
+    assert db_rows(site.config, "SELECT persona_id FROM documents WHERE id = ?", (own,)) == [("amy-home",)]
+    atoms = as_user(site, site.amy, "GET", "/atoms", params={"persona": "amy-work"})
+    assert atoms.status_code == 200 and 'id="atom-counts"' not in atoms.text  # store-wide counts: admin's
+    graph = as_user(site, site.amy, "GET", "/api/graph", params={"persona": "amy-work"})
+    assert graph.status_code == 200 and graph.json()["persona"] == "amy-work"
+
+
+def test_a_revoked_token_is_refused_at_its_next_request(site):
+    token = add_user(site.config, "dora", "amy-work")
+    assert as_user(site, token, "GET", "/memories").status_code == 200
+    done = aokun(site.config, "users", "revoke", "dora")
+    assert done.returncode == 0, done.stderr
+    refused = as_user(site, token, "GET", "/memories")
+    assert refused.status_code == 401 and "Lisbon" not in refused.text
+    cookie = httpx.get(f"{site.url}/memories", cookies={"aokun_panel": token}, timeout=30)
+    assert cookie.status_code == 401
+
+
+def exported(path: Path) -> tuple[dict, list[dict]]:
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return lines[0], lines[1:]
+
+
+def test_export_with_a_users_token_holds_only_its_personas(site, tmp_path):
+    mine = tmp_path / "amy.jsonl"
+    done = aokun(site.config, "export", str(mine), "--token", site.amy)
+    assert done.returncode == 0, done.stderr
+    _, rows = exported(mine)
+    assert {row["persona_id"] for row in rows} == {"amy-home", "amy-work"}
+    assert not any(word in mine.read_text(encoding="utf-8") for word in BEN_WORDS)
+    # The same through AOKUN_TOKEN, one persona at a time, and as Markdown.
+    env = {**os.environ, "AOKUN_TOKEN": site.amy}
+    work = tmp_path / "work.jsonl"
+    assert aokun(site.config, "export", str(work), "--persona", "amy-work", env=env).returncode == 0
+    assert {row["persona_id"] for row in exported(work)[1]} == {"amy-work"}
+    folder = tmp_path / "notes"
+    assert aokun(site.config, "export", str(folder), "--format", "markdown", env=env).returncode == 0
+    text = "".join(p.read_text(encoding="utf-8") for p in folder.iterdir())
+    assert "Porto" in text and not any(word in text for word in BEN_WORDS)
+    # Ben's persona named with Amy's token: refused, nothing written.
+    theirs = tmp_path / "ben.jsonl"
+    refused = aokun(site.config, "export", str(theirs), "--persona", BEN, "--token", site.amy)
+    assert refused.returncode != 0 and not theirs.exists() and "amy-home" in refused.stderr
+    bad = aokun(site.config, "export", str(theirs), "--token", "not-a-token")
+    assert bad.returncode != 0 and not theirs.exists()
+    # Without a token the export is the admin's, every persona, as before.
+    everything = tmp_path / "all.jsonl"
+    assert aokun(site.config, "export", str(everything)).returncode == 0
+    assert BEN in {row["persona_id"] for row in exported(everything)[1]}
+
+
+def test_a_user_logs_in_with_its_token_and_sees_only_its_personas(site):
+    with chromium_page() as page:
+        problems = collect_problems(page)
+        page.goto(f"{site.url}/?token={site.amy}")
+        assert page.url.endswith("/memories")
+        nav = page.locator("header nav").inner_text()
+        assert "Memories" in nav and "Settings" not in nav and "Overview" not in nav
+        options = page.locator("#personas option").evaluate_all("els => els.map(e => e.value)")
+        assert options == ["amy-home", "amy-work"]
+        assert "Porto" in page.content() and "Zanzibar" not in page.content()
+        page.goto(f"{site.url}/graph")  # the cookie carries the token now
+        select = page.locator("#persona option").evaluate_all("els => els.map(e => e.value)")
+        assert select == ["amy-home", "amy-work"]
+        screenshot(page, "panel-user-graph")
+        assert not [p for p in problems if "HTTP 4" in p or "error" in p], problems

@@ -14,16 +14,16 @@ from shared.store.documents import DocumentFilter, MemoryFields
 from shared.store.interface import Record
 from shared.store.schema import open_store
 from shared.store.tables import FULLTEXT, key_of
-from store_conformance import ALL, NOW, add, storage_for, store  # noqa: F401 (store: the fixture)
+from store_conformance import ALL, NOW, add, opened, storage_for, store  # noqa: F401 (the fixtures)
 
 
 @pytest.fixture
 def other(store, tmp_path):  # noqa: F811
     """A second, empty store of the same engine: where a copy goes."""
     with ExitStack() as resources:
-        opened = open_store(storage_for(store.engine, tmp_path / "other", resources))
-        resources.callback(opened.close)
-        yield opened
+        second = open_store(storage_for(store.engine, tmp_path / "other", resources))
+        resources.callback(second.close)
+        yield second
 
 
 def copy(source, target, table: str, limit: int = 2) -> int:

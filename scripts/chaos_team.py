@@ -130,18 +130,20 @@ class Disturbances:
                  cluster: TeamCluster, duration: float, tally: TimedTally):
         self.server, self.pg_url, self.redis, self.queue_name = server, pg_url, redis_client, queue_name
         self.cluster, self.duration, self.tally = cluster, duration, tally
-        self.seen: set[int] = set()   # processes already noted as exited
+        self.seen: set[subprocess.Popen] = set()   # processes already noted as exited
         self.restart: dict = {}    # times (monotonic): begin, down, up; or error
         self.flush: dict = {}      # time, keys, open stage rows at that moment
         self.exited: list[tuple[float, str, int]] = []   # (seconds into the run, service, exit code)
 
     def __call__(self, stop: threading.Event, started: float, gate: threading.Lock) -> None:
-        restart = lambda: self._restart_serving(stop, started, gate)  # noqa: E731
-        plan = [(self.duration / 3, restart), (2 * self.duration / 3, lambda: self._flush_queue(started))]
+        plan = [(self.duration / 3, "restart"), (2 * self.duration / 3, "flush")]
         while not stop.wait(0.5):
             self._note_exits(started)
             if plan and time.monotonic() - started >= plan[0][0]:
-                plan.pop(0)[1]()
+                if plan.pop(0)[1] == "restart":
+                    self._restart_serving(stop, started, gate)
+                else:
+                    self._flush_queue(started)
 
     def _note_exits(self, started: float) -> list[Service]:
         """Note the processes that exited by themselves since the last look; all such, noted or not."""
@@ -151,8 +153,8 @@ class Disturbances:
             if proc is None or proc.poll() in (None, -9):
                 continue
             dead.append(service)
-            if id(proc) not in self.seen:
-                self.seen.add(id(proc))
+            if proc not in self.seen:
+                self.seen.add(proc)
                 self.exited.append((time.monotonic() - started, service.name, proc.returncode))
                 print(f"  {time.monotonic() - started:5.1f} s  {service.name} exited by itself "
                       f"(code {proc.returncode}); see {service.log_path}", flush=True)

@@ -101,7 +101,9 @@ def prepare(source: Store, source_config: AppConfig, target: Store, target_confi
     if rows:
         raise InvalidInput(f"the target store ({target.engine} at {target.location}) holds another "
                            f"store's rows ({rows}); migrate into an empty store. Nothing was copied")
-    target.meta.put(meta.STORE_ID, source_id)  # committed before any row: the mark of this copy
+    with target.write() as tx:  # committed before any row is copied: the mark of this copy
+        tx.tables.clear_replaced()  # the empty target's own meta rows: the source's replace them
+        tx.meta.put(meta.STORE_ID, source_id)
 
 
 def held_rows(store: Store) -> str:

@@ -262,6 +262,23 @@ def test_a_store_in_use_is_not_copied(source, tmp_path, api):
     assert db_rows(target, "SELECT COUNT(*) FROM documents") in ([], [(0,)])
 
 
+def test_a_store_made_on_postgresql_moves_to_sqlite_with_its_stages_still_pending(tmp_path, api):
+    """A store begun on PostgreSQL has none of the meta rows SQLite's migrations make; its
+    memories, never processed, are copied with their stages pending (doctor says so on both)."""
+    from helpers import seed_memories
+
+    with pg_database() as url:
+        native = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
+        ids = seed_memories(native, "home", "made on postgres", "pending here and there")
+        target = config_at(tmp_path / "sqlite", api)
+        report = migrated(aokun("migrate", "--config", native, "--to", target))
+        assert report.count("PROBLEM: 6 stages pending") == 2, report
+        meta_there = pg_rows(url, "SELECT key, value FROM meta ORDER BY key")
+    assert [r[0] for r in db_rows(target, "SELECT id FROM documents ORDER BY id")] == ids
+    assert [(k, float(v)) for k, v in sqlite_table(target, "meta")] == [(k, float(v)) for k, v in meta_there]
+    assert db_rows(target, "SELECT COUNT(*) FROM memory_stages WHERE status = 'pending'") == [(6,)]
+
+
 def test_a_copy_that_differs_from_its_source_is_not_verified(source, tmp_path, api):
     target = config_at(tmp_path / "target", api)
     migrated(aokun("migrate", "--config", source, "--to", target))

@@ -146,3 +146,14 @@ def test_a_column_the_target_lacks_is_refused_and_nothing_written(store):  # noq
     assert store.meta.get("vector_seq") != 5
     with pytest.raises(ValueError):
         store.tables.count("workers")
+
+
+def test_clearing_an_empty_stores_own_bookkeeping_leaves_its_data(store):  # noqa: F811
+    memory_id = add(store, "kept")
+    store.meta.put("vector_seq", 9)
+    store.runtime.claim_periodic_run("decay", 60.0, NOW, "me", 1, "host", 30.0)
+    store.runtime.finish_periodic_run("decay", "me", NOW)
+    assert store.tables.count("periodic_runs") == 1
+    assert store.tables.clear_replaced() >= 2
+    assert store.tables.count("meta") == 0 and store.tables.count("periodic_runs") == 0
+    assert store.documents.get(memory_id).text == "kept"

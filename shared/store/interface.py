@@ -374,7 +374,11 @@ class Tables(Protocol):
         """Up to `limit` rows, every column, with a key above `after` (tables.key_of of the
         last row seen; None: from the first), in key order."""
     def put(self, table: str, rows: Sequence[Record]) -> int:
-        """Insert the rows whose key is absent, every column kept; return how many."""
+        """Insert the rows whose key is absent, every column kept (in tables.REPLACED: the
+        rows replace the target's); return how many were written."""
+    def clear_replaced(self) -> int:
+        """Before a copy into an empty store: drop the rows of tables.REPLACED (the store's
+        own bookkeeping), so the copy leaves the source's only; how many went."""
     def fulltext_page(self, index: str, after: int | None,
                       limit: int) -> tuple[list[tuple[int, tuple[str, ...]]], int | None]:
         """((row id, column texts) of an index (tables.FULLTEXT), the row id to continue after

@@ -539,6 +539,9 @@ class SqliteTables(_Aggregate):
     def put(self, table: str, rows: Sequence) -> int:
         return self._run.write(tables.put, table, rows)
 
+    def clear_replaced(self) -> int:
+        return self._run.write(tables.clear_replaced)
+
     def fulltext_page(self, index: str, after: int | None,
                       limit: int) -> tuple[list[tuple[int, tuple[str, ...]]], int | None]:
         return self._run.read(tables.fulltext_page, index, after, limit)

@@ -111,6 +111,19 @@ def columns(conn: sqlite3.Connection, table: str) -> list[str]:
 
 # -- rows (portable SQL) -----------------------------------------------------------------------
 
+def clear_replaced(conn: sqlite3.Connection) -> int:
+    """clear_replaced_in with this SQLite store's tables."""
+    return clear_replaced_in(conn, names(conn))
+
+
+def clear_replaced_in(conn, present: Sequence[str]) -> int:
+    """Before a copy into an empty store: drop its REPLACED tables' rows (its own bookkeeping,
+    such as the vector sequence its migrations set), so that after the copy those tables hold
+    the source's rows and nothing else; return how many went."""
+    return sum(conn.execute(f"DELETE FROM {_quoted(table)}").rowcount
+               for table in sorted(REPLACED) if table in present)
+
+
 def count(conn, table: str) -> int:
     known_table(table)
     return conn.execute(f"SELECT COUNT(*) FROM {_quoted(table)}").fetchone()[0]

@@ -41,6 +41,10 @@ def put(conn: PgConnection, table: str, rows: Sequence[Any]) -> int:
     return tables.insert_absent(conn, table, rows, columns(conn, table))
 
 
+def clear_replaced(conn: PgConnection) -> int:
+    return tables.clear_replaced_in(conn, names(conn))
+
+
 def fulltext_page(conn: PgConnection, index: str, after: int | None,
                   limit: int) -> tuple[list[tuple[int, tuple[str, ...]]], int | None]:
     """As on SQLite, walking the indexed table's ids (rows without a full-text row, such as
@@ -116,6 +120,9 @@ class PostgresTables:
 
     def put(self, table: str, rows: Sequence[Any]) -> int:
         return self._run.write(put, table, rows)
+
+    def clear_replaced(self) -> int:
+        return self._run.write(clear_replaced)
 
     def fulltext_page(self, index: str, after: int | None, limit: int):
         return self._run.read(fulltext_page, index, after, limit)

@@ -80,6 +80,9 @@ STORAGE_BACKENDS = ("sqlite", "postgresql")
 
 @dataclass(frozen=True)
 class StorageConfig:
+    data_dir: Path = _opt(Path("data"))
+    busy_timeout_ms: int = _opt(10_000, minimum=0, maximum=600_000)
+    synchronous: str = _opt("full", choices=("full", "normal"))
     # Where the memories live: sqlite, one file in data_dir (one machine); postgresql, a
     # server at `url` that fronts and workers on several machines share (team mode). With
     # postgresql, data_dir keeps only this process's local caches (vector index snapshots).
@@ -89,9 +92,6 @@ class StorageConfig:
     password_env: str = _opt("AOKUN_STORAGE_PASSWORD")
     # postgresql: connections this process keeps open at most.
     pool_size: int = _opt(8, minimum=1, maximum=200)
-    data_dir: Path = _opt(Path("data"))
-    busy_timeout_ms: int = _opt(10_000, minimum=0, maximum=600_000)
-    synchronous: str = _opt("full", choices=("full", "normal"))
 
     @property
     def db_path(self) -> Path:

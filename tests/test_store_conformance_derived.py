@@ -12,7 +12,7 @@ from shared.store.atoms import AtomOwner, AtomRow
 from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
 from shared.store.vectors import VectorRow
 
-from store_conformance import DAY, NOW, add, store  # noqa: F401 (store: the fixture)
+from store_conformance import DAY, NOW, add, opened, store  # noqa: F401 (the fixtures)
 
 
 # -- graph -------------------------------------------------------------------------------

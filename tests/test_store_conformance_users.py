@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from store_conformance import NOW, in_threads, store  # noqa: F401 (store: the fixture)
+from store_conformance import NOW, in_threads, opened, store  # noqa: F401 (the fixtures)
 
 
 @pytest.fixture(autouse=True)

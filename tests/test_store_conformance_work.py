@@ -17,7 +17,7 @@ from shared.store.documents import MemoryFields
 from shared.store.stages import StageKey
 from shared.store.vectors import VectorRow
 
-from store_conformance import NOW, add, in_threads, key, store  # noqa: F401 (store: the fixture)
+from store_conformance import NOW, add, in_threads, key, opened, store  # noqa: F401 (the fixtures)
 
 
 # -- stages ------------------------------------------------------------------------------

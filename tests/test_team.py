@@ -185,3 +185,32 @@ def test_a_postgresql_restart_loses_no_acknowledged_memory(tmp_path, fake_api):
         assert stored == sorted(acknowledged)
         log = (config.parent / "worker-test.log").read_text(errors="replace")
         assert "Traceback" not in log, log[-3000:]
+
+
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        return True
+    except OSError:
+        return False
+
+
+def test_a_front_started_while_the_database_is_away_waits_for_it(tmp_path, fake_api):
+    with redis_queue_name() as (_, queue_name), own_postgres(tmp_path / "pg", free_port()) as server:
+        config = host_config(tmp_path / "host", server.url, queue_name, fake_api, "127.0.0.1")
+        server.stop("fast")
+        port, log_path = free_port(), config.parent / "front.log"
+        with log_path.open("ab") as log:
+            front = subprocess.Popen([str(BIN / "aokun-server"), "--config", str(config), "--transport",
+                                      "http", "--port", str(port)], stdout=log, stderr=log)
+        try:
+            wait_for(lambda: "trying again for up to" in log_path.read_text(errors="replace"), 60,
+                     what="the front saying it waits for the database")
+            assert front.poll() is None, "the front gave up on a database that is only restarting"
+            server.start()
+            wait_for(lambda: listening(port) or front.poll() is not None, 60, what="the front listening")
+            assert front.poll() is None, log_path.read_text(errors="replace")[-2000:]
+            with mcp_session(f"http://127.0.0.1:{port}/mcp") as session:
+                assert session.ok("memorize", {"content": "stored once the database was back"})["id"] == 1
+        finally:
+            stop(front)

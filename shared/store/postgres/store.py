@@ -10,18 +10,25 @@ differently (shared/store/postgres/repos.py). psycopg errors leave every call as
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import psycopg
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
 from shared.store.postgres import repos
-from shared.store.postgres.connection import PgConnection, PgDatabase
+from shared.store.postgres.connection import PgConnection, PgDatabase, where
 from shared.store.postgres.schema import apply_migrations, is_created
+
+T = TypeVar("T")
+log = logging.getLogger("aokun.store")
+# How long a process starting while the database is away waits for it before giving up.
+START_WAIT_S = 30.0
 
 
 class _Runner:
@@ -212,9 +219,10 @@ def open_postgres_store(storage: StorageConfig, *, migrate: bool = True) -> Post
     opens an existing store as it is and refuses a database that holds none."""
     db = PgDatabase(storage.url, password_of(storage), storage.pool_size, storage.busy_timeout_ms)
     try:
+        _until_reachable(lambda: _probe(storage))
         if migrate:
-            apply_migrations(db)
-        elif not is_created(db):
+            _until_reachable(lambda: apply_migrations(db))
+        elif not _until_reachable(lambda: is_created(db)):
             raise StorageError(f"no memory store in the PostgreSQL database {db.location} "
                                "(check storage.url)", kind="cannot_open")
     except BaseException:
@@ -228,3 +236,36 @@ def open_postgres_store(storage: StorageConfig, *, migrate: bool = True) -> Post
         raise StorageError(f"cannot create data_dir {cache_dir} (this process's caches): {exc.strerror}",
                            kind="read_only") from exc
     return PostgresStore(db, cache_dir)
+
+
+# What libpq says when the server answers but the URL or credentials are wrong: retrying
+# cannot help, so it is said at once.
+_WRONG_SETTINGS = ("does not exist", "authentication failed", "no password supplied",
+                   "password authentication", "is not permitted to log in")
+
+
+def _probe(storage: StorageConfig) -> None:
+    """One direct connection, for libpq's own words: the pool would only say it timed out."""
+    password = password_of(storage)
+    try:
+        psycopg.connect(storage.url, connect_timeout=5, **({"password": password} if password else {})).close()
+    except psycopg.Error as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1].strip()
+        wrong = any(words in first for words in _WRONG_SETTINGS)
+        raise StorageError(f"cannot open the PostgreSQL database {where(storage.url)}: {first}"
+                           + ("; check storage.url and the password" if wrong else ""),
+                           kind="other" if wrong else "cannot_open") from exc
+
+
+def _until_reachable(step: Callable[[], T]) -> T:
+    """step(), retried while the server is away (a restart, a failover), up to START_WAIT_S:
+    a front or worker starting during a database restart waits for it instead of exiting."""
+    deadline = time.monotonic() + START_WAIT_S
+    while True:
+        try:
+            return step()
+        except StorageError as exc:
+            if exc.kind != "cannot_open" or time.monotonic() > deadline:
+                raise
+            log.warning("%s; trying again for up to %.0f s", exc, deadline - time.monotonic())
+            time.sleep(1.0)

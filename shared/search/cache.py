@@ -1,4 +1,4 @@
-"""The recall cache: TTL + LRU, invalidated at once by a write epoch kept in SQLite."""
+"""The recall cache: TTL + LRU, invalidated at once by a write epoch kept in the store (meta: every process on every host sees it)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""The vector channel: a FAISS index per vector space, derived from the vectors in SQLite.
+"""The vector channel: a FAISS index per vector space, derived from the vectors in the store.
 
-IndexIDMap2(IndexFlatIP) with SQLite row ids as FAISS ids; exact inner product over unit
+IndexIDMap2(IndexFlatIP) with the store's row ids as FAISS ids; exact inner product over unit
 vectors is cosine. The index follows the change sequence that vector writes bump: before each
 search one tiny read tells whether anything changed, and only the changes are loaded. It
 starts from the snapshot a worker saved (shared/search/snapshot.py) when that can serve, so a
-cold start loads only the changes since, and from every vector in SQLite otherwise. FAISS
+cold start loads only the changes since, and from every vector in the store otherwise. FAISS
 runs on one thread: on small machines its OpenMP threads fight the embedder for the cores.
 """
 
@@ -57,7 +57,7 @@ class VectorIndex:
         return 0 if self._index is None else self._index.ntotal
 
     def sync(self) -> None:
-        """Bring the index up to date with SQLite (cheap when nothing changed)."""
+        """Bring the index up to date with the store (cheap when nothing changed)."""
         if self.store.vectors.current_seq() == self._seq:
             return
         with self._lock, self.store.read() as s:
@@ -88,7 +88,7 @@ class VectorIndex:
                                self._store_state(s, seq))
         if loaded.index is None:
             log.log(logging.INFO if loaded.missing else logging.WARNING,
-                    "%s vectors: snapshot %s not used (%s); building the index from SQLite",
+                    "%s vectors: snapshot %s not used (%s); building the index from the store",
                     self.kind, self.snapshot_path, loaded.refused)
             self._rebuild(s)
             return
@@ -134,7 +134,7 @@ class VectorIndex:
             self._index.add_with_ids(matrix, ids)
 
     def save_snapshot(self, min_changes_fraction: float = 0.0) -> str:
-        """Bring this space's snapshot up to date with SQLite unless it serves already with
+        """Bring this space's snapshot up to date with the store unless it serves already with
         at most `min_changes_fraction` of its vectors' worth of changes to apply; say what was
         done. Workers call this; a file lock keeps two from writing it at once."""
         with platform.exclusive_file_lock(snapshot.lock_path(self.snapshot_path.parent)):

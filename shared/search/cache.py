@@ -1,4 +1,5 @@
-"""The recall cache: TTL + LRU, invalidated at once by a write epoch kept in the store (meta: every process on every host sees it)."""
+"""The recall cache: TTL + LRU, invalidated at once by a write epoch kept in the store (its
+meta table: every process on every host sees it)."""
 
 from __future__ import annotations
 

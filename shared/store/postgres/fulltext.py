@@ -249,7 +249,7 @@ def _single_arm(code: int, single: list[tuple[int, str]], scope: Scope) -> tuple
         "SELECT p.row_id, q.i, sum(cardinality(p.positions)::float8 * w.w[p.col + 1]) AS freq, q.idf"
         " FROM (SELECT u.term, u.i, " + _idf("coalesce(t.rows, 0)") + " AS idf"
         " FROM unnest(%s::text[], %s::int[]) AS u(term, i) CROSS JOIN st"
-        " LEFT JOIN fulltext_terms t ON t.idx = %s AND t.term = u.term) q" + source +
+        " LEFT JOIN fulltext_terms t ON t.idx = %s AND t.term = u.term OFFSET 0) q" + source +
         " CROSS JOIN LATERAL (SELECT p.row_id, p.col, p.positions FROM fulltext_postings p"
         " WHERE p.idx = %s AND p.term = q.term" + where + " OFFSET 0) p"
         " CROSS JOIN w GROUP BY p.row_id, q.i, q.idf")

@@ -250,7 +250,7 @@ def test_a_damaged_snapshot_is_refused_with_one_log_line(store, damage):
     assert recall_all(store) == from_sqlite
     lines = snapshot_lines(store)
     assert len(lines) == 1 and "document vectors: snapshot" in lines[0] and "damaged" in lines[0], lines
-    assert "building the index from SQLite" in lines[0]
+    assert "building the index from the store" in lines[0]
 
 
 @pytest.mark.slow

@@ -183,7 +183,7 @@ def test_an_unusable_snapshot_is_refused_with_its_reason(service, tmp_path, capl
         reason = "damaged: not a snapshot file"
     index, lines = started(service, caplog, model)
     assert len(lines) == 1 and f"not used ({reason}" in lines[0], lines
-    assert "building the index from SQLite" in lines[0]
+    assert "building the index from the store" in lines[0]
     assert caplog.records[-1].levelno == logging.WARNING
     assert len(index) == service.store.vectors.space_count("document", model, DIM)
 

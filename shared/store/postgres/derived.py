@@ -43,7 +43,8 @@ def _ranked_join(index: str, table: str, alias: str, terms: Sequence[str],
     (its first MAX_QUERY_TERMS): s.raw is SQLite's -bm25 of the row."""
     ranked, params = fulltext.ranked(index, list(terms)[:MAX_QUERY_TERMS], (1.0,), personas, session_id)
     return psycopg.sql.SQL("FROM ({ranked}) s JOIN {table} {alias} ON {alias}.id = s.row_id").format(
-        ranked=ranked, table=psycopg.sql.Identifier(table), alias=psycopg.sql.Identifier(alias)), list(params)
+        ranked=fulltext.computed_once(ranked), table=psycopg.sql.Identifier(table),
+        alias=psycopg.sql.Identifier(alias)), list(params)
 
 
 # -- atoms -------------------------------------------------------------------------------

@@ -97,7 +97,7 @@ def bm25(conn: PgConnection, terms: Sequence[str], scope: DocumentFilter, limit:
     statement = psycopg.sql.SQL(
         "SELECT d.id, s.raw FROM ({ranked}) s JOIN documents d ON d.id = s.row_id"
         " WHERE {where} ORDER BY s.raw DESC, d.id LIMIT %s").format(
-            ranked=ranked, where=psycopg.sql.SQL(where.replace("?", "%s")))
+            ranked=fulltext.computed_once(ranked), where=psycopg.sql.SQL(where.replace("?", "%s")))
     return [(r[0], r[1]) for r in conn.sql(statement, [*ranked_params, *params, limit])]
 
 
@@ -153,12 +153,14 @@ def missing_outputs(conn: PgConnection, model: str) -> dict[str, list[int]]:
 
 
 def vacuum_deleted(db: PgDatabase) -> bool:
-    """After a delete's commit: VACUUM the tables that held the memory, so its rows' space is
-    reclaimed rather than left as dead tuples. PostgreSQL does not zero freed space: bytes
-    stay in data files and WAL until overwritten (README, team deployment)."""
+    """After a delete's commit (and in the worker's hourly housekeeping): VACUUM the tables
+    that held the memory, so its rows' space is reclaimed rather than left as dead tuples,
+    and ANALYZE them, so the planner's statistics follow the store's growth even where
+    autovacuum is off. PostgreSQL does not zero freed space: bytes stay in data files and WAL
+    until overwritten (README, team deployment)."""
     try:
         with db.autocommit() as conn:
-            conn.sql(psycopg.sql.SQL("VACUUM {}").format(
+            conn.sql(psycopg.sql.SQL("VACUUM (ANALYZE) {}").format(
                 psycopg.sql.SQL(", ").join(psycopg.sql.Identifier(t) for t in _DELETED_WORDS_TABLES)))
         return True
     except Exception:  # never raises (interface): a later delete or autovacuum does it

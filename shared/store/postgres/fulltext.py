@@ -288,6 +288,14 @@ def _phrase_arm(code: int, i: int, tokens: list[str], scope: Scope) -> tuple[str
     return text, [*everywhere_params, *scoped_params]
 
 
+def computed_once(ranked_rows: sql.Composable) -> sql.Composable:
+    """The ranked subquery as a MATERIALIZED CTE, so that a caller joining it to its table
+    computes it once whatever the planner estimates: without fresh statistics (a growing
+    store before ANALYZE) PostgreSQL planned it as the inner side of a nested loop, run once
+    per document (1.2 s instead of 8 ms for one query)."""
+    return sql.SQL("WITH ranked_rows AS MATERIALIZED ({}) SELECT row_id, raw FROM ranked_rows").format(ranked_rows)
+
+
 def ranked(index: str, terms: Sequence[str], weights: Sequence[float],
            personas: Sequence[str] | None, session_id: str | None) -> tuple[sql.Composable, list]:
     """A subquery of (row_id, raw) for rows in scope holding any of the terms, raw = -bm25()

@@ -389,6 +389,64 @@ def graph_table_counts(conn: PgConnection) -> dict[str, int]:
     return counts
 
 
+# -- recall's graph reads, one statement for all nodes -------------------------------------------
+# SQLite's versions ask once per node (cheap in-process); here each statement is a round trip,
+# so the nodes go as an array and the rows come back in the order the per-node loop makes
+# (node, then arm, then rank), which the callers' merging depends on for ties.
+
+_NODE_ARMS = (("graph_edges", "src_node_id"), ("graph_edges", "dst_node_id"), ("graph_entries", "node_id"))
+
+
+def memories_of_nodes(conn: PgConnection, node_ids: Sequence[int], limit: int) -> list[tuple[int, int, float]]:
+    """As graph.memories_of_nodes."""
+    if not node_ids:
+        return []
+    arms = " UNION ALL ".join(
+        f"(SELECT {k} AS arm, source_memory_id, confidence, row_number() OVER"
+        f" (ORDER BY confidence DESC, source_memory_id DESC) AS rank FROM {table}"
+        f" WHERE {column} = n.node ORDER BY confidence DESC, source_memory_id DESC LIMIT %(limit)s)"
+        for k, (table, column) in enumerate(_NODE_ARMS))
+    found: dict[tuple[int, int], float] = {}
+    for node, memory_id, confidence in conn.sql(
+            "SELECT n.node, m.source_memory_id, m.confidence FROM unnest(%(nodes)s::bigint[])"
+            f" WITH ORDINALITY AS n(node, place) CROSS JOIN LATERAL ({arms}) m"
+            " ORDER BY n.place, m.arm, m.rank", {"nodes": list(node_ids), "limit": limit}):
+        found[(node, memory_id)] = max(confidence, found.get((node, memory_id), 0.0))
+    return [(node, memory, confidence) for (node, memory), confidence in found.items()]
+
+
+def node_memory_counts(conn: PgConnection, node_ids: Sequence[int], cap: int) -> dict[int, int]:
+    """As graph.node_memory_counts."""
+    if not node_ids:
+        return {}
+    counted = dict(conn.sql(
+        "SELECT n.node, (SELECT COUNT(*) FROM (SELECT DISTINCT source_memory_id FROM ("
+        " SELECT source_memory_id FROM graph_edges WHERE src_node_id = n.node"
+        " UNION ALL SELECT source_memory_id FROM graph_edges WHERE dst_node_id = n.node) AS touching"
+        " LIMIT %(cap)s) AS capped) FROM unnest(%(nodes)s::bigint[]) AS n(node)",
+        {"nodes": list(node_ids), "cap": cap}).fetchall())
+    return {node: counted[node] for node in node_ids}
+
+
+def neighbours(conn: PgConnection, node_ids: Sequence[int], limit: int) -> list[int]:
+    """As graph.neighbours."""
+    if not node_ids or limit <= 0:
+        return []
+    strength: dict[int, float] = {}
+    for other, weight in conn.sql(
+            "SELECT e.other, e.weight FROM unnest(%(nodes)s::bigint[]) WITH ORDINALITY AS n(node, place)"
+            " CROSS JOIN LATERAL ("
+            "(SELECT 0 AS arm, dst_node_id AS other, weight, row_number() OVER (ORDER BY weight DESC,"
+            " dst_node_id) AS rank FROM graph_edges WHERE src_node_id = n.node"
+            " ORDER BY weight DESC, dst_node_id LIMIT %(limit)s) UNION ALL"
+            " (SELECT 1, src_node_id, weight, row_number() OVER (ORDER BY weight DESC, src_node_id)"
+            " FROM graph_edges WHERE dst_node_id = n.node ORDER BY weight DESC, src_node_id LIMIT %(limit)s)"
+            ") e ORDER BY n.place, e.arm, e.rank", {"nodes": list(node_ids), "limit": limit}):
+        strength[other] = max(weight, strength.get(other, 0.0))
+    hits = set(node_ids)
+    return [n for n, _ in sorted(strength.items(), key=lambda kv: -kv[1]) if n not in hits][:limit]
+
+
 class PostgresGraph(SqliteGraph):
     def replace_for_memory(self, memory_id, persona_id, graph, content_hash, now):
         return self._run.write(replace_for_memory, memory_id, persona_id, graph, content_hash, now)
@@ -413,6 +471,15 @@ class PostgresGraph(SqliteGraph):
 
     def related(self, node_ids, forward, backward, limit):
         return self._run.read(related, node_ids, forward, backward, limit)
+
+    def neighbours(self, node_ids, limit):
+        return self._run.read(neighbours, node_ids, limit)
+
+    def memories_of_nodes(self, node_ids, limit):
+        return self._run.read(memories_of_nodes, node_ids, limit)
+
+    def node_memory_counts(self, node_ids, cap):
+        return self._run.read(node_memory_counts, node_ids, cap)
 
     def entry_nodes(self, entry_ids):
         return self._run.read(entry_nodes, entry_ids)

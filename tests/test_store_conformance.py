@@ -268,3 +268,18 @@ def test_a_writer_waits_for_another_up_to_the_busy_timeout_then_is_refused_in_on
         tx.meta.put("decay_applied_at", 3.0)
     assert store.meta.get("decay_applied_at") == 3
     impatient.close()
+
+
+def test_reads_inside_reading_work_and_nest(store):
+    """store.reading() may share one snapshot among a thread's calls (PostgreSQL), or cost
+    nothing (SQLite); either way calls and nested read sessions inside it work."""
+    memory_id = add(store, "read inside a shared snapshot")
+    with store.reading():
+        assert store.documents.get(memory_id).text == "read inside a shared snapshot"
+        with store.read() as s:
+            assert s.documents.count() == 1
+        with store.reading():
+            assert store.documents.count() == 1
+    with store.write() as tx:  # the thread's transaction is over: writes work again
+        tx.documents.set_pinned(memory_id, True, NOW)
+    assert store.documents.get(memory_id).fields.pinned

@@ -429,6 +429,12 @@ class Store(Session, Protocol):
         """One consistent snapshot: other sessions' commits meanwhile are not seen. Writes
         in it raise StorageError."""
 
+    def reading(self) -> AbstractContextManager[None]:
+        """Calls on the store from this thread inside the block may share one read snapshot
+        (a database server answers one transaction instead of one per call; SQLite's
+        in-process calls need none, so there it does nothing). Inside an open transaction it
+        joins it. Only reads inside: a write there fails."""
+
     def write(self) -> AbstractContextManager[Session]:
         """One write transaction (writers wait for each other up to the busy timeout):
         commits when the block ends, rolls back when it raises. Failures: StorageError."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -204,6 +204,9 @@ class SqliteStore(SqliteSession):
     def read(self) -> Iterator[SqliteSession]:
         with self.db.snapshot() as conn:
             yield SqliteSession(_InTransaction(self.db, conn, writable=False))
+
+    def reading(self) -> AbstractContextManager[None]:
+        return nullcontext()  # a call's own snapshot costs nothing in-process
 
     @contextmanager
     def write(self) -> Iterator[SqliteSession]:

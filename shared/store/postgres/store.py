@@ -175,8 +175,22 @@ class PostgresStore(PostgresSession):
 
     @contextmanager
     def read(self) -> Iterator[PostgresSession]:
+        joined = self.db.current()
+        if joined is not None:  # inside reading() (or a write): the thread's transaction
+            yield PostgresSession(_InTransaction(self.db, joined, writable=False))
+            return
         with self.db.snapshot() as conn:
             yield PostgresSession(_InTransaction(self.db, conn, writable=False))
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """One snapshot for the thread's calls in the block: a recall's channel makes dozens of
+        small reads, and each per-call transaction costs BEGIN, COMMIT and a connection check."""
+        if self.db.current() is not None:
+            yield
+            return
+        with self.db.snapshot():
+            yield
 
     @contextmanager
     def write(self) -> Iterator[PostgresSession]:

@@ -109,6 +109,10 @@ def test_two_fronts_and_two_workers_on_two_hosts_share_one_store_and_queue(tmp_p
 
                 # Both workers now; memories written through both fronts.
                 worker_a = start_worker(a)
+                # Both beating before work is handed out (a worker stopped while it is still
+                # starting has no SIGTERM handler yet).
+                wait_for(lambda: pg_rows(url, "SELECT COUNT(*) FROM workers")[0][0] == 2, 60,
+                         what="both hosts' workers beating")
                 written = [kayak]
                 for i in range(12):
                     front = front_a if i % 2 else front_b

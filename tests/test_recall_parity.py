@@ -4,13 +4,15 @@ memory service and recalled through the real recaller (BM25 channel alone, the c
 ranking the PostgreSQL full-text index must reproduce: vectors and the graph are the same code
 on both engines). R@5 must agree within 0.01, and nearly every ranking must be identical.
 
-The benchmark data is read where it lies (never copied into the project); without it the
-test is skipped, saying so.
+The benchmark data is read where it lies (never copied into the project): ../shared/bench,
+or beside the checkout a clean clone came from; without it the test is skipped, saying so.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +25,25 @@ from shared.config import AppConfig, MemoryConfig, RetrievalConfig, StorageConfi
 from shared.search.recall import RecallRequest
 from shared.store.documents import DocumentFilter, MemoryFields
 
-BENCH = Path(__file__).resolve().parent.parent.parent / "shared" / "bench"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench_folder() -> Path:
+    """../shared/bench beside the project; for a clone (CI's clean clone), beside the checkout
+    it was cloned from when that is a local folder; $AOKUN_BENCH names another."""
+    if os.environ.get("AOKUN_BENCH"):
+        return Path(os.environ["AOKUN_BENCH"])
+    beside = ROOT.parent / "shared" / "bench"
+    if beside.is_dir():
+        return beside
+    origin = subprocess.run(["git", "-C", str(ROOT), "config", "--get", "remote.origin.url"],
+                            capture_output=True, text=True).stdout.strip()
+    if origin and "://" not in origin and ":" not in origin.split("/")[0]:
+        return Path(origin).resolve().parent / "shared" / "bench"
+    return beside
+
+
+BENCH = bench_folder()
 # (dataset, conversations (groups) taken from it: LoCoMo's dev set is ten times MADial's)
 SUBSETS = [("locomo_dev", 2), ("madial_zh_dev", None), ("madial_en_dev", None)]
 pytestmark = pytest.mark.slow

@@ -21,7 +21,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -31,6 +31,7 @@ from shared.errors import StorageError
 from shared.sqlite_errors import (BUSY, CANTOPEN, CORRUPT, FULL, IOERR, LOCKED, NOTADB, READONLY,
                                    primary_code)
 from shared.store import fts
+from shared.store.interface import Record
 
 MIGRATIONS_DDL = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -71,7 +72,10 @@ class _Slot:
 
 
 class Database:
-    """One SQLite file shared by all processes; a connection per live thread."""
+    """One SQLite file shared by all processes; a connection per live thread. It is the
+    runners' Engine (shared/store/runners.py)."""
+
+    errors = sqlite3.Error
 
     def __init__(self, path: Path, busy_timeout_ms: int = 10_000, synchronous: str = "full"):
         self.path = Path(path)
@@ -89,6 +93,27 @@ class Database:
     def connection(self) -> sqlite3.Connection:
         """This thread's connection, opened on first use (autocommit; we BEGIN explicitly)."""
         return self._slot().conn
+
+    def current(self) -> sqlite3.Connection | None:
+        """This thread's connection if a transaction is open on it."""
+        conn = self.connection()
+        return conn if conn.in_transaction else None
+
+    @staticmethod
+    def records(rows: list) -> list[Record]:
+        """sqlite3.Row results as engine-neutral Records."""
+        if not rows:
+            return []
+        kind = Record.kind(tuple(rows[0].keys()))
+        return [kind(row) for row in rows]
+
+    @staticmethod
+    def savepoint(conn: sqlite3.Connection, name: str) -> AbstractContextManager[sqlite3.Connection]:
+        return savepoint(conn, name)
+
+    @staticmethod
+    def transaction_alive(conn: sqlite3.Connection) -> bool:
+        return conn.in_transaction
 
     def _slot(self) -> _Slot:
         slot = getattr(self._local, "slot", None)
@@ -139,7 +164,7 @@ class Database:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                    timeout=self._busy_timeout_ms / 1000)
         except sqlite3.Error as exc:
-            raise self._failure(exc) from exc
+            raise self.failure(exc) from exc
         try:
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
@@ -149,7 +174,7 @@ class Database:
             fts.configure_connection(conn)
         except sqlite3.Error as exc:
             conn.close()
-            raise self._failure(exc) from exc
+            raise self.failure(exc) from exc
         return conn
 
     def _enable_wal(self, conn: sqlite3.Connection) -> None:
@@ -177,7 +202,7 @@ class Database:
         except BaseException as exc:
             self._abandon(conn, exc)
             if isinstance(exc, sqlite3.Error):
-                raise self._failure(exc, "nothing was stored") from exc
+                raise self.failure(exc, "nothing was stored") from exc
             raise
         try:
             conn.execute("COMMIT")
@@ -185,7 +210,7 @@ class Database:
             self._abandon(conn, exc)
             # An I/O error while syncing can leave a complete commit in the WAL file.
             outcome = "it may not have been stored" if primary_code(exc) == IOERR else "nothing was stored"
-            raise self._failure(exc, outcome) from exc
+            raise self.failure(exc, outcome) from exc
 
     def _begin_write(self) -> sqlite3.Connection:
         """BEGIN IMMEDIATE on this thread's connection, retried once on a fresh connection when
@@ -197,13 +222,13 @@ class Database:
             return conn
         except sqlite3.Error as exc:
             if primary_code(exc) not in _REOPEN_CODES:
-                raise self._failure(exc, "nothing was stored") from exc
+                raise self.failure(exc, "nothing was stored") from exc
         conn = self._reopen()
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             self._drop(conn)
-            raise self._failure(exc, "nothing was stored") from exc
+            raise self.failure(exc, "nothing was stored") from exc
         return conn
 
     def _abandon(self, conn: sqlite3.Connection, exc: BaseException) -> None:
@@ -225,11 +250,11 @@ class Database:
         try:
             conn.execute("BEGIN")
         except sqlite3.Error as exc:
-            raise self._failure(exc) from exc
+            raise self.failure(exc) from exc
         try:
             yield conn
         except sqlite3.Error as exc:
-            raise self._failure(exc) from exc
+            raise self.failure(exc) from exc
         finally:
             self._end_read(conn)
 
@@ -240,7 +265,7 @@ class Database:
         except sqlite3.Error:
             self._drop(conn)  # a connection stuck in a transaction would fail every BEGIN
 
-    def _failure(self, exc: sqlite3.Error, outcome: str = "") -> StorageError:
+    def failure(self, exc: sqlite3.Error, outcome: str = "") -> StorageError:
         """One line saying what happened to the database and what to do about it."""
         data_dir, code = self.path.parent, primary_code(exc)
         tail = f"; {outcome}" if outcome else ""

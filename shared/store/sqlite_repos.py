@@ -1,5 +1,5 @@
 """The SQLite aggregates behind the store interface: one explicit line per method, handing the
-aggregate module's function (which holds the SQL) to the session's runner (sqlite_store.py),
+aggregate module's function (which holds the SQL) to the session's runner (runners.py),
 which supplies the connection: `read` for queries, `write` for changes, `rows`/`row` for
 queries whose rows go out as Records, `iterate` for generators. The signatures are the
 interface's (shared/store/interface.py), so this file reads as its SQLite column.
@@ -17,11 +17,11 @@ from shared.store.interface import Record
 from shared.store.users import UserRow
 
 if TYPE_CHECKING:
-    from shared.store.sqlite_store import _Runner
+    from shared.store.runners import Runner
 
 
 class _Aggregate:
-    def __init__(self, run: _Runner):
+    def __init__(self, run: Runner):
         self._run = run
 
 

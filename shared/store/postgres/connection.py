@@ -111,7 +111,10 @@ def where(url: str) -> str:
 
 class PgDatabase:
     """One PostgreSQL database shared by every process; a pool of connections, and the
-    thread's open transaction (a call on the store joins it)."""
+    thread's open transaction (a call on the store joins it). It is the runners' Engine
+    (shared/store/runners.py)."""
+
+    errors = psycopg.Error
 
     def __init__(self, url: str, password: str = "", pool_size: int = 8, busy_timeout_ms: int = 10_000):
         self.url, self.location, self.password = url, where(url), password
@@ -199,6 +202,31 @@ class PgDatabase:
                 # A connection lost during COMMIT may or may not have committed.
                 lost = isinstance(exc, psycopg.OperationalError)
                 raise self.failure(exc, "it may not have been stored" if lost and outcome else outcome) from exc
+
+    @staticmethod
+    @contextmanager
+    def savepoint(conn: PgConnection, name: str) -> Iterator[PgConnection]:
+        """A nested transaction inside the caller's: released on success, rolled back (and the
+        error passed on) on failure, leaving the outer transaction going."""
+        conn.sql(f"SAVEPOINT {name}")
+        try:
+            yield conn
+        except BaseException:
+            try:
+                conn.sql(f"ROLLBACK TO SAVEPOINT {name}")
+                conn.sql(f"RELEASE SAVEPOINT {name}")
+            except psycopg.Error:
+                pass  # the transaction is lost: transaction_alive() says so
+            raise
+        conn.sql(f"RELEASE SAVEPOINT {name}")
+
+    @staticmethod
+    def transaction_alive(conn: PgConnection) -> bool:
+        return conn.in_transaction and not conn.failed
+
+    @staticmethod
+    def records(rows: list) -> list:
+        return list(rows)  # the row factory made them Records already
 
     def _rollback(self, conn: PgConnection) -> None:
         try:

@@ -1,9 +1,9 @@
 """The PostgreSQL implementation of the store interface (shared/store/interface.py).
 
-Sessions work as the SQLite store's do (shared/store/sqlite_store.py): an aggregate call goes
-to a runner that supplies the connection — the transaction of read()/write(), or, on the
-Store itself, one transaction per call (joining the thread's open transaction when there is
-one). The aggregates are the SQLite store's bindings (shared/store/sqlite_repos.py) wherever
+Sessions work as the SQLite store's do, through the same runners (shared/store/runners.py):
+an aggregate call goes to a runner that supplies the connection — the transaction of
+read()/write(), or, on the Store itself, one transaction per call (joining the thread's open
+transaction when there is one). The aggregates are the SQLite store's bindings (shared/store/sqlite_repos.py) wherever
 the module's SQL is portable, and this package's versions where PostgreSQL spells it
 differently (shared/store/postgres/repos.py). psycopg errors leave every call as StorageError.
 """
@@ -13,17 +13,18 @@ from __future__ import annotations
 import logging
 import os
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 import psycopg
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
 from shared.store.postgres import repos
-from shared.store.postgres.connection import PgConnection, PgDatabase, where
+from shared.store.postgres.connection import PgDatabase, where
 from shared.store.postgres.schema import apply_migrations, is_created
+from shared.store.runners import InTransaction, PerCall, Runner, Session, write_session
 
 T = TypeVar("T")
 log = logging.getLogger("aokun.store")
@@ -31,135 +32,12 @@ log = logging.getLogger("aokun.store")
 START_WAIT_S = 30.0
 
 
-class _Runner:
-    """How an aggregate's call reaches a connection."""
-
-    def __init__(self, db: PgDatabase):
-        self.db = db
-
-    def rows(self, fn: Callable[..., list], *args: Any) -> list:
-        return list(self.read(fn, *args))
-
-    def row(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return self.read(fn, *args)
-
-    def _call(self, conn: PgConnection, fn: Callable[..., Any], args: tuple) -> Any:
-        try:
-            return fn(conn, *args)
-        except psycopg.Error as exc:
-            raise self.db.failure(exc) from exc
-
-    def _iterate(self, conn: PgConnection, fn: Callable[..., Iterator], args: tuple) -> Iterator:
-        try:
-            yield from fn(conn, *args)
-        except psycopg.Error as exc:
-            raise self.db.failure(exc) from exc
-
-
-class _InTransaction(_Runner):
-    """Calls inside one read() or write() transaction."""
-
-    def __init__(self, db: PgDatabase, conn: PgConnection, writable: bool):
-        super().__init__(db)
-        self.conn, self.writable = conn, writable
-
-    def read(self, fn, *args):
-        return self._call(self.conn, fn, args)
-
-    def write(self, fn, *args):
-        if not self.writable:
-            raise StorageError("a read session cannot write (use store.write()); nothing was stored")
-        return self._call(self.conn, fn, args)
-
-    def iterate(self, fn, *args):
-        return self._iterate(self.conn, fn, args)
-
-    def whole(self, fn):
-        return fn(_Joined(self.db, self.conn))
-
-
-class _PerCall(_Runner):
-    """Calls on the Store itself: one transaction each, or the thread's open one."""
-
-    def read(self, fn, *args):
-        conn = self.db.current()
-        if conn is not None:
-            return self._call(conn, fn, args)
-        with self.db.snapshot() as conn:
-            return fn(conn, *args)
-
-    def write(self, fn, *args):
-        conn = self.db.current()
-        if conn is not None:
-            return self._call(conn, fn, args)
-        with self.db.write() as conn:
-            return fn(conn, *args)
-
-    def iterate(self, fn, *args):
-        conn = self.db.current()
-        if conn is not None:
-            yield from self._iterate(conn, fn, args)
-            return
-        with self.db.snapshot() as conn:
-            yield from fn(conn, *args)
-
-    def whole(self, fn):
-        conn = self.db.current()
-        return fn(_Joined(self.db, conn)) if conn is not None else fn(self.db)
-
-
-class _Joined:
-    """A database face on a transaction already open, for functions that take the database
-    and open a snapshot of their own (consistency.all_table_counts): they read inside it."""
-
-    def __init__(self, db: PgDatabase, conn: PgConnection):
-        self.db, self.conn = db, conn
-
-    @contextmanager
-    def snapshot(self) -> Iterator[PgConnection]:
-        try:
-            yield self.conn
-        except psycopg.Error as exc:
-            raise self.db.failure(exc) from exc
-
-
-class PostgresSession(repos.Aggregates):
+class PostgresSession(repos.Aggregates, Session):
     """Every aggregate, bound to one runner."""
 
-    def __init__(self, run: _Runner):
-        super().__init__(run)
-        self._run = run
-
-    def _conn(self) -> PgConnection | None:
-        run = self._run
-        return run.conn if isinstance(run, _InTransaction) else run.db.current()
-
-    @contextmanager
-    def savepoint(self, name: str) -> Iterator[None]:
-        conn = self._conn()
-        if conn is None or (isinstance(self._run, _InTransaction) and not self._run.writable):
-            raise StorageError("a savepoint needs a write transaction (store.write())")
-        try:
-            conn.sql(f"SAVEPOINT {name}")
-        except psycopg.Error as exc:
-            raise self._run.db.failure(exc) from exc
-        try:
-            yield
-        except BaseException:
-            try:
-                conn.sql(f"ROLLBACK TO SAVEPOINT {name}")
-                conn.sql(f"RELEASE SAVEPOINT {name}")
-            except psycopg.Error:
-                pass  # the transaction is lost: transaction_alive() says so
-            raise
-        try:
-            conn.sql(f"RELEASE SAVEPOINT {name}")
-        except psycopg.Error as exc:
-            raise self._run.db.failure(exc) from exc
-
-    def transaction_alive(self) -> bool:
-        conn = self._conn()
-        return conn is not None and conn.in_transaction and not conn.failed
+    def __init__(self, run: Runner):
+        Session.__init__(self, run)
+        repos.Aggregates.__init__(self, run)
 
 
 class PostgresStore(PostgresSession):
@@ -168,7 +46,7 @@ class PostgresStore(PostgresSession):
     engine = "postgresql"
 
     def __init__(self, db: PgDatabase, cache_dir: Path):
-        super().__init__(_PerCall(db))
+        super().__init__(PerCall(db))
         self.db = db  # the implementation's own; layers above use the interface only
         self.location = db.location
         self.cache_dir = cache_dir
@@ -177,10 +55,10 @@ class PostgresStore(PostgresSession):
     def read(self) -> Iterator[PostgresSession]:
         joined = self.db.current()
         if joined is not None:  # inside reading() (or a write): the thread's transaction
-            yield PostgresSession(_InTransaction(self.db, joined, writable=False))
+            yield PostgresSession(InTransaction(self.db, joined, writable=False))
             return
         with self.db.snapshot() as conn:
-            yield PostgresSession(_InTransaction(self.db, conn, writable=False))
+            yield PostgresSession(InTransaction(self.db, conn, writable=False))
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -192,16 +70,8 @@ class PostgresStore(PostgresSession):
         with self.db.snapshot():
             yield
 
-    @contextmanager
-    def write(self) -> Iterator[PostgresSession]:
-        with self.db.write() as conn:
-            try:
-                yield PostgresSession(_InTransaction(self.db, conn, writable=True))
-            except StorageError as exc:
-                # A failed statement: the transaction rolls back and words it from the original.
-                if isinstance(exc.__cause__, psycopg.Error):
-                    raise exc.__cause__
-                raise
+    def write(self) -> AbstractContextManager[PostgresSession]:
+        return write_session(self.db, PostgresSession)
 
     def incarnation(self) -> int:
         """The database's number for what it holds: a restore writes a new one."""

@@ -83,7 +83,7 @@ def replace_for_memory(conn: sqlite3.Connection, memory_id: int, persona_id: str
     return entry_ids
 
 
-# Shared with the PostgreSQL version of replace_for_memory (shared/store/postgres/derived.py),
+# Shared with the PostgreSQL version of replace_for_memory (shared/store/postgres/graph.py),
 # which differs only in how a new entry's id comes back and where its search row goes.
 ENTRY_INSERT = ("INSERT INTO graph_entries (source_memory_id, node_id, persona_id, text, confidence,"
                 " content_hash, create_time, atom_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")

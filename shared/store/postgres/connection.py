@@ -102,6 +102,14 @@ class PgConnection:
         return self.raw.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
 
 
+def persona_is(column: str, persona_id: str | None) -> tuple[str, list]:
+    """SQLite's `column IS ?`: IS NULL for no persona, = otherwise (which, unlike IS NOT
+    DISTINCT FROM, PostgreSQL can answer from an index)."""
+    if persona_id is None:
+        return f"{column} IS NULL", []
+    return f"{column} = %s", [persona_id]
+
+
 def where(url: str) -> str:
     """host:port/database of a URL, without user or password (for messages)."""
     parts = urlsplit(url)

@@ -321,3 +321,12 @@ def ranked(index: str, terms: Sequence[str], weights: Sequence[float],
             " GROUP BY h.row_id")
     params = [code, padded, *[p for a in arms for p in a[1]], code]
     return sql.SQL(text), params
+
+
+def ranked_join(index: str, table: str, alias: str, terms: Sequence[str],
+                personas: Sequence[str] | None, session_id: str | None) -> tuple[sql.Composable, list]:
+    """`FROM (<ranked rows>) s JOIN <table> <alias>` for terms ORed as SQLite's any_of does
+    (its first MAX_QUERY_TERMS): s.raw is SQLite's -bm25 of the row."""
+    rows, params = ranked(index, list(terms)[:MAX_QUERY_TERMS], (1.0,), personas, session_id)
+    return sql.SQL("FROM ({ranked}) s JOIN {table} {alias} ON {alias}.id = s.row_id").format(
+        ranked=computed_once(rows), table=sql.Identifier(table), alias=sql.Identifier(alias)), list(params)

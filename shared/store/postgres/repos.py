@@ -1,13 +1,15 @@
 """The PostgreSQL store's aggregates, one attribute each, as on the SQLite store: the SQLite
 bindings (shared/store/sqlite_repos.py) where the aggregate module's SQL is portable, with
-PostgreSQL versions of the methods whose SQL is not, in documents.py, work.py and derived.py.
+PostgreSQL versions of the methods whose SQL is not, in documents.py, work.py, atoms.py, graph.py and graph_browse.py.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from shared.store.postgres.derived import PostgresAtoms, PostgresGraph, PostgresGraphBrowse
+from shared.store.postgres.atoms import PostgresAtoms
+from shared.store.postgres.graph import PostgresGraph
+from shared.store.postgres.graph_browse import PostgresGraphBrowse
 from shared.store.postgres.documents import (PostgresConsistency, PostgresDocuments, PostgresFullText,
                                              PostgresNeighbours, vacuum_deleted)
 from shared.store.postgres.tables import PostgresTables

@@ -1,8 +1,8 @@
-"""Atoms and the graph on PostgreSQL: the SQLite bindings (shared/store/sqlite_repos.py), with
-PostgreSQL versions of the methods whose SQL differs — the search rows live in this package's
-full-text tables (fulltext.py), id lists are arrays, new ids come back by RETURNING, a
-nullable persona is compared with IS NULL or =, and graph_nodes.forms (TEXT holding a JSON
-list) is merged with jsonb functions.
+"""The graph on PostgreSQL: the SQLite binding (shared/store/sqlite_repos.py), with PostgreSQL
+versions of the methods whose SQL differs — entries' search rows live in this package's
+full-text tables (fulltext.py), id lists are arrays, new ids come back by RETURNING, a nullable
+persona is compared with IS NULL or =, and graph_nodes.forms (TEXT holding a JSON list) is
+merged with jsonb functions.
 
 Reads that SQLite answers in an index's order without saying so (an id list looked up through
 an index, GROUP BY output) say their order here: PostgreSQL's heap order is not the id order
@@ -18,195 +18,12 @@ from typing import Sequence
 
 import psycopg
 
-from shared.store import atoms, graph, meta
-from shared.store.atoms import AtomOwner, AtomRow
+from shared.store import graph, meta
 from shared.store.graph import MemoryGraph, NodeSpec
 from shared.store.interface import Record
-from shared.store.match import MAX_QUERY_TERMS
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection
-from shared.store.sqlite_repos import SqliteAtoms, SqliteGraph, SqliteGraphBrowse
-from shared.units import DAY
-
-
-def _persona_is(column: str, persona_id: str | None) -> tuple[str, list]:
-    """SQLite's `column IS ?`: IS NULL for no persona, = otherwise (which, unlike IS NOT
-    DISTINCT FROM, PostgreSQL can answer from an index)."""
-    if persona_id is None:
-        return f"{column} IS NULL", []
-    return f"{column} = %s", [persona_id]
-
-
-def _ranked_join(index: str, table: str, alias: str, terms: Sequence[str],
-                 personas: Sequence[str] | None, session_id: str | None) -> tuple[psycopg.sql.Composable, list]:
-    """`FROM (<ranked rows>) s JOIN <table> <alias>` for terms ORed as SQLite's any_of does
-    (its first MAX_QUERY_TERMS): s.raw is SQLite's -bm25 of the row."""
-    ranked, params = fulltext.ranked(index, list(terms)[:MAX_QUERY_TERMS], (1.0,), personas, session_id)
-    return psycopg.sql.SQL("FROM ({ranked}) s JOIN {table} {alias} ON {alias}.id = s.row_id").format(
-        ranked=fulltext.computed_once(ranked), table=psycopg.sql.Identifier(table),
-        alias=psycopg.sql.Identifier(alias)), list(params)
-
-
-# -- atoms -------------------------------------------------------------------------------
-
-
-def atom_insert(tx: PgConnection, owner: AtomOwner, row: AtomRow, now: float, state: str = "active",
-                superseded_by: int | None = None, needs_repair: bool = False) -> int:
-    """As atoms.insert: only active atoms get a search row."""
-    atom_id = tx.execute(atoms._INSERT + " RETURNING id", (
-        owner.memory_id, owner.persona_id, owner.session_id, row.type, row.text, row.subject,
-        row.attribute, row.value, row.confidence, owner.importance, row.ttl_days, row.deadline,
-        state, now, superseded_by, int(needs_repair), owner.content_hash, now, now)).fetchone()[0]
-    if state == "active":
-        fulltext.add_row(tx.raw, "atoms", atom_id, (row.tokens,), owner.persona_id, owner.session_id)
-    meta.bump_epoch(tx)
-    return atom_id
-
-
-_SIMILAR = Record.kind(("id", "tokens", "reinforcement_count", "confidence", "type"))
-
-
-def similar_active(conn: PgConnection, terms: Sequence[str], persona_id: str | None,
-                   other_than_memory: int, limit: int = 20) -> list[Record]:
-    """As atoms.similar_active (FTS5's ORDER BY rank is raw best first); the tokens come from
-    the search rows."""
-    terms = sorted(set(terms))
-    if not terms:
-        return []
-    source, params = _ranked_join("atoms", "memory_atoms", "a", terms,
-                                  None if persona_id is None else [persona_id], None)
-    persona, persona_params = _persona_is("a.persona_id", persona_id)
-    rows = conn.sql(psycopg.sql.SQL(
-        "SELECT a.id, a.reinforcement_count, a.confidence, a.type {source} WHERE a.state = 'active'"
-        " AND {persona} AND a.memory_id != %s ORDER BY s.raw DESC, a.id LIMIT %s").format(
-            source=source, persona=psycopg.sql.SQL(persona)),
-        [*params, *persona_params, other_than_memory, limit]).fetchall()
-    tokens = fulltext.stored_columns(conn.raw, "atoms", [r[0] for r in rows]) if rows else {}
-    return [_SIMILAR((r[0], tokens.get(r[0], ("",))[0], r[1], r[2], r[3])) for r in rows]
-
-
-def supersede(tx: PgConnection, persona_id: str | None, subject: str, attribute: str,
-              value: str, new_id: int, now: float) -> int:
-    persona, persona_params = _persona_is("persona_id", persona_id)
-    changed = tx.sql(
-        "UPDATE memory_atoms SET state = 'superseded', superseded_by = %s, state_time = %s,"
-        f" update_time = %s WHERE state = 'active' AND {persona} AND subject = %s"
-        " AND attribute = %s AND value != %s AND id != %s",
-        [new_id, now, now, *persona_params, subject, attribute, value, new_id]).rowcount
-    if changed:
-        meta.bump_epoch(tx)
-    return changed
-
-
-def atom_search(conn: PgConnection, terms: Sequence[str], persona_id: str | None,
-                session_id: str | None, types: Sequence[str] | None, limit: int) -> list[Record]:
-    """As atoms.search: active atoms holding any term, raw best first (ties by id)."""
-    if not terms:
-        return []
-    source, params = _ranked_join("atoms", "memory_atoms", "a", terms,
-                                  None if persona_id is None else [persona_id], session_id)
-    clauses, where_params = ["a.state = 'active'"], []
-    for column, wanted in (("persona_id", persona_id), ("session_id", session_id)):
-        if wanted is not None:
-            clauses.append(f"a.{column} = %s")
-            where_params.append(wanted)
-    if types:
-        clauses.append("a.type = ANY(%s)")
-        where_params.append(list(types))
-    return conn.sql(psycopg.sql.SQL(
-        "SELECT a.*, s.raw {source} WHERE {where} ORDER BY s.raw DESC, a.id LIMIT %s").format(
-            source=source, where=psycopg.sql.SQL(" AND ".join(clauses))),
-        [*params, *where_params, limit]).fetchall()
-
-
-def still_valid_of_types(conn: PgConnection, types: Sequence[str], persona_id: str | None,
-                         session_id: str | None, now: float, limit: int,
-                         exclude: Sequence[int] = ()) -> list[Record]:
-    """As atoms.still_valid_of_types, the excluded ids as an array."""
-    clauses = ["a.state = 'active'", "a.type = ANY(%s)", f"NOT ({atoms._EXPIRED_SQL.replace('?', '%s')})",
-               "NOT (a.id = ANY(%s))"]
-    params: list = [list(types), now, DAY, now, list(exclude)]
-    for column, wanted in (("persona_id", persona_id), ("session_id", session_id)):
-        if wanted is not None:
-            clauses.append(f"a.{column} = %s")
-            params.append(wanted)
-    return conn.sql(
-        f"SELECT a.* FROM memory_atoms a WHERE {' AND '.join(clauses)}"
-        " ORDER BY a.deadline IS NULL, a.deadline, a.id DESC LIMIT %s", [*params, limit]).fetchall()
-
-
-def validity_rows(conn: PgConnection, memory_ids: Sequence[int]) -> list[Record]:
-    if not memory_ids:
-        return []
-    return conn.sql(
-        "SELECT memory_id, type, state, ttl_days, deadline, create_time, state_time FROM memory_atoms"
-        " WHERE memory_id = ANY(%s) ORDER BY memory_id, id", (list(memory_ids),)).fetchall()
-
-
-def forget(tx: PgConnection, expired_before: float, now: float) -> list[int]:
-    """As atoms.forget: the state changes as on SQLite; the search rows leave fulltext's table."""
-    ids = atoms.forget_states(tx, expired_before, now)
-    if ids:
-        fulltext.remove_rows(tx.raw, "atoms", ids)
-    return ids
-
-
-def atoms_delete_for_memory(tx: PgConnection, memory_id: int) -> dict[str, int]:
-    ids = [r[0] for r in tx.sql("SELECT id FROM memory_atoms WHERE memory_id = %s", (memory_id,))]
-    fts = fulltext.remove_rows(tx.raw, "atoms", ids) if ids else 0
-    removed = tx.sql("DELETE FROM memory_atoms WHERE memory_id = %s", (memory_id,)).rowcount
-    if removed:
-        meta.bump_epoch(tx)
-    return {"memory_atoms": removed, "atoms_fts": fts}
-
-
-def supersede_chain(conn: PgConnection, atom_id: int, persona_id: str | None,
-                    max_steps: int = 20) -> list[Record]:
-    """As atoms.supersede_chain; the seeds are typed (PostgreSQL types a recursive query's
-    columns from its first SELECT)."""
-    persona, persona_params = _persona_is("a.persona_id", persona_id)
-    return conn.sql(
-        "WITH RECURSIVE back(id, step) AS (SELECT %s::bigint, 0 UNION SELECT a.id, back.step + 1 FROM back"
-        f" JOIN memory_atoms a ON {persona} AND a.state = 'superseded'"
-        " AND a.superseded_by = back.id WHERE back.step < %s),"
-        " ahead(id, step) AS (SELECT %s::bigint, 0 UNION SELECT a.superseded_by, ahead.step + 1 FROM ahead"
-        " JOIN memory_atoms a ON a.id = ahead.id WHERE a.state = 'superseded'"
-        " AND a.superseded_by IS NOT NULL AND ahead.step < %s)"
-        " SELECT id, text, state, memory_id, superseded_by FROM memory_atoms"
-        " WHERE id IN (SELECT id FROM back UNION SELECT id FROM ahead) ORDER BY id",
-        [atom_id, *persona_params, max_steps, atom_id, max_steps]).fetchall()
-
-
-class PostgresAtoms(SqliteAtoms):
-    def insert(self, owner, row, now, state="active", superseded_by=None, needs_repair=False):
-        return self._run.write(atom_insert, owner, row, now, state, superseded_by, needs_repair)
-
-    def supersede(self, persona_id, subject, attribute, value, new_id, now):
-        return self._run.write(supersede, persona_id, subject, attribute, value, new_id, now)
-
-    def forget(self, expired_before, now):
-        return self._run.write(forget, expired_before, now)
-
-    def delete_for_memory(self, memory_id):
-        return self._run.write(atoms_delete_for_memory, memory_id)
-
-    def similar_active(self, terms, persona_id, other_than_memory, limit=20):
-        return self._run.rows(similar_active, terms, persona_id, other_than_memory, limit)
-
-    def search(self, terms, persona_id, session_id, types, limit):
-        return self._run.rows(atom_search, terms, persona_id, session_id, types, limit)
-
-    def still_valid_of_types(self, types, persona_id, session_id, now, limit, exclude=()):
-        return self._run.rows(still_valid_of_types, types, persona_id, session_id, now, limit, exclude)
-
-    def validity_rows(self, memory_ids):
-        return self._run.rows(validity_rows, memory_ids)
-
-    def supersede_chain(self, atom_id, persona_id, max_steps=20):
-        return self._run.rows(supersede_chain, atom_id, persona_id, max_steps)
-
-
-# -- graph -------------------------------------------------------------------------------
+from shared.store.sqlite_repos import SqliteGraph
 
 
 def replace_for_memory(tx: PgConnection, memory_id: int, persona_id: str | None, memory_graph: MemoryGraph,
@@ -293,7 +110,7 @@ def search_entries(conn: PgConnection, terms: Sequence[str], persona_id: str | N
     by id)."""
     if not terms:
         return []
-    source, params = _ranked_join("graph_entries", "graph_entries", "e", terms,
+    source, params = fulltext.ranked_join("graph_entries", "graph_entries", "e", terms,
                                   None if persona_id is None else [persona_id], None)
     scope, scope_params = ("AND e.persona_id = %s", [persona_id]) if persona_id is not None else ("", [])
     return conn.sql(psycopg.sql.SQL(
@@ -495,50 +312,3 @@ class PostgresGraph(SqliteGraph):
 
     def table_counts(self):
         return self._run.read(graph_table_counts)
-
-
-# -- graph browse ------------------------------------------------------------------------
-
-
-def persona_node_counts(conn: PgConnection, persona_id: str) -> dict[str, int]:
-    """As graph_browse.persona_node_counts; the key's type prefix is matched with starts_with,
-    which no database collation reorders (a range 'person:' <= key < 'person;' holds only in
-    byte order, SQLite's)."""
-    return {t: conn.sql("SELECT COUNT(*) FROM graph_nodes WHERE persona_id = %s AND starts_with(key, %s)",
-                        (persona_id, f"{t}:")).fetchone()[0] for t in graph.NODE_TYPES}
-
-
-def edges_among(conn: PgConnection, node_ids: Sequence[int]) -> list[Record]:
-    """As graph_browse.edges_among, in the group order SQLite's GROUP BY gives (NULL relations
-    first, text in byte order)."""
-    if not node_ids:
-        return []
-    return conn.sql(
-        "SELECT src_node_id, dst_node_id, type, relation, COUNT(DISTINCT source_memory_id) FROM graph_edges"
-        " WHERE src_node_id = ANY(%s) AND dst_node_id = ANY(%s) GROUP BY 1, 2, 3, 4"
-        ' ORDER BY src_node_id, dst_node_id, type COLLATE "C", relation COLLATE "C" NULLS FIRST',
-        (list(node_ids), list(node_ids))).fetchall()
-
-
-def node_links(conn: PgConnection, node_id: int, limit: int) -> list[Record]:
-    """As graph_browse.node_links; memory_ids joined in ascending order (SQLite's group_concat
-    gives no order; the panel sorts them)."""
-    return conn.sql(
-        "SELECT n.id, n.type, n.value, l.edge_type, COUNT(DISTINCT l.memory_id) AS memories,"
-        " array_to_string(array_agg(DISTINCT l.memory_id ORDER BY l.memory_id), ',') AS memory_ids FROM ("
-        " SELECT dst_node_id AS other, type AS edge_type, source_memory_id AS memory_id"
-        " FROM graph_edges WHERE src_node_id = %s UNION ALL"
-        " SELECT src_node_id, type, source_memory_id FROM graph_edges WHERE dst_node_id = %s) l"
-        " JOIN graph_nodes n ON n.id = l.other GROUP BY n.id, l.edge_type"
-        " ORDER BY memories DESC, n.id DESC LIMIT %s", (node_id, node_id, limit)).fetchall()
-
-
-class PostgresGraphBrowse(SqliteGraphBrowse):
-    def persona_node_counts(self, persona_id):
-        return self._run.read(persona_node_counts, persona_id)
-
-    def edges_among(self, node_ids):
-        return self._run.rows(edges_among, node_ids)
-
-    def node_links(self, node_id, limit):
-        return self._run.rows(node_links, node_id, limit)

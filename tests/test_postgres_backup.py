@@ -27,7 +27,7 @@ from shared.config import StorageConfig, load_config
 from shared.errors import StorageError
 from shared.store.backup import LOCK_NAME, backups_holding, latest_backup, prune_backups, restore, sweep_partials
 from shared.store.documents import MemoryFields
-from shared.store.postgres.backup import check_dump
+from shared.store.postgres.dump_reading import check_dump
 from shared.store.schema import open_store
 from shared.store.vectors import VectorRow
 from shared.units import DAY

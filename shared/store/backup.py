@@ -102,7 +102,7 @@ def backups_holding(directory: Path, memory_id: int, content_hash: str, create_t
     for path in backup_files(directory):
         if path.suffix == DUMP_SUFFIX:
             # Lazy imports: pg_restore's reader loads only where a folder holds dumps.
-            from shared.store.postgres.backup import dump_holds
+            from shared.store.postgres.dump_reading import dump_holds
 
             if dump_holds(path, memory_id, content_hash, create_time):
                 holding.append(path.name)

@@ -26,35 +26,26 @@ their command line (a password in storage.url is taken out of the connection str
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
 from shared.store.backup import DUMP_SUFFIX, write_backup
+from shared.store.postgres.clients import connection, first_error, run, tool, why
 from shared.store.postgres.connection import WRITE_LOCK, PgDatabase, where
+from shared.store.postgres.dump_reading import check_dump
 from shared.store.postgres.store import password_of
 
-CLIENT_HINT = ("install PostgreSQL's client programs (pg_dump, pg_restore, psql; Debian/Ubuntu: "
-               "postgresql-client) of the server's major version or newer, and put them on PATH")
 # store_incarnation values are in 1 .. 2**52 (as the migration's random() makes them).
 INCARNATION_RANGE = 1 << 52
-# The table of contents entries of a store's dump (`pg_restore --list`): "<id>; <oid> <oid> <kind> <schema> <name> <owner>".
-_TOC_DOCUMENTS = re.compile(r"^\d+; \d+ \d+ TABLE public documents ", re.MULTILINE)
-_TOC_DOCUMENTS_DATA = re.compile(r"^\d+; \d+ \d+ TABLE DATA public documents ", re.MULTILINE)
 # Entries left out of a restore: the schema itself (it stays, with its owner and grants).
 _TOC_SCHEMA = re.compile(r"^\d+; \d+ \d+ (SCHEMA - public|COMMENT - SCHEMA public|ACL - SCHEMA public) ")
-_COPY_DOCUMENTS = re.compile(rb"^COPY public\.documents \((.*)\) FROM stdin;$")
-_COPY_ESCAPE = re.compile(rb"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{1,2})|(.))", re.DOTALL)
-_COPY_CHARS = {b"b": b"\b", b"f": b"\f", b"n": b"\n", b"r": b"\r", b"t": b"\t", b"v": b"\v"}
 
 
 # -- backup ----------------------------------------------------------------------------------
@@ -62,99 +53,15 @@ _COPY_CHARS = {b"b": b"\b", b"f": b"\f", b"n": b"\n", b"r": b"\r", b"t": b"\t", 
 def dump_database(db: PgDatabase, directory: Path, now: float, reason: str) -> Path:
     """pg_dump the store's database into a new aokun-<stamp>-<reason>.dump in directory
     (writers keep going); return it. Written as .partial, checked, renamed."""
-    pg_dump = _tool("pg_dump")
-    _tool("pg_restore")  # the check needs it: say so before writing anything
-    conninfo, env = _connection(db.url, db.password)
+    pg_dump = tool("pg_dump")
+    tool("pg_restore")  # the check needs it: say so before writing anything
+    conninfo, env = connection(db.url, db.password)
 
     def write(partial: Path) -> None:
-        _run([pg_dump, "--format=custom", "--schema=public", "--no-password", f"--file={partial}",
-              f"--dbname={conninfo}"], env, db.location, "backup")
+        run([pg_dump, "--format=custom", "--schema=public", "--no-password", f"--file={partial}",
+             f"--dbname={conninfo}"], env, db.location, "backup")
 
     return write_backup(directory, now, reason, DUMP_SUFFIX, write, check_dump)
-
-
-def check_dump(path: Path) -> tuple[bool, str]:
-    """(ok, detail): pg_restore reads the archive's table of contents, which lists the
-    documents table and its data, and reads every data block back whole."""
-    path = Path(path)
-    if not path.is_file():
-        return False, f"{path} is not a file"
-    pg_restore = _tool("pg_restore")
-    listing = subprocess.run([pg_restore, "--list", str(path)], capture_output=True, text=True)
-    if listing.returncode != 0:
-        return False, f"not a readable pg_dump archive ({_why(listing)})"
-    if not (_TOC_DOCUMENTS.search(listing.stdout) and _TOC_DOCUMENTS_DATA.search(listing.stdout)):
-        return False, "not a dump of an Aokun store (no documents table)"
-    whole = subprocess.run([pg_restore, f"--file={os.devnull}", str(path)], capture_output=True, text=True)
-    if whole.returncode != 0:
-        return False, f"the archive is damaged ({_why(whole)})"
-    return True, "ok"
-
-
-# -- which dumps hold a memory ---------------------------------------------------------------
-
-def dump_holds(path: Path, memory_id: int, content_hash: str, create_time: float) -> bool:
-    """Whether the dump's documents data has a row with this id and this content hash or
-    creation time. pg_restore streams that table's data only (COPY text, one row a line);
-    it is read a line at a time and stopped at the first match. A dump that cannot be read
-    (or no pg_restore) holds nothing here."""
-    pg_restore = shutil.which("pg_restore")
-    if pg_restore is None:
-        return False
-    reader = subprocess.Popen([pg_restore, "--data-only", "--table=documents", "--file=-", str(path)],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    try:
-        return _copy_holds(reader.stdout, memory_id, content_hash, create_time)
-    finally:
-        if reader.poll() is None:
-            reader.kill()
-        reader.stdout.close()
-        reader.wait()
-
-
-def _copy_holds(lines, memory_id: int, content_hash: str, create_time: float) -> bool:
-    columns = None
-    for raw in lines:
-        line = raw.rstrip(b"\n")
-        if columns is None:
-            header = _COPY_DOCUMENTS.match(line)
-            if header:
-                names = [name.strip().strip('"') for name in header.group(1).decode().split(",")]
-                try:
-                    columns = (names.index("id"), names.index("content_hash"), names.index("create_time"))
-                except ValueError:
-                    return False
-                prefix = f"{memory_id}\t".encode() if columns[0] == 0 else None
-            continue
-        if line == b"\\.":
-            return False  # the end of the table's data
-        if prefix is not None and not line.startswith(prefix):
-            continue  # the common case, without splitting the row
-        fields = line.split(b"\t")  # tabs inside values are escaped (\t)
-        try:
-            if int(fields[columns[0]]) != memory_id:
-                continue
-            if _unescape(fields[columns[1]]) == content_hash or float(fields[columns[2]]) == create_time:
-                return True
-        except (IndexError, ValueError):
-            continue
-    return False
-
-
-def _unescape(field: bytes) -> str | None:
-    """A value of COPY's text format (\\N is NULL)."""
-    if field == b"\\N":
-        return None
-
-    def one(match: re.Match) -> bytes:
-        octal, hexa, char = match.groups()
-        if octal:
-            return bytes([int(octal, 8) & 0xFF])
-        if hexa:
-            return bytes([int(hexa, 16)])
-        return _COPY_CHARS.get(char, char)
-
-    return _COPY_ESCAPE.sub(one, field).decode("utf-8", "replace")
 
 
 # -- restore ---------------------------------------------------------------------------------
@@ -175,8 +82,8 @@ def restore_dump(file: Path, storage: StorageConfig, live_workers: list[str]) ->
     if live_workers:
         raise StorageError(f"refusing to restore while a worker is running on {location} "
                            f"({', '.join(live_workers)}); stop it (and every front) first")
-    pg_restore, psql = _tool("pg_restore"), _tool("psql")
-    conninfo, env = _connection(storage.url, password_of(storage))
+    pg_restore, psql = tool("pg_restore"), tool("psql")
+    conninfo, env = connection(storage.url, password_of(storage))
     new = _new_incarnation(conninfo, env, location)
     with tempfile.TemporaryDirectory(prefix="aokun-restore-") as scratch:
         listing = Path(scratch) / "entries.list"
@@ -271,10 +178,10 @@ INSERT INTO public.store_incarnation (value) VALUES ({int(incarnation)});
 
 def _write_entries(pg_restore: str, file: Path, listing: Path) -> None:
     """The dump's table of contents minus the public schema's own entries, for --use-list."""
-    run = subprocess.run([pg_restore, "--list", str(file)], capture_output=True, text=True)
-    if run.returncode != 0:
-        raise StorageError(f"refusing to restore {file}: not a readable pg_dump archive ({_why(run)})")
-    kept = [line for line in run.stdout.splitlines() if not _TOC_SCHEMA.match(line)]
+    listed = subprocess.run([pg_restore, "--list", str(file)], capture_output=True, text=True)
+    if listed.returncode != 0:
+        raise StorageError(f"refusing to restore {file}: not a readable pg_dump archive ({why(listed)})")
+    kept = [line for line in listed.stdout.splitlines() if not _TOC_SCHEMA.match(line)]
     listing.write_text("\n".join(kept) + "\n", encoding="utf-8")
 
 
@@ -300,14 +207,14 @@ def _load(reader: list[str], loader: list[str], env: dict, scratch: Path, file: 
                 sink.kill()  # its transaction never reaches COMMIT: the server rolls it back
                 sink.wait()
                 raise StorageError(f"restore of {file} failed reading the dump "
-                                   f"({_first_error(reader_err.read_text('utf-8', 'replace'))}); "
+                                   f"({first_error(reader_err.read_text('utf-8', 'replace'))}); "
                                    f"nothing was changed in {location}")
             try:
                 sink.stdin.close()
             except BrokenPipeError:
                 pass
             if sink.wait() != 0:
-                detail = _first_error(loader_out.read_text("utf-8", "replace"))
+                detail = first_error(loader_out.read_text("utf-8", "replace"))
                 if "lock timeout" in detail:
                     detail += " (another process holds the store: stop every front and worker on it first)"
                 raise StorageError(f"restore of {file} into {location} failed and was rolled back, "
@@ -331,69 +238,11 @@ def _new_incarnation(conninfo: str, env: dict, location: str) -> int:
                 current = row[0] if row else None
     except psycopg.Error as exc:
         raise StorageError(f"cannot reach the PostgreSQL database {location} to restore into "
-                           f"({_first_error(str(exc))}): check that the server runs and storage.url") from exc
+                           f"({first_error(str(exc))}): check that the server runs and storage.url") from exc
     while True:
         value = secrets.randbelow(INCARNATION_RANGE) + 1
         if value != current:
             return value
-
-
-# -- the client programs ---------------------------------------------------------------------
-
-def _tool(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        raise StorageError(f"{name} is not on PATH, and backups of a store on PostgreSQL need it: {CLIENT_HINT}")
-    return found
-
-
-def _connection(url: str, password: str) -> tuple[str, dict]:
-    """(a connection string without any password, the environment for the client programs:
-    PGPASSWORD set when there is one)."""
-    try:
-        params = conninfo_to_dict(url)
-    except psycopg.Error as exc:
-        raise StorageError(f"storage.url is not a valid PostgreSQL URL ({_first_error(str(exc))})") from exc
-    password = params.pop("password", None) or password
-    params.setdefault("application_name", "aokun-backup")
-    env = dict(os.environ)
-    if password:
-        env["PGPASSWORD"] = password
-    return make_conninfo(**params), env
-
-
-def _run(argv: list[str], env: dict, location: str, what: str) -> None:
-    run = subprocess.run(argv, capture_output=True, text=True, env=env)
-    if run.returncode == 0:
-        return
-    program = Path(argv[0]).name
-    mismatch = re.search(r"server version: ([\d.]+)\S*; \S+ version: ([\d.]+)", run.stderr)
-    if mismatch or "version mismatch" in run.stderr:
-        server, client = mismatch.groups() if mismatch else ("?", "?")
-        raise StorageError(f"{program} {client} cannot {what} the PostgreSQL {server} server at {location} "
-                           f"(a server version mismatch): install {program} {server.split('.')[0]} or newer "
-                           "and put it first on PATH")
-    raise StorageError(f"{what} failed: {program} on {location}: {_first_error(run.stderr)}")
-
-
-def _why(run: subprocess.CompletedProcess) -> str:
-    """What a client program that failed said, or how it ended (a damaged archive can crash
-    pg_restore without a word)."""
-    if run.stderr.strip():
-        return _first_error(run.stderr)
-    if run.returncode < 0:
-        return f"{Path(run.args[0]).name} crashed on it (signal {-run.returncode})"
-    if run.returncode > 128:
-        return f"{Path(run.args[0]).name} crashed on it (status {run.returncode})"
-    return f"{Path(run.args[0]).name} exited with status {run.returncode}"
-
-
-def _first_error(text: str) -> str:
-    """The first line that says what went wrong, without the program's prefix."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    chosen = next((line for line in lines if "error" in line.lower() or "fatal" in line.lower()),
-                  lines[0] if lines else "no message")
-    return re.sub(r"^(pg_dump|pg_restore|psql)(:[^:\s]*)*:\s*(error:\s*)?", "", chosen)
 
 
 def _is_sqlite(path: Path) -> bool:
@@ -402,4 +251,3 @@ def _is_sqlite(path: Path) -> bool:
             return handle.read(16) == b"SQLite format 3\0"
     except OSError:
         return False
-

@@ -1,7 +1,7 @@
 """`aokun migrate --to OTHER.yaml`: copy this config's store into another config's store
 (SQLite -> PostgreSQL and back), then check the copy.
 
-The copy keeps everything a store holds (ids, times, pins, atoms, graph, vectors and their
+The copy (migrate_copy.py) keeps everything a store holds (ids, times, pins, atoms, graph, vectors and their
 change sequence, usage, users) through the store's Tables aggregate: every table page by page
 in key order, each page one committed insert-if-absent in the target, then the full-text rows
 from the source's index. A killed copy is finished by running the same command again: pages
@@ -21,34 +21,27 @@ each store's own recall. Exit 0 only when all agree; 1 when the copy differs; 2 
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
-import random
 import re
-import sys
 import time
 from contextlib import redirect_stdout
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Callable, Iterator
 
 from aokun_admin.health import cmd_doctor
+from aokun_admin.migrate_copy import Copied, Digest, copy_store, fulltext_pages, fulltext_rows, pages
 from shared.assembly import Services, open_services
 from shared.config import AppConfig, load_config, require_config_file
-from shared.errors import InvalidInput, StorageError
+from shared.errors import InvalidInput
 from shared.search.recall import RecallRequest
 from shared.store import meta
 from shared.store.documents import DocumentFilter, unmarked
 from shared.store.interface import Store
-from shared.store.tables import FULLTEXT, LATE_REFERENCES, REPLACED, key_of
-
-# Lazy imports: tqdm loads only when a copy starts (the CLI's other commands never need it).
+from shared.store.tables import FULLTEXT, REPLACED
 
 DEFAULT_BATCH = 500
 DEFAULT_SAMPLES = 20
-SAMPLE_SEED = 22  # the same memories are sampled by a re-run of one copy
 QUERY_CHARS = 60
 
 
@@ -137,161 +130,6 @@ def quiet(store: Store, config: AppConfig, which: str) -> None:
         raise InvalidInput(f"the {which} store ({store.engine} at {store.location}) is in use by "
                            f"{len(workers)} worker(s) and {len(fronts)} front(s): stop them (`aokun "
                            "stop`, and the servers) before migrating. Nothing was copied")
-
-
-# -- the copy -----------------------------------------------------------------------------------
-
-@dataclass
-class Copied:
-    """What one run copied: per table (rows read, rows new in the target), per full-text
-    index the same, the digest of each as read from the source, and the memories sampled
-    for the recall check."""
-
-    tables: dict[str, tuple[int, int]] = field(default_factory=dict)
-    fulltext: dict[str, tuple[int, int]] = field(default_factory=dict)
-    digests: dict[str, int] = field(default_factory=dict)
-    samples: list[dict] = field(default_factory=list)
-    seconds: float = 0.0
-
-
-def copy_store(source: Store, target: Store, batch: int, samples: int) -> Copied:
-    """Every table, then every full-text index, then the target's ids moved past the copied
-    ones; the source's digests and sampled memories taken on the way (no second read)."""
-    copied, started = Copied(), time.monotonic()
-    sampler = Reservoir(samples, random.Random(SAMPLE_SEED))
-    present = set(target.tables.names())
-    for table in source.tables.names():
-        if table not in present:
-            raise StorageError(f"the target store has no {table} table: open it once with this "
-                               "Aokun version (its migrations add it) and run migrate again")
-        digest = Digest()
-        watchers = [digest.add, sampler.offer] if table == "documents" else [digest.add]
-        copied.tables[table] = copy_table(source, target, table, batch, watchers)
-        copied.digests[table] = digest.value
-    for index in FULLTEXT:
-        digest = Digest()
-        copied.fulltext[index] = copy_fulltext(source, target, index, batch, digest.add)
-        copied.digests[f"{index} full text"] = digest.value
-    target.tables.finish()
-    copied.samples, copied.seconds = sampler.chosen, time.monotonic() - started
-    return copied
-
-
-def copy_table(source: Store, target: Store, table: str, batch: int,
-               watchers: list[Callable[[list], None]]) -> tuple[int, int]:
-    """Every row of one table, a committed page at a time, each page shown to the watchers;
-    (rows read, rows inserted)."""
-    read = inserted = 0
-    late = False
-    with progress(table, source.tables.count(table)) as bar:
-        for rows in pages(source, table, batch):
-            inserted += target.tables.put(table, rows)
-            read += len(rows)
-            late = late or has_late_reference(table, rows)
-            for watch in watchers:
-                watch(rows)
-            bar.update(len(rows))
-    if late:
-        # A reference to a row of a later page was left unset; every row is there now.
-        with progress(f"{table} (links)", read) as bar:
-            for rows in pages(source, table, batch):
-                target.tables.put(table, rows)
-                bar.update(len(rows))
-    return read, inserted
-
-
-def pages(store: Store, table: str, batch: int) -> Iterator[list]:
-    """A table's rows, a page at a time, in key order."""
-    after = None
-    while True:
-        rows = store.tables.page(table, after, batch)
-        if rows:
-            yield rows
-        if len(rows) < batch:
-            return
-        after = key_of(table, rows[-1])
-
-
-def has_late_reference(table: str, rows: list) -> bool:
-    late = LATE_REFERENCES.get(table)
-    return late is not None and any(row[late[0]] is not None for row in rows)
-
-
-def copy_fulltext(source: Store, target: Store, index: str, batch: int,
-                  watch: Callable[[list], None]) -> tuple[int, int]:
-    """One full-text index's rows, as the source holds them; (rows read, rows added)."""
-    read = added = 0
-    with progress(f"{index} full text", source.tables.fulltext_count(index)) as bar:
-        for rows in fulltext_pages(source, index, batch):
-            added += target.tables.fulltext_put(index, rows)
-            read += len(rows)
-            watch(fulltext_rows(rows))
-            bar.update(len(rows))
-    return read, added
-
-
-def fulltext_rows(rows: list) -> list[tuple]:
-    """(row id, column texts...) as both engines keep them (a NULL column is indexed as '')."""
-    return [(row_id, *("" if text is None else text for text in columns)) for row_id, columns in rows]
-
-
-def fulltext_pages(store: Store, index: str, batch: int) -> Iterator[list]:
-    after = None
-    while True:
-        rows, after = store.tables.fulltext_page(index, after, batch)
-        if rows:
-            yield rows
-        if after is None:
-            return
-
-
-def progress(what: str, total: int):
-    """Rows copied of a table, on stderr."""
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=what, unit="row", file=sys.stderr, mininterval=0.5, leave=True)
-
-
-class Reservoir:
-    """Up to `size` memories picked uniformly at random from all those offered (one pass)."""
-
-    def __init__(self, size: int, rng: random.Random):
-        self.size, self.rng, self.offered = size, rng, 0
-        self.chosen: list[dict] = []
-
-    def offer(self, rows: list) -> None:
-        for row in rows:
-            self.offered += 1
-            picked = {"id": row["id"], "text": row["text"], "persona_id": row["persona_id"]}
-            if len(self.chosen) < self.size:
-                self.chosen.append(picked)
-            else:
-                slot = self.rng.randrange(self.offered)
-                if slot < self.size:
-                    self.chosen[slot] = picked
-
-
-class Digest:
-    """What a table holds, whatever its engine or row order: the sum of a hash of each row,
-    each value as both engines give it back (a number as a float: PostgreSQL's doubles,
-    SQLite's integers; bytes as hex)."""
-
-    def __init__(self):
-        self.value = 0
-
-    def add(self, rows: list) -> None:
-        for row in rows:
-            items = sorted(dict(row).items()) if hasattr(row, "keys") else list(enumerate(row))
-            text = json.dumps([(name, _plain(value)) for name, value in items], ensure_ascii=False)
-            digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
-            self.value = (self.value + int.from_bytes(digest, "big")) % (1 << 64)
-
-
-def _plain(value):
-    """A value as both engines give it back (see Digest)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, bytes, memoryview)):
-        return value
-    return float(value) if isinstance(value, (int, float)) else bytes(value).hex()
 
 
 # -- the check ----------------------------------------------------------------------------------

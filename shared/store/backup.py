@@ -198,15 +198,8 @@ def restore(file: Path, storage: StorageConfig, live_workers: list[str]) -> Path
 
         return restore_dump(file, storage, live_workers)
     if Path(file).name.endswith(DUMP_SUFFIX):
-        raise StorageError(f"refusing to restore {file}: a PostgreSQL dump (*.dump) restores into a "
-                           "store on PostgreSQL, and this one is on SQLite (storage.backend); to move "
-                           "memories between engines use `aokun migrate`")
-    ok, detail = integrity(file)
-    if not ok:
-        raise StorageError(f"refusing to restore {file}: {detail}")
-    if live_workers:
-        raise StorageError(f"refusing to restore while a worker is running on {storage.data_dir} "
-                           f"({', '.join(live_workers)}); stop it (and every front) first")
+        raise other_engine_refusal(file, "a PostgreSQL dump (*.dump)", "PostgreSQL", "SQLite")
+    refuse_restoring(file, integrity(file), live_workers, storage.data_dir)
     storage.data_dir.mkdir(parents=True, exist_ok=True)
     target = storage.db_path
     staged = target.with_name(target.name + f".restore-{int(time.time())}")
@@ -223,6 +216,23 @@ def restore(file: Path, storage: StorageConfig, live_workers: list[str]) -> Path
     for path in (storage.queue_path, Path(str(storage.queue_path) + "-wal"), Path(str(storage.queue_path) + "-shm")):
         path.unlink(missing_ok=True)
     return target
+
+
+def other_engine_refusal(file: Path, backup: str, its_engine: str, this_engine: str) -> StorageError:
+    return StorageError(f"refusing to restore {file}: {backup} restores into a store on {its_engine}, "
+                        f"and this one is on {this_engine} (storage.backend); to move memories between "
+                        "engines use `aokun migrate`")
+
+
+def refuse_restoring(file: Path, checked: tuple[bool, str], live_workers: list[str], location: object) -> None:
+    """The refusals every engine's restore makes before touching anything: a file its check
+    (ok, detail) found damaged, and a store with a live worker at location."""
+    ok, detail = checked
+    if not ok:
+        raise StorageError(f"refusing to restore {file}: {detail}")
+    if live_workers:
+        raise StorageError(f"refusing to restore while a worker is running on {location} "
+                           f"({', '.join(live_workers)}); stop it (and every front) first")
 
 
 def _forget_processes(path: Path) -> None:

@@ -36,7 +36,7 @@ import psycopg
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
-from shared.store.backup import DUMP_SUFFIX, write_backup
+from shared.store.backup import DUMP_SUFFIX, other_engine_refusal, refuse_restoring, write_backup
 from shared.store.postgres.clients import connection, first_error, run, tool, why
 from shared.store.postgres.connection import WRITE_LOCK, PgDatabase, where
 from shared.store.postgres.dump_reading import check_dump
@@ -73,15 +73,8 @@ def restore_dump(file: Path, storage: StorageConfig, live_workers: list[str]) ->
     file = Path(file)
     location = where(storage.url)
     if file.name.endswith(".db") or _is_sqlite(file):
-        raise StorageError(f"refusing to restore {file}: a SQLite backup (*.db) restores into a store on "
-                           "SQLite, and this one is on PostgreSQL (storage.backend); to move memories "
-                           "between engines use `aokun migrate`")
-    ok, detail = check_dump(file)
-    if not ok:
-        raise StorageError(f"refusing to restore {file}: {detail}")
-    if live_workers:
-        raise StorageError(f"refusing to restore while a worker is running on {location} "
-                           f"({', '.join(live_workers)}); stop it (and every front) first")
+        raise other_engine_refusal(file, "a SQLite backup (*.db)", "SQLite", "PostgreSQL")
+    refuse_restoring(file, check_dump(file), live_workers, location)
     pg_restore, psql = tool("pg_restore"), tool("psql")
     conninfo, env = connection(storage.url, password_of(storage))
     new = _new_incarnation(conninfo, env, location)

@@ -10,6 +10,7 @@ and through the official MCP client over stdio.
 
     .venv/bin/python scripts/bench_recall_speed.py [--size 100000] [--queries 200] [--work DIR]
     .venv/bin/python scripts/bench_recall_speed.py --backend both   # SQLite and PostgreSQL, one run
+    .venv/bin/python scripts/bench_recall_speed.py --unscoped       # recall without persona_id
 
 --backend postgresql (or both) seeds a database of its own on --pg's server (dropped at the end
 unless --work keeps it) and prints each engine's figures and PostgreSQL's as a ratio of
@@ -143,7 +144,13 @@ def _graph_of(row: dict, segmenter: Segmenter) -> MemoryGraph:
                        entries=[EntrySpec(entry, " ".join(segmenter.terms(entry)), fact, 0.8)])
 
 
-def store_api_latency(config_path: Path, questions: list[str]) -> list[float]:
+def scope_of(i: int, unscoped: bool) -> str | None:
+    """The persona a timed recall is scoped to (None: all of them, as an admin's recall
+    without persona_id)."""
+    return None if unscoped else f"p{i % PERSONAS}"
+
+
+def store_api_latency(config_path: Path, questions: list[str], unscoped: bool = False) -> list[float]:
     from aokun_server.app import build_front
 
     front = build_front(load_config(config_path))
@@ -154,12 +161,12 @@ def store_api_latency(config_path: Path, questions: list[str]) -> list[float]:
     times = []
     for i, q in enumerate(questions):
         started = time.perf_counter()
-        front.recaller.recall(RecallRequest(q, 10, DocumentFilter(persona_id=f"p{i % PERSONAS}")))
+        front.recaller.recall(RecallRequest(q, 10, DocumentFilter(persona_id=scope_of(i, unscoped))))
         times.append(1000 * (time.perf_counter() - started))
     return times
 
 
-async def mcp_latency(config_path: Path, questions: list[str]) -> list[float]:
+async def mcp_latency(config_path: Path, questions: list[str], unscoped: bool = False) -> list[float]:
     # The whole environment: the MCP client passes a child only a safe few variables, and a
     # PYTHONPATH naming the code under test must reach the server too.
     params = StdioServerParameters(command=str(BIN / "aokun-server"), args=["--config", str(config_path)],
@@ -169,7 +176,8 @@ async def mcp_latency(config_path: Path, questions: list[str]) -> list[float]:
         times = []
         for i, q in enumerate(questions):
             started = time.perf_counter()
-            result = await client.call_tool("recall", {"query": q, "k": 10, "persona_id": f"p{i % PERSONAS}"})
+            scope = scope_of(i, unscoped)
+            result = await client.call_tool("recall", {"query": q, "k": 10} | ({"persona_id": scope} if scope else {}))
             times.append(1000 * (time.perf_counter() - started))
             assert not result.is_error, result.content
         acks = []
@@ -214,10 +222,11 @@ def write_bench_config(work: Path, storage: str) -> Path:
     return config
 
 
-def measure(config: Path, size: int, rows: list[dict], questions: list[str]) -> dict[str, list[float]]:
+def measure(config: Path, size: int, rows: list[dict], questions: list[str],
+            unscoped: bool) -> dict[str, list[float]]:
     seed(config, size, rows)
-    figures = {"store API (Recaller in-process)": store_api_latency(config, questions)}
-    recalls, acks = anyio.run(mcp_latency, config, questions)
+    figures = {"store API (Recaller in-process)": store_api_latency(config, questions, unscoped)}
+    recalls, acks = anyio.run(mcp_latency, config, questions, unscoped)
     figures["MCP client over stdio"] = recalls
     figures["memorize ack (memory service)"] = memorize_latency(config, 500)
     figures["memorize ack (MCP client over stdio)"] = acks
@@ -231,23 +240,26 @@ def main() -> None:
     parser.add_argument("--work", type=Path, help="keep (and reuse) the seeded store here")
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="sqlite")
     parser.add_argument("--pg", default=DEFAULT_SERVER, help="PostgreSQL server for --backend postgresql")
+    parser.add_argument("--unscoped", action="store_true",
+                        help=f"recall across all {PERSONAS} personas (no persona_id), not one persona's memories")
     args = parser.parse_args()
     temp = None if args.work else tempfile.TemporaryDirectory()
     work = args.work or Path(temp.name)
     rows, questions = corpus()
     questions = questions[:args.queries]
     engines = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
-    print(f"{args.size:,} memories, {len(questions)} queries, all channels, cache off")
+    print(f"{args.size:,} memories, {len(questions)} queries, all channels, cache off, "
+          + ("no persona (all of them)" if args.unscoped else f"each query in one of {PERSONAS} personas"))
     results = {}
     for engine in engines:
         folder = work / engine
         folder.mkdir(parents=True, exist_ok=True)
         if engine == "sqlite":
-            results[engine] = measure(write_bench_config(folder, ""), args.size, rows, questions)
+            results[engine] = measure(write_bench_config(folder, ""), args.size, rows, questions, args.unscoped)
         else:
             with bench_database(args.pg, folder if args.work else None) as url:
                 storage = f"  backend: postgresql\n  url: {url}\n"
-                results[engine] = measure(write_bench_config(folder, storage), args.size, rows, questions)
+                results[engine] = measure(write_bench_config(folder, storage), args.size, rows, questions, args.unscoped)
         for name, times in results[engine].items():
             print(f"{engine:10} {summary(name, times)}", flush=True)
     if len(engines) == 2:

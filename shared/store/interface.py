@@ -447,6 +447,11 @@ class Store(Session, Protocol):
         """After a delete's commit, outside any transaction: no page from before it stays in
         the engine's files. Never raises; False when it waits for a reader (done later)."""
 
+    def refresh_statistics(self) -> bool:
+        """The query planner's statistics brought up to date with the store's growth (the
+        worker's hourly housekeeping), outside any transaction. Never raises; False when it
+        could not (done next time)."""
+
     def backup(self, directory: Path, now: float, reason: str) -> Path:
         """An online, checked copy of the store in a new file in directory."""
 

@@ -78,6 +78,11 @@ class SqliteStore(SqliteSession):
     def flush_deleted(self) -> bool:
         return fts.flush_deleted(self.db.connection())
 
+    def refresh_statistics(self) -> bool:
+        # SQLite's plans here come from the schema's indexes (and INDEXED BY where it matters);
+        # no sqlite_stat1 is kept, so there is nothing to refresh.
+        return True
+
     def backup(self, directory: Path, now: float, reason: str) -> Path:
         return backup_database(self.db, directory, now, reason)
 

@@ -154,16 +154,27 @@ def missing_outputs(conn: PgConnection, model: str) -> dict[str, list[int]]:
 
 def vacuum_deleted(db: PgDatabase) -> bool:
     """After a delete's commit (and in the worker's hourly housekeeping): VACUUM the tables
-    that held the memory, so its rows' space is reclaimed rather than left as dead tuples,
-    and ANALYZE them, so the planner's statistics follow the store's growth even where
-    autovacuum is off. PostgreSQL does not zero freed space: bytes stay in data files and WAL
-    until overwritten (README, team deployment)."""
+    that held the memory, so its rows' space is reclaimed rather than left as dead tuples.
+    PostgreSQL does not zero freed space: bytes stay in data files and WAL until overwritten
+    (README, team deployment). Without ANALYZE: at 100k memories that is ~90 ms instead of
+    ~1 s, in every delete's reply."""
+    return _run_maintenance(db, psycopg.sql.SQL("VACUUM {}").format(
+        psycopg.sql.SQL(", ").join(psycopg.sql.Identifier(t) for t in _DELETED_WORDS_TABLES)))
+
+
+def vacuum_analyze(db: PgDatabase) -> bool:
+    """The worker's hourly housekeeping: VACUUM (ANALYZE) of the whole database, so the
+    planner's statistics follow the store's growth even where autovacuum is off (a 100k store
+    seeded without them recalled at 280 ms p50; analyzed, 49 ms)."""
+    return _run_maintenance(db, psycopg.sql.SQL("VACUUM (ANALYZE)"))
+
+
+def _run_maintenance(db: PgDatabase, statement: psycopg.sql.Composable) -> bool:
     try:
         with db.autocommit() as conn:
-            conn.sql(psycopg.sql.SQL("VACUUM (ANALYZE) {}").format(
-                psycopg.sql.SQL(", ").join(psycopg.sql.Identifier(t) for t in _DELETED_WORDS_TABLES)))
+            conn.sql(statement)
         return True
-    except Exception:  # never raises (interface): a later delete or autovacuum does it
+    except Exception:  # never raises (interface): the next run or autovacuum does it
         return False
 
 

@@ -84,6 +84,9 @@ class PostgresStore(PostgresSession):
     def flush_deleted(self) -> bool:
         return repos.vacuum_deleted(self.db)
 
+    def refresh_statistics(self) -> bool:
+        return repos.vacuum_analyze(self.db)
+
     def backup(self, directory: Path, now: float, reason: str) -> Path:
         # Lazy imports: pg_dump's runner loads only when a backup is made.
         from shared.store.postgres.backup import dump_database

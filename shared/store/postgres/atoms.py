@@ -54,7 +54,7 @@ def similar_active(conn: PgConnection, terms: Sequence[str], persona_id: str | N
     persona, persona_params = persona_is("a.persona_id", persona_id)
     rows = conn.sql(psycopg.sql.SQL(
         "SELECT a.id, a.reinforcement_count, a.confidence, a.type {source} WHERE a.state = 'active'"
-        " AND {persona} AND a.memory_id != %s ORDER BY s.raw DESC, a.id LIMIT %s").format(
+        f" AND {{persona}} AND a.memory_id != %s ORDER BY {fulltext.BEST_FIRST} LIMIT %s").format(
             source=source, persona=psycopg.sql.SQL(persona)),
         [*params, *persona_params, other_than_memory, limit]).fetchall()
     tokens = fulltext.stored_columns(conn.raw, "atoms", [r[0] for r in rows]) if rows else {}
@@ -90,7 +90,7 @@ def atom_search(conn: PgConnection, terms: Sequence[str], persona_id: str | None
         clauses.append("a.type = ANY(%s)")
         where_params.append(list(types))
     return conn.sql(psycopg.sql.SQL(
-        "SELECT a.*, s.raw {source} WHERE {where} ORDER BY s.raw DESC, a.id LIMIT %s").format(
+        f"SELECT a.*, s.raw {{source}} WHERE {{where}} ORDER BY {fulltext.BEST_FIRST} LIMIT %s").format(
             source=source, where=psycopg.sql.SQL(" AND ".join(clauses))),
         [*params, *where_params, limit]).fetchall()
 

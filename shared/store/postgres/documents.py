@@ -96,8 +96,8 @@ def bm25(conn: PgConnection, terms: Sequence[str], scope: DocumentFilter, limit:
     where, params = _filter_sql(scope, alias="d")
     statement = psycopg.sql.SQL(
         "SELECT d.id, s.raw FROM ({ranked}) s JOIN documents d ON d.id = s.row_id"
-        " WHERE {where} ORDER BY s.raw DESC, d.id LIMIT %s").format(
-            ranked=fulltext.computed_once(ranked), where=psycopg.sql.SQL(where.replace("?", "%s")))
+        f" WHERE {{where}} ORDER BY {fulltext.BEST_FIRST} LIMIT %s").format(
+            ranked=fulltext.best_first(ranked), where=psycopg.sql.SQL(where.replace("?", "%s")))
     return [(r[0], r[1]) for r in conn.sql(statement, [*ranked_params, *params, limit])]
 
 

@@ -115,7 +115,7 @@ def search_entries(conn: PgConnection, terms: Sequence[str], persona_id: str | N
     scope, scope_params = ("AND e.persona_id = %s", [persona_id]) if persona_id is not None else ("", [])
     return conn.sql(psycopg.sql.SQL(
         "SELECT e.id, e.source_memory_id, s.raw, e.confidence {source} WHERE true {scope}"
-        " ORDER BY s.raw DESC, e.id LIMIT %s").format(source=source, scope=psycopg.sql.SQL(scope)),
+        f" ORDER BY {fulltext.BEST_FIRST} LIMIT %s").format(source=source, scope=psycopg.sql.SQL(scope)),
         [*params, *scope_params, limit]).fetchall()
 
 

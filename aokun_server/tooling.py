@@ -20,8 +20,10 @@ from pydantic import BaseModel
 from shared.api.models import (MAX_CONVERSATION_CHARS, MAX_CONVERSATION_TURNS, parse_iso,
                                  reject_lone_surrogates)
 from shared.errors import AokunError, InvalidInput
+from shared.memory_rules import check_scope_id
 from shared.store.documents import epoch
 from shared.summarize.conversation import Turn, parse_conversation
+from shared.summarize.transcripts import in_range
 
 F = TypeVar("F", bound=Callable)
 
@@ -164,7 +166,7 @@ def checked_id(value: str | None, name: str) -> str | None:
     reject_lone_surrogates(name, value)
     if not value.strip():
         raise InvalidInput(f"{name} is empty; leave it out to search every {name.split('_')[0]}")
-    return value
+    return check_scope_id(name, value)
 
 
 def time_bound(value: str | None, name: str) -> float | None:
@@ -189,4 +191,4 @@ def conversation_turns(conversation) -> list[Turn]:
                         "summarize it in parts")
     for number, turn in enumerate(turns, 1):
         reject_lone_surrogates(f"conversation turn {number}", turn.speaker + turn.text)
-    return turns
+    return in_range(turns, "conversation")

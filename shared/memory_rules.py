@@ -29,7 +29,11 @@ from shared.store.documents import (MAX_KEY_FACT_CHARS, MAX_LABEL_CHARS, MAX_LIS
                                     MAX_SUMMARY_CHARS, MemoryFields, Sentiment, unmarked)
 
 MAX_ID_CHARS = 200  # session_id, persona_id
-EARLIEST_YEAR, LATEST_YEAR = 1900, 9999  # original_time, in UTC
+# The years a memory's time may fall in (UTC): wide enough for any real memory or plan, and far
+# from the calendar's ends, where the date arithmetic of the stages ("tomorrow") cannot go.
+EARLIEST_YEAR, LATEST_YEAR = 1900, 2200
+# What a host sends when it serialises a missing value as a string: a bug, never a name.
+NULL_WORDS = frozenset({"null", "none", "undefined"})
 MAX_SOURCE_HASH_CHARS = 200
 SENTIMENTS: tuple[str, ...] = get_args(Sentiment)
 LIST_LIMITS = {"topics": MAX_LABEL_CHARS, "participants": MAX_LABEL_CHARS,
@@ -100,7 +104,7 @@ def check_field(name: str, value: Any) -> Any:
             raise InvalidInput(f"pinned: must be true or false (got {shown(value)})")
         return value
     if name in ("session_id", "persona_id"):
-        return _optional_text(name, value, MAX_ID_CHARS, blank_ok=False)
+        return check_scope_id(name, _optional_text(name, value, MAX_ID_CHARS, blank_ok=False))
     if name == "persona_summary":
         return _optional_text(name, value, MAX_SUMMARY_CHARS, blank_ok=True)
     if name == "source_hash":
@@ -152,9 +156,9 @@ def parse_time(value: str, name: str) -> datetime:
 
 
 def check_time_range(when: datetime, name: str) -> datetime:
-    """A time that every stage can compute with: in the years EARLIEST_YEAR..LATEST_YEAR once
-    its offset is applied (9999-12-31T23:59-23:59 is year 10000 in UTC, which later date
-    arithmetic cannot represent)."""
+    """A time in the years EARLIEST_YEAR..LATEST_YEAR once its offset is applied (UTC): a
+    memory's time, or a conversation turn's. Outside them it is a typo or a placeholder
+    (9999-12-31), and the stages' date arithmetic ("the day after") could not follow it."""
     try:
         utc = when.astimezone(timezone.utc) if when.tzinfo else when
     except OverflowError:
@@ -163,6 +167,17 @@ def check_time_range(when: datetime, name: str) -> datetime:
         raise InvalidInput(f"{name}: {when.isoformat()[:40]} is out of range: give a time in the "
                            f"years {EARLIEST_YEAR} to {LATEST_YEAR} (UTC)")
     return when
+
+
+def check_scope_id(name: str, value: str | None) -> str | None:
+    """A persona_id or session_id, written or read by: never the word for a missing value
+    ("null", "None"), which a host sends when it turns a missing value into a string. Stored,
+    it would be a persona nobody means; the admin reading by it would see another set of
+    memories than asked for. Leave the key out instead."""
+    if value is not None and value.strip().lower() in NULL_WORDS:
+        raise InvalidInput(f"{name}: {shown(value)} is the word for no value, not a name: "
+                           "leave the key out (or send JSON null) for none")
+    return value
 
 
 def check_memory_id(memory_id: Any) -> int:

@@ -116,7 +116,7 @@ def test_a_note_dated_out_of_range_is_a_bad_row(tmp_path):
     result = aokun(config, "import", note)
     assert result.returncode == 1
     assert "far.md:1: front matter refused" not in result.stderr
-    assert "is out of range: give a time in the years 1900 to 9999" in result.stderr
+    assert "is out of range: give a time in the years 1900 to 2200" in result.stderr
 
 
 @pytest.mark.parametrize("body, problem", [
@@ -184,4 +184,4 @@ def test_ingest_refuses_a_turn_time_out_of_range(tmp_path):
     assert result.returncode != 0
     assert result.stderr.strip().splitlines() == [
         f"aokun ingest: {path}: turn 1's time: 9999-12-31T23:59:00-23:59 is out of range: "
-        "give a time in the years 1900 to 9999 (UTC)"]
+        "give a time in the years 1900 to 2200 (UTC)"]

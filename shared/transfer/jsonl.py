@@ -19,6 +19,7 @@ from typing import Iterable, Iterator
 
 from shared.errors import InvalidInput
 from shared.store.documents import Document, History
+from shared.memory_rules import LATEST_YEAR
 from shared.transfer.rows import LATEST_SECONDS, BadRow, Row, check_original_time, parse_json
 
 FORMAT = "aokun-export"
@@ -160,7 +161,7 @@ def _seconds(name: str, value) -> float:
         raise ValueError(f"{name} must be epoch seconds, a number >= 0 (got {value!r:.40})")
     if value > LATEST_SECONDS:
         raise ValueError(f"{name} {value!r:.40} is out of range: epoch seconds up to "
-                         f"{LATEST_SECONDS:.0f} (the end of year 9999)")
+                         f"{LATEST_SECONDS:.0f} (the end of year {LATEST_YEAR})")
     return value
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from shared.errors import InvalidInput
-from shared.memory_rules import check_time_range
+from shared.memory_rules import LATEST_YEAR, check_time_range
 from shared.store.documents import History
 
 
@@ -46,8 +46,9 @@ def source_hash(persona_id: str | None, source: str) -> str:
     return hashlib.sha256(f"import\n{persona_id or ''}\n{source}".encode("utf-8")).hexdigest()
 
 
-# Epoch seconds a stored time may take: from 1970 (times are >= 0) to the end of year 9999.
-LATEST_SECONDS = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
+# Epoch seconds a stored time may take: from 1970 (times are >= 0) to the end of the latest
+# year a memory's time may fall in (memory_rules.LATEST_YEAR).
+LATEST_SECONDS = datetime(LATEST_YEAR, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
 
 
 def parse_json(raw: str):

@@ -17,6 +17,7 @@ from shared.errors import ConfigError
 from shared.store.atoms import ATOM_TYPES
 from shared.store.documents import Document, unmarked
 from shared.extract.timeparse import deadline as find_deadline
+from shared.memory_rules import EARLIEST_YEAR, LATEST_YEAR
 
 # The types rules can give (ATOM_TYPES without "unknown", which is what no rule gives).
 TYPES = tuple(t for t in ATOM_TYPES if t != "unknown")
@@ -203,18 +204,26 @@ def draft_atoms(document: Document, rules: AtomRules, config: AtomsConfig) -> li
     """The atoms of one memory."""
     speaker, facts = split_facts(document, rules)
     anchor = document.fields.original_time or datetime.fromtimestamp(document.create_time, timezone.utc)
-    anchor_naive = anchor.replace(tzinfo=None)
     drafts = []
     for fact in facts:
         atom_type, confidence = rules.atom_type(fact)
-        due = find_deadline(fact, anchor_naive) if atom_type == "planned" else None
         slots = rules.slots_of(fact, speaker) or (None, None, None)
         drafts.append(AtomDraft(
             text=f"{speaker}: {fact}" if speaker else fact, type=atom_type, confidence=confidence,
             subject=slots[0], attribute=slots[1], value=slots[2],
-            deadline=_epoch(due, anchor) if due else None,
+            deadline=_deadline(fact, anchor) if atom_type == "planned" else None,
             ttl_days=ttl_days(atom_type, document.fields.importance, 0, config)))
     return drafts
+
+
+def _deadline(fact: str, anchor: datetime) -> float | None:
+    """When a plan falls due, as epoch seconds; None when it names no time, or one outside the
+    years a memory's time may take (a plan "in 9000 years", or one of a memory stored before
+    its time was checked): no deadline rather than one nothing downstream can show."""
+    due = find_deadline(fact, anchor.replace(tzinfo=None))
+    if due is None or not EARLIEST_YEAR <= due.year <= LATEST_YEAR:
+        return None
+    return _epoch(due, anchor)
 
 
 def _epoch(moment: datetime, anchor: datetime) -> float:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import MAXYEAR, MINYEAR, datetime, timedelta
 from typing import Iterator
 
 from shared.extract.time_calendar import (
@@ -48,9 +48,23 @@ class TimeExpression:
     plan_only: bool = False
 
 
+# The most years a word steps from its anchor (后年, 大后天 and the rest stay well within it).
+_LONGEST_STEP_YEARS = 3
+
+
+def resolvable(anchor: datetime) -> bool:
+    """Whether expressions can be resolved against `anchor`: not so near the calendar's ends
+    (years 1 and 9999) that a step from it (明年, the day after tomorrow) would fall off. Only
+    a memory stored before its time was checked has such an anchor."""
+    return MINYEAR + _LONGEST_STEP_YEARS <= anchor.year <= MAXYEAR - _LONGEST_STEP_YEARS
+
+
 def find_expressions(text: str, anchor: datetime, past: bool = False) -> list[TimeExpression]:
     """The time expressions of `text` in the order they are written; where two overlap, the one
-    of the earlier kind (KINDS), else the earlier in the text."""
+    of the earlier kind (KINDS), else the earlier in the text. None against an anchor that is
+    not resolvable(); a count that leaves the calendar ("in 9000 years") names no date."""
+    if not resolvable(anchor):
+        return []
     found = [e for finder in _FINDERS for e in finder(text, anchor, past)]
     kept: list[TimeExpression] = []
     for e in sorted(found, key=lambda e: (KINDS.index(e.kind), e.start)):
@@ -83,8 +97,7 @@ def _hour_counts(text: str, anchor: datetime, past: bool) -> Iterator[TimeExpres
     counts = [(m, en_number(m.group(1))) for m in _EN_HOURS.finditer(text)]
     counts += [(m, zh_number(m.group(1))) for m in _ZH_HOURS.finditer(text)]
     for m, n in counts:
-        if n is not None:
-            moment = anchor + timedelta(hours=n)
+        if n is not None and (moment := _counted(lambda: anchor + timedelta(hours=n))):
             yield _found(m, "hours", moment, moment, "moment", plan_only=True)
 
 
@@ -98,8 +111,18 @@ def _spans(text: str, anchor: datetime, past: bool) -> Iterator[TimeExpression]:
                 continue
             unit = ZH_UNITS.get(m.group("unit")) or m.group("unit").lower()
             ago = m.group("way").endswith("前") or m.group("way").lower() == "ago"
-            day = shift(midnight(anchor), -n if ago else n, unit)
-            yield _found(m, "span", period(day, unit)[0], day, unit)
+            day = _counted(lambda: shift(midnight(anchor), -n if ago else n, unit))
+            if day is not None:
+                yield _found(m, "span", period(day, unit)[0], day, unit)
+
+
+def _counted(moment) -> datetime | None:
+    """The moment a count from the anchor names, or None when the count leaves the calendar
+    (a year after 9999 is a ValueError, a day an OverflowError)."""
+    try:
+        return moment()
+    except (OverflowError, ValueError):
+        return None
 
 
 # -- Days ------------------------------------------------------------------------------------------
@@ -224,7 +247,7 @@ def _en_named_months(text: str, anchor: datetime, past: bool) -> Iterator[TimeEx
 def _month(m: re.Match, anchor: datetime, month: int | None, year: int | None, reading: str,
            plan_only: bool) -> Iterator[TimeExpression]:
     """The month named, in the year said, else by `reading` (time_calendar.year_of_month)."""
-    if month and 1 <= month <= 12:
+    if month and 1 <= month <= 12 and (year is None or MINYEAR <= year <= MAXYEAR):
         first, last = period(datetime(year or year_of_month(anchor, month, reading), month, 1), "month")
         yield _found(m, "named_month", first, last, "month", plan_only)
 

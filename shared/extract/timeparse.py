@@ -15,14 +15,17 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from shared.extract.time_expressions import KINDS, TimeExpression, find_expressions
+from shared.extract.time_expressions import KINDS, TimeExpression, find_expressions, resolvable
 from shared.extract.time_words import ZH_COUNT_NUMERAL, zh_number
 
 __all__ = ["DateMention", "date_mentions", "deadline", "zh_number"]
 
 
 def deadline(text: str, anchor: datetime) -> datetime | None:
-    """When a plan in `text` falls due, relative to `anchor` (the memory's original time)."""
+    """When a plan in `text` falls due, relative to `anchor` (the memory's original time);
+    None against an anchor at the calendar's ends (time_expressions.resolvable)."""
+    if not resolvable(anchor):
+        return None
     chosen = _plan_expression(find_expressions(text, anchor), anchor)
     if chosen is not None and chosen.precision == "moment":
         return chosen.due

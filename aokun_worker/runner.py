@@ -2,7 +2,10 @@
 
 Whatever goes wrong between the claim and the completion — reading the documents, the
 computation, storing one memory's result, the COMMIT — is recorded on the stage rows with its
-error and backs off, so every attempt ends on its row and a stage ends done or failed.
+error and backs off, so every attempt ends on its row and a stage ends done or failed. A batch
+that fails as a whole is run again memory by memory, so that one memory the stage cannot
+handle fails alone (unless the failure is the database's or the embedding service's, which
+every memory shares).
 Recording needs a writable database: while it is locked past busy_timeout (or otherwise will
 not take a write) the runner retries the completion briefly, then gives the leases back as
 soon as a write gets through, instead of leaving the stages running until the lease ends.
@@ -17,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 
 from aokun_worker.handlers import StageHandler
 from shared.config import QueueConfig
-from shared.errors import AokunError, StorageError
+from shared.errors import AokunError, EmbeddingError, StorageError
 from shared.store.interface import Session, Store
 from shared.store.stages import STAGES, StageKey, dependents
 from shared.tasks import DRAIN, Enqueuer
@@ -26,6 +29,10 @@ log = logging.getLogger("aokun.worker")
 
 # The database would not take a write: busy past busy_timeout, disk full, I/O error...
 STORAGE_ERRORS = (StorageError,)
+# Failures of what every memory of a batch shares (the database, the embedding service): each
+# memory alone would fail the same way, only N times slower. Any other failure of a batch is
+# looked for memory by memory, so one memory the stage cannot handle fails alone.
+BATCH_ERRORS = (StorageError, EmbeddingError)
 # Pauses between tries to record a finished batch; each try also waits busy_timeout in SQLite.
 COMPLETE_RETRY_DELAYS_S = (0.1, 0.3)
 # Giving the leases back is retried, at most this far apart, until it gets through.
@@ -108,17 +115,47 @@ class StageRunner:
         lease_end = claimed_at + self.parts.queue.lease_s
         self._chain_drain(handler, len(keys))
         try:
-            docs = self.parts.store.documents.get_many([k.memory_id for k in keys])
-            live = [k for k in keys if k.memory_id in docs]
-            results = list(handler.compute([docs[k.memory_id] for k in live])) if live else []
-            if len(results) != len(live):
-                raise RuntimeError(f"the {handler.stage} stage returned {len(results)} results"
-                                   f" for {len(live)} memories")
+            docs, results = self._compute(handler, keys)
+            failures: list[Failure] = []
         except Exception as exc:  # a stage body may fail any way it likes; we record it
-            self._log_failure(keys, exc)
-            self._release(keys, describe(exc), lease_end)
-            return 0
-        return self._finish(handler, keys, docs, dict(zip(live, results)), lease_end)
+            if len(keys) == 1 or isinstance(exc, BATCH_ERRORS):
+                self._log_failure(keys, exc)
+                self._release(keys, describe(exc), lease_end)
+                return 0
+            docs, results, failures = self._compute_alone(handler, keys, exc)
+        return self._finish(handler, keys, docs, results, failures, lease_end)
+
+    def _compute(self, handler: StageHandler, keys: list[StageKey]):
+        """Read the memories and compute their results: (documents by id, {key: result}) for
+        those that still exist."""
+        docs = self.parts.store.documents.get_many([k.memory_id for k in keys])
+        live = [k for k in keys if k.memory_id in docs]
+        results = list(handler.compute([docs[k.memory_id] for k in live])) if live else []
+        if len(results) != len(live):
+            raise RuntimeError(f"the {handler.stage} stage returned {len(results)} results"
+                               f" for {len(live)} memories")
+        return docs, dict(zip(live, results))
+
+    def _compute_alone(self, handler: StageHandler, keys: list[StageKey], batch_error: Exception):
+        """After a batch failed: each memory read and computed on its own, so that one whose
+        text, date or row the stage cannot handle fails alone and the others go on. Return
+        (documents, results, failures)."""
+        log.warning("%s stage failed for a batch of %d memories (%s); running each alone",
+                    handler.stage, len(keys), describe(batch_error))
+        docs, results, failures = {}, {}, []
+        for index, key in enumerate(keys):
+            try:
+                found, computed = self._compute(handler, [key])
+            except Exception as exc:
+                self._log_failure([key], exc)
+                if isinstance(exc, BATCH_ERRORS):  # the database or service, not this memory
+                    failures += [(k, describe(exc)) for k in keys[index:]]
+                    break
+                failures.append((key, describe(exc)))
+                continue
+            docs.update(found)
+            results.update(computed)
+        return docs, results, failures
 
     def _chain_drain(self, handler: StageHandler, claimed: int) -> None:
         if claimed < handler.batch_size or self.enqueuer is None:
@@ -130,13 +167,15 @@ class StageRunner:
         except Exception as exc:
             log.warning("cannot queue the next %s batch (%s); the reconciler will", handler.stage, exc)
 
-    def _finish(self, handler: StageHandler, keys: list[StageKey], docs, results, lease_end: float) -> int:
-        """Store the results and mark the stages done, retrying briefly if the database will
-        not take the write; failing that, give the leases back."""
+    def _finish(self, handler: StageHandler, keys: list[StageKey], docs, results,
+                failures: list[Failure], lease_end: float) -> int:
+        """Store the results, mark the stages done and record the memories that failed alone,
+        retrying briefly if the database will not take the write; failing that, give the
+        leases back."""
         tries = 0
         while True:
             try:
-                done, retries = self._complete(handler, keys, docs, results)
+                done, retries = self._complete(handler, keys, docs, results, failures)
             except Exception as exc:
                 if tries == len(COMPLETE_RETRY_DELAYS_S) or not isinstance(exc, STORAGE_ERRORS):
                     self._log_failure(keys, exc)
@@ -150,14 +189,18 @@ class StageRunner:
             self._enqueue_retries(retries)
             return done
 
-    def _complete(self, handler: StageHandler, keys: list[StageKey], docs, results):
+    def _complete(self, handler: StageHandler, keys: list[StageKey], docs, results,
+                  computed_failures: list[Failure]):
         """One transaction: each memory's result stored and its stage done, or its failure
         recorded; return (stages done, [(key, backoff)] to retry)."""
         p = self.parts
-        done, failures = 0, []
+        done, failures = 0, list(computed_failures)
+        failed = {key for key, _ in computed_failures}
         with p.store.write() as tx:
             now = p.clock()
             for key in keys:
+                if key in failed:
+                    continue
                 if key not in results:
                     failures.append((key, f"memory {key.memory_id} no longer exists"))
                     continue

@@ -5,7 +5,9 @@ server (AokunMCPServer.call_tool) for every tool:
 - an unknown argument is refused, naming it and the arguments the tool takes;
 - a numeric string is read as a number where the schema says integer or number: the MCP
   Inspector CLI, among others, sends every argument as a string. Booleans are not numbers:
-  true for k stays a type error (validation is strict).
+  true for k stays a type error (validation is strict);
+- a persona_id or session_id of "null" or "none" is refused (memory_rules.check_scope_id)
+  before the SDK reads the string as JSON, which would make it no persona at all.
 """
 
 from __future__ import annotations
@@ -16,9 +18,13 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 
+from shared.errors import InvalidInput
+from shared.memory_rules import check_scope_id
+
 _INTEGER = re.compile(r"[+-]?\d+")
 _MAX_NUMBER_CHARS = 100  # longer is no number a tool takes (and int() would refuse 4,300 digits)
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_SCOPE_IDS = frozenset({"persona_id", "session_id"})
 
 
 def check_call(tool: Tool, arguments: dict[str, Any], exposed: frozenset[str]) -> dict[str, Any]:
@@ -33,6 +39,12 @@ def check_call(tool: Tool, arguments: dict[str, Any], exposed: frozenset[str]) -
         takes = ", ".join(properties) or "no arguments"
         noun = "argument" if len(unknown) == 1 else "arguments"
         raise ToolError(f"unknown {noun} {names} ({tool.name} takes: {takes})")
+    for name in _SCOPE_IDS.intersection(arguments):
+        if isinstance(arguments[name], str):
+            try:
+                check_scope_id(name, arguments[name])
+            except InvalidInput as exc:
+                raise ToolError(str(exc)) from None
     return {name: _as_number(value, properties[name]) for name, value in arguments.items()}
 
 

@@ -92,6 +92,19 @@ def test_the_service_checks_fields_ids_and_edits(services):
          "original_time: 9999-12-31T23:59:00-23:59 is out of range: give a time in the years 1900 to 2200"),
         (lambda: memories.edit(doc.id, None, {"original_time": datetime(1, 1, 1, tzinfo=timezone.utc)}),
          "original_time: 0001-01-01T00:00:00+00:00 is out of range"),
+        # The sane range: years 1900 to 2200, both ends included, in UTC.
+        (lambda: memories.memorize("t", MemoryFields(original_time=datetime(9999, 12, 31))),
+         "original_time: 9999-12-31T00:00:00 is out of range: give a time in the years 1900 to 2200 (UTC)"),
+        (lambda: memories.memorize("t", MemoryFields(original_time=datetime(1899, 12, 31, 23, 59))),
+         "original_time: 1899-12-31T23:59:00 is out of range"),
+        (lambda: memories.memorize("t", fields_from_metadata({"original_time": "2201-01-01"})),
+         "original_time: 2201-01-01T00:00:00 is out of range"),
+        # A host's missing value sent as a word: refused as a persona or session, written or read.
+        (lambda: memories.memorize("t", MemoryFields(persona_id="null")),
+         'persona_id: "null" is the word for no value, not a name: leave the key out (or send JSON null) for none'),
+        (lambda: memories.memorize("t", fields_from_metadata({"session_id": " None "})),
+         'session_id: " None " is the word for no value'),
+        (lambda: memories.edit(doc.id, None, {"persona_id": "NULL"}), 'persona_id: "NULL" is the word for no value'),
     ]
     for call, message in cases:
         with pytest.raises(InvalidInput) as refused:
@@ -103,6 +116,10 @@ def test_the_service_checks_fields_ids_and_edits(services):
     assert db_rows_count(services) == 1  # nothing refused was stored
     edited = memories.edit(doc.id, None, {"topics": (" gardening ",)})
     assert edited.fields.topics == ("gardening",)
+    # The ends of the range are in it; a name that merely holds the word is a name.
+    for when, persona in ((datetime(1900, 1, 1), "nullish"), (datetime(2200, 12, 31, 23, 59), "none-of-them")):
+        kept = memories.memorize("at an end of the range", MemoryFields(original_time=when, persona_id=persona))
+        assert (kept.fields.original_time, kept.fields.persona_id) == (when, persona)
 
 
 def db_rows_count(services) -> int:

@@ -59,12 +59,13 @@ class Front:
     def config(self) -> AppConfig:
         return self.live.current
 
-    def start_background(self, autostart_worker: bool, transport: str) -> None:
-        """Beat as a live front, then warm caches, reconcile the queue and (stdio) make sure a
-        worker runs — off the request path, so the front answers at once. The heartbeat comes
-        first: an autostarted worker about to exit for want of fronts must see this one.
-        Then follow the config file."""
-        self.heartbeat = FrontHeartbeat(self.services.store, self.config.worker.heartbeat_interval_s, transport)
+    def start_background(self, autostart_worker: bool, transport: str, endpoint: str | None = None) -> None:
+        """Beat as a live front (with the endpoint it listens on, over HTTP), then warm caches,
+        reconcile the queue and (stdio) make sure a worker runs — off the request path, so the
+        front answers at once. The heartbeat comes first: an autostarted worker about to exit
+        for want of fronts must see this one. Then follow the config file."""
+        self.heartbeat = FrontHeartbeat(self.services.store, self.config.worker.heartbeat_interval_s,
+                                        transport, endpoint)
         self.heartbeat.start()
         threading.Thread(target=self._warm_up, name="warm-up", daemon=True).start()
         threading.Thread(target=self._load_indexes, name="vector-indexes", daemon=True).start()

@@ -13,7 +13,7 @@ from aokun_server.app import build_front
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
 from shared.logs import configure_logging
-from shared.serving import bind_listener, describe_start_failure, interrupt_on_stop_signals
+from shared.serving import bind_listener, describe_start_failure, http_url, interrupt_on_stop_signals
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -89,7 +89,8 @@ def serve_http(config: AppConfig, host: str, port: int) -> int:
     listener = bind_listener(host, port)
     interrupt_on_stop_signals()
     try:
-        front = start_front(config, "http")
+        # Where clients reach this front, as bound: its heartbeat row tells them.
+        front = start_front(config, "http", http_url(host, port))
         try:
             print(f"aokun-server: MCP over streamable HTTP at http://{host}:{port}/mcp",
                   file=sys.stderr, flush=True)
@@ -103,11 +104,11 @@ def serve_http(config: AppConfig, host: str, port: int) -> int:
     return 0
 
 
-def start_front(config: AppConfig, transport: str):
+def start_front(config: AppConfig, transport: str, endpoint: str | None = None):
     """A built front, beating and warming up; a stdio front (launched by a host) also makes
     sure a worker runs."""
     front = build_front(config)
-    front.start_background(autostart_worker=transport == "stdio", transport=transport)
+    front.start_background(autostart_worker=transport == "stdio", transport=transport, endpoint=endpoint)
     return front
 
 

@@ -105,16 +105,17 @@ class FrontHeartbeat:
     Start it before looking for a worker: an autostarted worker that decides to exit does so
     in one transaction with its check that no front is alive."""
 
-    def __init__(self, store: Store, interval: float, transport: str):
+    def __init__(self, store: Store, interval: float, transport: str, endpoint: str | None = None):
         self.store = store
         self.transport = transport
+        self.endpoint = endpoint  # where an HTTP front listens, as bound (not as configured)
         self.front_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._repeater = Repeater("front-heartbeat", interval, self.beat)
 
     def beat(self) -> bool:
         with self.store.write() as tx:
             tx.runtime.front_beat(self.front_id, os.getpid(), socket.gethostname(), self.transport,
-                                  time.time())
+                                  time.time(), self.endpoint)
         return False
 
     def start(self) -> None:

@@ -32,6 +32,14 @@ def bind_listener(host: str, port: int, owner: str = "aokun-server",
     return sock
 
 
+def http_url(host: str, port: int) -> str:
+    """Where a client reaches an MCP front bound to host:port (all interfaces: this machine)."""
+    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}/mcp"
+
+
 def interrupt_on_stop_signals() -> None:
     """uvicorn re-raises the stop signal it caught once it has shut down; as KeyboardInterrupt
     it reaches the `finally` that closes the front (its heartbeat row, its database),

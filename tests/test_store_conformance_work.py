@@ -166,15 +166,25 @@ def test_worker_heartbeats_and_liveness(store):
     assert store.runtime.newest_heartbeat() == NOW + 5
     store.runtime.mark_stopping("me")
     assert store.runtime.live_workers(NOW) == []
+    assert store.runtime.last_worker_gone() is None
     assert store.runtime.prune_workers(NOW - 50) == 1
+    assert store.runtime.last_worker_gone() == NOW - 100  # the pruned one's last beat
     store.runtime.remove_worker("me")
     assert [r.id for r in store.runtime.worker_rows()] == ["dead"]
+    stopped = store.runtime.last_worker_gone()  # when "me" stopped: now, not its last beat
+    assert stopped > NOW + 5 and store.runtime.newest_heartbeat() == stopped
+    store.runtime.remove_worker("dead")
+    assert store.runtime.prune_workers(NOW + 10 ** 9) == 0  # nothing left: the time stays
+    assert store.runtime.worker_rows() == [] and store.runtime.newest_heartbeat() >= stopped
 
 
 def test_front_heartbeats_and_pruning(store):
-    store.runtime.front_beat("f1", os.getpid(), socket.gethostname(), "http", NOW)
+    store.runtime.front_beat("f1", os.getpid(), socket.gethostname(), "http", NOW, "http://127.0.0.1:8766/mcp")
     store.runtime.front_beat("f2", os.getpid(), socket.gethostname(), "stdio", NOW - 100)
-    assert [(f.id, f.kind) for f in store.runtime.live_fronts(NOW - 10)] == [("f1", "http")]
+    assert [(f.id, f.kind, f.endpoint) for f in store.runtime.live_fronts(NOW - 10)] == [
+        ("f1", "http", "http://127.0.0.1:8766/mcp")]
+    store.runtime.front_beat("f1", os.getpid(), socket.gethostname(), "http", NOW + 1)
+    assert [f.endpoint for f in store.runtime.front_rows()] == ["http://127.0.0.1:8766/mcp", None]
     assert store.runtime.prune_fronts(NOW - 10) == 1
     store.runtime.remove_front("f1")
     assert store.runtime.front_rows() == []

@@ -21,8 +21,12 @@ PACKAGE_VERSION = "package_version"
 # A random number naming this store, made when its first FAISS snapshot is written
 # (shared/search/snapshot.py): a snapshot made from another store's database is never loaded.
 STORE_ID = "store_id"
+# When the last worker whose row is gone (stopped, or pruned long dead) was last seen (epoch
+# seconds): a store whose workers all stopped is not one where no worker ever ran.
+WORKERS_LAST_SEEN = "workers_last_seen"
 
-KEYS = (WRITE_EPOCH, VECTOR_SEQ, VECTOR_TOMBSTONE_FLOOR, DECAY_APPLIED_AT, PACKAGE_VERSION, STORE_ID)
+KEYS = (WRITE_EPOCH, VECTOR_SEQ, VECTOR_TOMBSTONE_FLOOR, DECAY_APPLIED_AT, PACKAGE_VERSION, STORE_ID,
+        WORKERS_LAST_SEEN)
 
 
 def get(conn: sqlite3.Connection, key: str) -> float | None:

@@ -2,14 +2,21 @@
 
 Liveness is a heartbeat newer than a cut-off and, for a process on this host, a pid that
 still exists: a process killed a second ago is dead at once, whatever its last beat says.
+
+A worker's row goes when it stops (or is pruned, long dead); the time it was last seen stays
+in meta (workers_last_seen), so "no worker alive since ..." is told from "no worker ever ran".
+A front's row holds the endpoint it actually listens on (None for stdio), which is what a
+client on this host should reach, whatever the config file says since the front started.
 """
 
 from __future__ import annotations
 
 import socket
+import time
 from dataclasses import dataclass
 
 from shared.platform import pid_alive
+from shared.store import meta
 
 
 @dataclass(frozen=True)
@@ -24,6 +31,7 @@ class ProcessRow:
     started_time: float
     heartbeat_time: float
     stopping: bool = False
+    endpoint: str | None = None
 
     def alive(self, alive_since: float) -> bool:
         return (not self.stopping and self.heartbeat_time >= alive_since
@@ -52,12 +60,30 @@ def mark_stopping(conn, worker_id: str) -> None:
 
 
 def remove_worker(conn, worker_id: str) -> None:
-    conn.execute("DELETE FROM workers WHERE worker_id = ?", (worker_id,))
+    """The worker stopped: its row goes, the time stays as when a worker was last seen."""
+    if conn.execute("DELETE FROM workers WHERE worker_id = ?", (worker_id,)).rowcount:
+        _seen(conn, time.time())
+
+
+def _seen(conn, when: float) -> None:
+    """Keep `when` as the last time a worker was seen, unless a later one is kept already."""
+    kept = meta.get(conn, meta.WORKERS_LAST_SEEN)
+    if kept is None or when > kept:
+        meta.put(conn, meta.WORKERS_LAST_SEEN, when)
 
 
 def newest_heartbeat(conn) -> float | None:
-    """Time of the most recent heartbeat of any worker, or None if none ever beat."""
-    return conn.execute("SELECT MAX(heartbeat_time) FROM workers").fetchone()[0]
+    """Time of the most recent heartbeat of any worker, those stopped or pruned since
+    included, or None if no worker ever beat on this store."""
+    beat = conn.execute("SELECT MAX(heartbeat_time) FROM workers").fetchone()[0]
+    gone = last_worker_gone(conn)
+    return max((t for t in (beat, gone) if t is not None), default=None)
+
+
+def last_worker_gone(conn) -> float | None:
+    """When the last worker whose row is gone (stopped, or pruned long dead) was last seen;
+    None if none ever went."""
+    return meta.get(conn, meta.WORKERS_LAST_SEEN)
 
 
 def worker_rows(conn) -> list[ProcessRow]:
@@ -75,18 +101,26 @@ def live_workers(conn, alive_since: float) -> list[str]:
 
 
 def prune_workers(conn, dead_before: float) -> int:
-    """Forget workers that have not beaten since dead_before (killed, never said goodbye)."""
+    """Forget workers that have not beaten since dead_before (killed, never said goodbye);
+    their last heartbeat is kept as when a worker was last seen."""
+    last = conn.execute("SELECT MAX(heartbeat_time) FROM workers WHERE heartbeat_time < ?",
+                        (dead_before,)).fetchone()[0]
+    if last is None:
+        return 0
+    _seen(conn, last)
     return conn.execute("DELETE FROM workers WHERE heartbeat_time < ?", (dead_before,)).rowcount
 
 
 # -- fronts --------------------------------------------------------------------------------
 
-def front_beat(conn, front_id: str, pid: int, hostname: str, transport: str, now: float) -> None:
-    """Record that a front is alive (insert on first beat)."""
+def front_beat(conn, front_id: str, pid: int, hostname: str, transport: str, now: float,
+               endpoint: str | None = None) -> None:
+    """Record that a front is alive (insert on first beat), and where it listens (an HTTP
+    front's URL; None over stdio)."""
     conn.execute(
-        "INSERT INTO fronts (front_id, pid, hostname, transport, started_time, heartbeat_time)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (front_id) DO UPDATE SET heartbeat_time = excluded.heartbeat_time",
-        (front_id, pid, hostname, transport, now, now))
+        "INSERT INTO fronts (front_id, pid, hostname, transport, started_time, heartbeat_time, endpoint)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (front_id) DO UPDATE SET heartbeat_time = excluded.heartbeat_time",
+        (front_id, pid, hostname, transport, now, now, endpoint))
 
 
 def remove_front(conn, front_id: str) -> None:
@@ -95,9 +129,9 @@ def remove_front(conn, front_id: str) -> None:
 
 def front_rows(conn) -> list[ProcessRow]:
     """Every front row, newest start first, alive or not."""
-    rows = conn.execute("SELECT front_id, pid, hostname, transport, started_time, heartbeat_time"
-                        " FROM fronts ORDER BY started_time DESC").fetchall()
-    return [ProcessRow(*row) for row in rows]
+    rows = conn.execute("SELECT front_id, pid, hostname, transport, started_time, heartbeat_time,"
+                        " endpoint FROM fronts ORDER BY started_time DESC").fetchall()
+    return [ProcessRow(*row[:6], endpoint=row[6]) for row in rows]
 
 
 def live_fronts(conn, alive_since: float) -> list[ProcessRow]:

@@ -369,6 +369,11 @@ MIGRATIONS = [
         )
         """,
     ]),
+    # A front's row says where it listens: a client on its host reaches the front that runs,
+    # not the port a config file was changed to since it started.
+    Migration(12, "front endpoints", [
+        "ALTER TABLE fronts ADD COLUMN endpoint TEXT",
+    ]),
 ]
 
 

@@ -420,8 +420,12 @@ class SqliteRuntime(_Aggregate):
     def newest_heartbeat(self) -> float | None:
         return self._run.read(runtime.newest_heartbeat)
 
-    def front_beat(self, front_id: str, pid: int, hostname: str, transport: str, now: float) -> None:
-        return self._run.write(runtime.front_beat, front_id, pid, hostname, transport, now)
+    def last_worker_gone(self) -> float | None:
+        return self._run.read(runtime.last_worker_gone)
+
+    def front_beat(self, front_id: str, pid: int, hostname: str, transport: str, now: float,
+                   endpoint: str | None = None) -> None:
+        return self._run.write(runtime.front_beat, front_id, pid, hostname, transport, now, endpoint)
 
     def remove_front(self, front_id: str) -> None:
         return self._run.write(runtime.remove_front, front_id)

@@ -245,6 +245,10 @@ _TABLES = [
 
 MIGRATIONS = [
     Migration(1, "initial schema (the SQLite schema of version 11)", [*_TABLES, *FULLTEXT_DDL]),
+    # As SQLite's migration 12: where a front listens.
+    Migration(2, "front endpoints", [
+        "ALTER TABLE fronts ADD COLUMN endpoint TEXT",
+    ]),
 ]
 
 _MIGRATIONS_DDL = """

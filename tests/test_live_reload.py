@@ -461,7 +461,7 @@ def test_a_watcher_skips_an_empty_then_truncated_file_and_applies_the_complete_o
 def test_a_section_removed_on_purpose_applies_once_the_file_has_settled(tmp_path, caplog):
     """A cut-off file and a file whose section was deleted look alike at first; the deleted
     section is meant when the file stays so: it applies SETTLE_S later, with no other save."""
-    from shared.live_config import SETTLE_S
+    from shared.live_config import INCOMPLETE_SETTLE_S as SETTLE_S
 
     config = tmp_path / "config.yaml"
     config.write_text(full_text(), encoding="utf-8")

@@ -6,6 +6,12 @@ starts a stdio server from its own working directory with a minimal environment 
 PATH of ours), so the entry names this install's executable and config file itself. Secrets
 (the HTTP token, API keys named by *.api_key_env) are written as ${VAR} references, which
 Claude Code expands when it starts the server, unless --inline-secrets asks for their values.
+
+The HTTP entry names the front that runs: a restart-only key saved since it started (the panel
+writes server.port at once) would otherwise send the host to a port nothing listens on. The
+front's heartbeat row holds the endpoint it is bound to; when that differs from the saved
+server.host/port, the entry gets the running one, and stderr says so in one line. Its bearer
+token is the caller's: AOKUN_TOKEN when this shell holds a user's token, else server.token.
 """
 
 from __future__ import annotations
@@ -14,12 +20,15 @@ import json
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from shared.config import CONFIG_ENV, LOCAL_TOKEN_ENV, TOKEN_ENV, AppConfig, require_config_file
+from shared.serving import http_url
 
 TRANSPORTS = ("stdio", "http")
 # ${VAR} as secret_env and http_entry write it; inside double quotes a POSIX shell expands it.
@@ -44,7 +53,7 @@ def cmd_mcp_config(admin, args) -> int:
     if args.transport == "stdio":
         entry, notes = stdio_entry(config, inline)
     else:
-        entry, notes = http_entry(config, inline)
+        entry, notes = http_entry(config, inline, running_endpoints_of(config))
     print(json.dumps({"mcpServers": {args.name: entry}}, indent=2, ensure_ascii=False))
     print(f"Put the block above in the host's MCP configuration, or add it to Claude Code with:\n"
           f"  {claude_add_line(args.name, entry, inline)}", file=sys.stderr)
@@ -117,25 +126,57 @@ def secret_env(names: list[str], inline: bool) -> dict[str, str]:
     return {n: f"${{{n}}}" for n in names}
 
 
-def http_entry(config: AppConfig, inline: bool) -> tuple[dict, list[str]]:
-    """The URL of this config's HTTP front, with its bearer token when it has one."""
-    entry: dict = {"type": "http", "url": http_url(config.server.host, config.server.port)}
-    notes = []
-    if config.server.token:
-        token = config.server.token if inline else f"${{{TOKEN_ENV}}}"
-        entry["headers"] = {"Authorization": f"Bearer {token}"}
-        if not inline and not os.environ.get(TOKEN_ENV):
+def http_entry(config: AppConfig, inline: bool, running: list[str] = ()) -> tuple[dict, list[str]]:
+    """The URL of this config's HTTP front (the one running, when it is not at the saved
+    address), with the caller's bearer token when there is one."""
+    saved = http_url(config.server.host, config.server.port)
+    url, notes = saved, []
+    if running and saved not in running:
+        url = running[0]
+        notes.append(f"the running front listens at {url}, not at the saved server.host/port ({saved}), "
+                     f"which it takes at its restart: wrote {url}")
+    entry: dict = {"type": "http", "url": url}
+    name, token = (LOCAL_TOKEN_ENV, os.environ[LOCAL_TOKEN_ENV]) if os.environ.get(LOCAL_TOKEN_ENV) \
+        else (TOKEN_ENV, config.server.token)
+    if token:
+        reference = f"${{{name}}}"
+        entry["headers"] = {"Authorization": f"Bearer {token if inline else reference}"}
+        if not inline and not os.environ.get(name):
             notes.append(f"the server's token is in the config file, not in {TOKEN_ENV}: set that "
                          "variable where the host runs, or run again with --inline-secrets")
     return entry, notes
 
 
-def http_url(host: str, port: int) -> str:
-    """Where a client reaches a server bound to host:port (all interfaces: this machine)."""
-    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
-    if ":" in host:
-        host = f"[{host}]"
-    return f"http://{host}:{port}/mcp"
+def running_endpoints_of(config: AppConfig) -> list[str]:
+    """The endpoints of the live HTTP fronts of the config's store on this machine (none
+    without a config file, or without a store: nothing is created to look)."""
+    if config.source is None:
+        return []
+    # Lazy imports: the store only for --transport http (stdio needs no store at all).
+    from shared.errors import AokunError
+    from shared.store.schema import open_store
+
+    try:
+        store = open_store(config.storage, migrate=False)
+    except AokunError:
+        return []
+    try:
+        return running_endpoints(config, store)
+    finally:
+        store.close()
+
+
+def running_endpoints(config: AppConfig, store) -> list[str]:
+    """Where the live HTTP fronts of this store on this machine listen, newest first; a front
+    whose row has no endpoint (started by an older version) at the config's address."""
+    alive_since = time.time() - config.worker.heartbeat_timeout_s
+    try:
+        fronts = store.runtime.live_fronts(alive_since)
+    except Exception:  # noqa: BLE001 - a store from before fronts beat: none to find
+        return []
+    here = socket.gethostname()
+    return list(dict.fromkeys(f.endpoint or http_url(config.server.host, config.server.port)
+                              for f in fronts if f.kind == "http" and f.hostname == here))
 
 
 def claude_add_line(name: str, entry: dict, inline: bool) -> str:

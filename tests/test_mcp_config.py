@@ -15,7 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from aokun_admin.main import Admin, _with_config
 from aokun_admin.mcp_config import add_parser, cmd_mcp_config, http_url
-from helpers import db_rows, free_port, http_server, mcp_session, write_config
+from helpers import db_rows, free_port, http_server, mcp_session, wait_for, write_config
 from servers import pg_url  # noqa: F401 (the fixture)
 from shared.config import load_config
 from shared.errors import ConfigError
@@ -136,3 +136,41 @@ def test_team_mode_passwords_and_a_users_token_are_passed_as_references(tmp_path
     monkeypatch.delenv("AOKUN_TOKEN")
     block, _ = mcp_config(capsys, "--config", str(config))
     assert block["mcpServers"]["aokun"]["env"] == {}
+
+
+@pytest.mark.slow
+def test_http_entry_names_the_running_front_when_a_saved_port_differs(tmp_path, capsys, monkeypatch):
+    """server.port saved after the front started (a restart-only key): the entry reaches the
+    front that runs, and stderr says in one line which port was written and why."""
+    monkeypatch.delenv("AOKUN_SERVER_TOKEN", raising=False)
+    monkeypatch.delenv("AOKUN_TOKEN", raising=False)
+    running, saved = free_port(), free_port()
+    config = write_config(tmp_path, server={"port": running})
+    with http_server(config, running) as served:
+        wait_for(lambda: db_rows(config, "SELECT endpoint FROM fronts") == [(served,)], 30,
+                 what="the front's heartbeat with its endpoint")
+        block, err = mcp_config(capsys, "--config", str(config), "--transport", "http")
+        assert block["mcpServers"]["aokun"]["url"] == served and "running front" not in err
+        write_config(tmp_path, server={"port": saved})  # as the panel saves it
+        block, err = mcp_config(capsys, "--config", str(config), "--transport", "http")
+        assert block["mcpServers"]["aokun"]["url"] == served
+        [note] = [line for line in err.splitlines() if "running front" in line]
+        assert note == (f"note: the running front listens at {served}, not at the saved server.host/port "
+                        f"(http://127.0.0.1:{saved}/mcp), which it takes at its restart: wrote {served}")
+        with mcp_session(block["mcpServers"]["aokun"]["url"]) as s:
+            assert s.ok("memorize", {"content": "reached at the running port"})["status"] == "accepted"
+    # No front left: the saved port, and nothing said about a running one.
+    block, err = mcp_config(capsys, "--config", str(config), "--transport", "http")
+    assert block["mcpServers"]["aokun"]["url"] == f"http://127.0.0.1:{saved}/mcp" and "running front" not in err
+
+
+def test_http_entry_sends_a_users_token_from_aokun_token(tmp_path, capsys, monkeypatch):
+    """A shell holding a user's token in AOKUN_TOKEN connects as that user, not with the
+    admin's server.token."""
+    monkeypatch.setenv("AOKUN_TOKEN", "alice-token")
+    config = write_config(tmp_path, server={"token": "admin-token"})
+    block, err = mcp_config(capsys, "--config", str(config), "--transport", "http")
+    assert block["mcpServers"]["aokun"]["headers"] == {"Authorization": "Bearer ${AOKUN_TOKEN}"}
+    assert "admin-token" not in json.dumps(block) + err and "alice-token" not in json.dumps(block) + err
+    inline = mcp_config(capsys, "--config", str(config), "--transport", "http", "--inline-secrets")[0]
+    assert inline["mcpServers"]["aokun"]["headers"] == {"Authorization": "Bearer alice-token"}

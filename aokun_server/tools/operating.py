@@ -7,13 +7,16 @@ import os
 import time
 from pathlib import Path
 
-from shared.api.models import DocumentCounts, MaintenanceResult, StatsResult
+from shared.api.models import DocumentCounts, MaintenanceResult, StageProblem, StatsResult
 from aokun_server.params import Action
 from shared.api.figures import pipeline_figures, summarizer_figures
 from aokun_server.tooling import described
 from aokun_server.tools.deps import ToolDeps
 from shared.access import check_admin
 from shared.lifecycle import run_action
+
+# Failed and stuck stages memory_stats names (queue.failed counts them all).
+PROBLEMS_LISTED = 20
 
 
 # Archives memories and expires / forgets / purges atoms; each backup is a new file.
@@ -32,14 +35,17 @@ def memory_maintenance(deps: ToolDeps, action: Action) -> MaintenanceResult:
 @described("Memory statistics", read_only=True)
 def memory_stats(deps: ToolDeps) -> StatsResult:
     """Counts of memories, background work (pending, failed stages), vectors and rows in
-    every table, with warnings. Call it to check the memory server's health, or why a new
-    memory is not found by meaning yet (its vector still waits for a worker)."""
+    every table, with warnings; problems names each failed or stuck stage's memory and
+    its error. Call it to check the memory server's health, or why a new memory is not
+    found by meaning yet (its vector still waits for a worker)."""
     check_admin(deps.principal(), "memory_stats")
     store, live = deps.store, deps.live
     path = Path(store.location)
     size = sum(os.path.getsize(p) for p in (path, path.with_name(path.name + "-wal"))
                if p.exists())
     figures = pipeline_figures(store, deps.index, live.current.worker)
+    problems = [StageProblem(**p) for p in store.stages.stage_problems(time.time(), PROBLEMS_LISTED)]
     return StatsResult(documents=DocumentCounts(**store.documents.stats()), tables=store.consistency.table_counts(),
                        database={"path": store.location, "size_bytes": size},
-                       summarizer=summarizer_figures(store, live.current.summarizer), **figures)
+                       summarizer=summarizer_figures(store, live.current.summarizer), problems=problems,
+                       **figures)

@@ -292,6 +292,15 @@ class SummarizerFigures(BaseModel):
     usage: dict[str, ModelUsage] = Field(description="tokens spent per model, since the store was made")
 
 
+class StageProblem(BaseModel):
+    memory_id: int
+    stage: str
+    status: Literal["failed", "stuck"] = Field(description="failed for good, or running past its lease")
+    attempts: int
+    last_error: str | None = Field(description="the error of its last attempt, one line")
+    age_s: float = Field(description="since it failed, or since its lease ran out")
+
+
 class StatsResult(BaseModel):
     documents: DocumentCounts
     queue: QueueFigures
@@ -302,6 +311,9 @@ class StatsResult(BaseModel):
     database: dict[str, str | int]
     warnings: list[str] = Field(default_factory=list, description="why stages will not get done "
                                 "by themselves: no live worker, stuck or failed stages")
+    problems: list[StageProblem] = Field(default_factory=list, description="the failed and stuck "
+                                         "stages, oldest first (up to 20), each naming its memory and "
+                                         "its error; `aokun repair --apply` retries the failed ones")
 
 
 AtomType = Literal[ATOM_TYPES]

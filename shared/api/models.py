@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 
 from shared.errors import InvalidInput
 from shared.lifecycle import ACTIONS
-from shared.memory_rules import MAX_ID_CHARS, lone_surrogate_problem
+from shared.memory_rules import EARLIEST_YEAR, LATEST_YEAR, MAX_ID_CHARS, lone_surrogate_problem
 from shared.store.atoms import ATOM_TYPES
 from shared.store.documents import (MAX_KEY_FACT_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS,
                                     MAX_SUMMARY_CHARS, Document, MemoryFields, Sentiment)
@@ -96,7 +96,8 @@ class MemoryMetadata(BaseModel):
     session_id: ScopeId | None = Field(None, description="the conversation it came from")
     persona_id: ScopeId | None = Field(None, description="whose memory: one user or assistant persona")
     original_time: str | None = Field(None, description="when it happened: ISO-8601 date or "
-                                      "date-time (naive = UTC), e.g. 2024-05-08T13:56:00")
+                                      "date-time (naive = UTC), e.g. 2024-05-08T13:56:00, in the "
+                                      f"years {EARLIEST_YEAR} to {LATEST_YEAR}")
     persona_summary: Summary | None = Field(None, description="a short profile of the persona "
                                             "as of this memory")
 

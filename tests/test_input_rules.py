@@ -159,6 +159,36 @@ def test_every_entry_point_refuses_oversized_content_with_the_same_message(confi
     assert kept.endswith("] a memory to edit")
 
 
+def test_every_entry_point_refuses_a_date_outside_the_years_1900_to_2200(config, services, tmp_path):
+    """The tool, an import row, a transcript given to ingest and the panel's edit: each one line."""
+    out_of_range = "9999-12-31T00:00:00 is out of range: give a time in the years 1900 to 2200 (UTC)"
+    target = services.memories.memorize("a memory to edit", MemoryFields()).id
+    with mcp_session(stdio_params(config)) as s:
+        assert s.error("memorize", {"content": "x", "metadata": {"original_time": "9999-12-31"}}) == \
+            f"original_time: {out_of_range}"
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"text": "x", "original_time": "9999-12-31"}) + "\n", encoding="utf-8")
+    transcript = tmp_path / "chat.jsonl"
+    transcript.write_text(json.dumps({"speaker": "Ann", "text": "see you tomorrow", "time": "9999-12-31"}) + "\n",
+                          encoding="utf-8")
+    refused = {}
+    for command, path, status in (("import", rows, 1), ("ingest", transcript, 2)):  # ingest: bad input
+        done = subprocess.run([sys.executable, "-m", "aokun_admin.main", command, str(path), "--config", str(config)],
+                              capture_output=True, text=True, timeout=180)
+        assert done.returncode == status, done.stdout + done.stderr
+        [refused[command]] = done.stderr.strip().splitlines()
+    assert refused["import"] == f"aokun import: rows.jsonl line 1: original_time: {out_of_range}; skipped"
+    assert refused["ingest"] == f"aokun ingest: {transcript}: turn 1's time: {out_of_range}"
+
+    with panel_process(config) as (url, token):
+        answer = httpx.post(f"{url}/api/memories/{target}", json={"metadata": {"original_time": "9999-12-31"}},
+                            cookies={"aokun_panel": token},
+                            headers={"Origin": url, "X-CSRF-Token": csrf_token(token)})
+    assert (answer.status_code, answer.json()) == (400, {"error": f"original_time: {out_of_range}"})
+    assert db_rows(config, "SELECT COUNT(*), COUNT(original_time) FROM documents") == [(1, 0)]
+
+
 class BrokenRecaller:
     """A recaller that fails the way a bug does (no AokunError)."""
 

@@ -20,14 +20,22 @@ A hook must never break its host: on any failure (a bad config, no store, a bad 
 stdin that is not the hook's JSON) it prints nothing on stdout, one line on stderr and exits 0
 (exit 2 would make Claude Code refuse the user's prompt).
 
+Whose memories: the caller's (aokun_admin/caller.py). With a user's token (AOKUN_TOKEN, or
+server.token in the user's config) the hook prints that user's personas only, on every path;
+a token it cannot resolve (revoked, unknown) or a --persona the token does not hold prints
+nothing and one line on stderr, whether a front or the store would have answered. Without a
+token, on a store without users, the hook reads every persona, as it always did.
+
 Where recall runs: a prompt goes to a running HTTP front of this store when there is one (its
-heartbeat row says so; its endpoint and token are the config's server.host/port/token), as a
-plain JSON-RPC POST over urllib: the official MCP client would cost ~0.4 s of imports in a
-process that lives for one call, and the front has jieba and the embedder loaded already.
-Without a front, recall opens the store read-only in this process (no migrations, no writes,
-no access counts; a front's recall records them), from BM25 and graph keywords without vectors
-(see recall_here for the measurement). A session-start profile is three SQL reads
-and needs neither segmenter nor embedder, so it always reads the store directly.
+heartbeat row says so and holds the endpoint it listens on), with the caller's token, as a
+plain JSON-RPC POST (hook_front.py): the front has jieba and the embedder loaded already. A
+front that refuses is the answer: nothing is printed, and the store is not read instead.
+Without a front (or one that cannot be reached), recall opens the store read-only in this
+process (no migrations, no writes, no access counts; a front's recall records them), from
+BM25 and graph keywords without vectors (see recall_here for the measurement), once per
+persona the caller may read, merged by score as the recall tool merges them. A session-start
+profile is a few SQL reads per persona and needs neither segmenter nor embedder, so it always
+reads the store directly.
 
 Cold start: this module imports only the standard library at import time; everything heavier
 is imported by the path that needs it, because a hook runs on every prompt.
@@ -44,6 +52,8 @@ import json
 import sys
 import time
 
+from aokun_admin.hook_front import FrontUnreachable, HookError
+
 EVENTS = ("prompt", "session-start")
 CLAUDE_EVENT_NAMES = {"prompt": "UserPromptSubmit", "session-start": "SessionStart"}
 PROMPT_BUDGET = 2000
@@ -51,13 +61,7 @@ PROFILE_BUDGET = 1200
 PROMPT_HEADER = "Possibly relevant memories (Aokun; [id · relevance 0-1], best first):"
 PROFILE_HEADER = "What Aokun remembers about the user:"
 SECTIONS = (("pinned", "Pinned:"), ("plans", "Upcoming plans:"), ("preferences", "Preferences:"))
-FRONT_TIMEOUT_S = 10.0
 MAX_PROMPT_CHARS = 100_000  # what the recall tool reads of a query
-PROTOCOL_VERSION = "2025-06-18"
-
-
-class HookError(Exception):
-    """Anything that stops the hook; reported as one line on stderr, exit status 0."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -179,7 +183,8 @@ def run(args) -> tuple[str, str]:
 
     store = open_existing(config)
     try:
-        text = profile(store, args.persona, args.k or 5, args.budget or PROFILE_BUDGET, PROFILE_HEADER,
+        personas = readable_personas(config, store, args.persona)
+        text = profile(store, personas, args.k or 5, args.budget or PROFILE_BUDGET, PROFILE_HEADER,
                        SECTIONS)
     finally:
         store.close()
@@ -237,6 +242,16 @@ def open_existing(config):
         raise HookError(f"no memory store at {_where(config)} (check storage in the config)") from None
 
 
+def readable_personas(config, store, persona: str | None) -> tuple[str | None, ...]:
+    """The persona scopes the caller may read here (shared/access.read_personas: the one named,
+    if held; else each of a user's personas; (None,) for the admin: every persona), or
+    AccessDenied, printed as the hook's one line."""
+    from aokun_admin.caller import caller
+    from shared.access import read_personas
+
+    return read_personas(caller(store, config), persona)
+
+
 def _where(config) -> str:
     """Where the config's store is, for messages (never a password)."""
     if config.storage.backend == "postgresql":
@@ -258,19 +273,27 @@ def prompt_context(config, prompt: str, args) -> tuple[str, str]:
         return "", "nowhere (budget smaller than the header)"
     store = open_existing(config)
     try:
+        # Checked here first, so a persona out of the token's reach is refused in the same
+        # words whether a front or the store would answer.
+        personas = readable_personas(config, store, args.persona)
+        if not personas:
+            return "", "nowhere (the token holds no persona)"
         url = None if args.no_front else front_url(config, store)
         hits, source = None, ""
         if url is not None:
-            try:
-                hits = FrontClient(url, config.server.token).recall(prompt, k, args.persona,
-                                                                    args.min_score, room)
+            from aokun_admin.caller import caller_token
+            from aokun_admin.hook_front import FrontClient
+
+            try:  # a refusal (FrontRefused) ends the hook: the store is not read instead
+                hits = FrontClient(url, caller_token(config)[0]).recall(prompt, k, args.persona,
+                                                                        args.min_score, room)
                 source = f"the front at {url}"
-            except HookError as exc:
+            except FrontUnreachable as exc:
                 if args.verbose:
-                    print(f"aokun hook: the front at {url} did not answer ({exc}); reading the store",
+                    print(f"aokun hook: the front did not answer ({exc}); reading the store",
                           file=sys.stderr)
         if hits is None:
-            hits, source = recall_here(config, store, prompt, k, args.persona, args.min_score, room)
+            hits, source = recall_here(config, store, prompt, k, personas, args.min_score, room)
     finally:
         store.close()
     # Both recalls left out what scores below the floors and fitted the lines to `room`.
@@ -283,25 +306,19 @@ def prompt_context(config, prompt: str, args) -> tuple[str, str]:
 
 def front_url(config, store) -> str | None:
     """The endpoint of a live HTTP front of this store on this machine, or None. Fronts beat
-    in the store; the endpoint is the config's server.host and server.port (a front started
-    with another --port is not found there, and recall then runs here)."""
-    import socket
+    in the store with the endpoint they listen on: the config's server.host/port when one
+    listens there, else the newest front's (started with --port, or before a restart-only
+    port was saved)."""
+    from aokun_admin.mcp_config import running_endpoints
+    from shared.serving import http_url
 
-    from aokun_admin.mcp_config import http_url
-
-    alive_since = time.time() - config.worker.heartbeat_timeout_s
-    try:
-        fronts = store.runtime.live_fronts(alive_since)
-    except Exception:  # noqa: BLE001 - an older store without the table: no front to find
-        return None
-    host = socket.gethostname()
-    if not any(f.kind == "http" and f.hostname == host for f in fronts):
-        return None
-    return http_url(config.server.host, config.server.port)
+    running = running_endpoints(config, store)
+    saved = http_url(config.server.host, config.server.port)
+    return saved if saved in running else (running[0] if running else None)
 
 
-def recall_here(config, store, prompt: str, k: int, persona: str | None, min_score: float | None,
-                room: int) -> tuple[list, str]:
+def recall_here(config, store, prompt: str, k: int, personas: tuple[str | None, ...],
+                min_score: float | None, room: int) -> tuple[list, str]:
     """Recall in this process from BM25 and the graph's keyword channel, without vectors:
     measured with scripts/bench_hook.py on 300 memories, loading the embedder and both vector
     indexes put the hook's median from 2.6 s to 3.6 s (a busy 2-core machine), on top of
@@ -309,6 +326,7 @@ def recall_here(config, store, prompt: str, k: int, persona: str | None, min_sco
     is what a front serves while its embedder is down; a running front serves every channel."""
     from dataclasses import replace
 
+    from shared.search import answer
     from shared.search.channels import ChannelParts, build_channels
     from shared.search.recall import Recaller, RecallRequest, floors
     from shared.store.documents import DocumentFilter
@@ -321,130 +339,16 @@ def recall_here(config, store, prompt: str, k: int, persona: str | None, min_sco
     retrieval = replace(config.retrieval, channels=channels, cache_enabled=False)
     recaller = Recaller(store, Segmenter(config.text),
                         build_channels(ChannelParts(store, retrieval, None, None, config.graph)), None, retrieval)
+    floor = floors(config.retrieval, min_score)
     try:
-        hits = recaller.recall(RecallRequest(prompt, k, DocumentFilter(persona_id=persona),
-                                             max_chars=room, **floors(config.retrieval, min_score)))
+        runs = [recaller.recall(RecallRequest(prompt, k, DocumentFilter(persona_id=persona),
+                                              max_chars=room, **floor)) for persona in personas]
     finally:
         recaller.executor.shutdown(wait=False)
+    # Scores are probabilities of relevance, comparable across personas: the best k of all.
+    hits = runs[0] if len(runs) == 1 else answer.fit(
+        sorted((hit for run in runs for hit in run), key=lambda hit: -hit.score)[:k], room)
     return hits, f"the store ({'+'.join(channels)})"
-
-
-# -- a running front ------------------------------------------------------------------------
-
-
-class _Document:
-    """What answer.line reads of a recalled memory, from a front's structured result."""
-
-    def __init__(self, result: dict):
-        self.id = result["id"]
-        self.text = result["text"]
-        self.fields = argparse.Namespace(persona_summary=result.get("persona_summary"))
-
-
-class _Hit:
-    def __init__(self, result: dict):
-        self.document = _Document(result)
-        self.score = float(result["score"])
-        self.duplicates = tuple(result.get("duplicates") or ())
-
-
-class FrontClient:
-    """Just enough streamable-HTTP MCP for one tool call: initialize, initialized, the call,
-    and the session's DELETE, each a POST over urllib (JSON or an SSE stream in reply)."""
-
-    def __init__(self, url: str, token: str, timeout: float = FRONT_TIMEOUT_S):
-        self.url, self.token, self.timeout = url, token, timeout
-        self.session: str | None = None
-        self._id = 0
-
-    def recall(self, query: str, k: int, persona: str | None, min_score: float | None,
-               max_chars: int) -> list[_Hit]:
-        """The front's recall; without min_score, the front's configured floors apply."""
-        arguments = {"query": query, "k": k, "max_chars": max_chars}
-        if min_score is not None:
-            arguments["min_score"] = min_score
-        if persona is not None:
-            arguments["persona_id"] = persona
-        self._request("initialize", {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
-                                     "clientInfo": {"name": "aokun-hook", "version": "1"}})
-        try:
-            self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            result = self._request("tools/call", {"name": "recall", "arguments": arguments})
-            if result.get("isError"):
-                raise HookError(f"recall failed: {_tool_text(result)}")
-            structured = result.get("structuredContent") or {}
-            return [_Hit(r) for r in structured.get("results", [])]
-        finally:
-            self._close()
-
-    def _request(self, method: str, params: dict) -> dict:
-        self._id += 1
-        reply = self._post({"jsonrpc": "2.0", "id": self._id, "method": method, "params": params})
-        if not isinstance(reply, dict):
-            raise HookError(f"{method}: no JSON-RPC reply")
-        if "error" in reply:
-            raise HookError(f"{method}: {reply['error'].get('message', reply['error'])}")
-        return reply.get("result") or {}
-
-    def _headers(self) -> dict:
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-        if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
-        if self.session:
-            headers["mcp-session-id"] = self.session
-            headers["mcp-protocol-version"] = PROTOCOL_VERSION
-        return headers
-
-    def _post(self, message: dict):
-        import urllib.error
-        import urllib.request
-
-        request = urllib.request.Request(self.url, data=json.dumps(message).encode(),
-                                         headers=self._headers(), method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                self.session = response.headers.get("mcp-session-id") or self.session
-                body = response.read().decode("utf-8")
-                kind = response.headers.get("content-type", "")
-        except urllib.error.HTTPError as exc:
-            raise HookError(f"HTTP {exc.code} from the front") from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise HookError(f"cannot reach the front: {getattr(exc, 'reason', exc)}") from None
-        if "id" not in message or not body.strip():
-            return None
-        if kind.startswith("text/event-stream"):
-            return _sse_reply(body, message["id"])
-        return json.loads(body)
-
-    def _close(self) -> None:
-        """End the session so that a front does not keep one per prompt."""
-        if not self.session:
-            return
-        import urllib.request
-
-        request = urllib.request.Request(self.url, headers=self._headers(), method="DELETE")
-        try:
-            urllib.request.urlopen(request, timeout=self.timeout).close()
-        except Exception:  # noqa: BLE001 - the answer is in hand; the front expires sessions
-            pass
-
-
-def _sse_reply(body: str, message_id: int):
-    """The JSON-RPC reply to message_id in a server-sent event stream."""
-    for event in body.replace("\r\n", "\n").split("\n\n"):
-        data = "\n".join(line[5:].lstrip() for line in event.split("\n") if line.startswith("data:"))
-        if data:
-            reply = json.loads(data)
-            if isinstance(reply, dict) and reply.get("id") == message_id:
-                return reply
-    return None
-
-
-def _tool_text(result: dict) -> str:
-    for block in result.get("content") or ():
-        if block.get("type") == "text":
-            return " ".join(block.get("text", "").split())[:300]
-    return "no message"
 
 
 if __name__ == "__main__":  # `python -m aokun_admin.hook prompt ...`: skips the admin CLI's imports

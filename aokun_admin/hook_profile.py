@@ -1,6 +1,10 @@
 """The profile `aokun hook session-start` prints: pinned memories, upcoming plans and the
-strongest preferences, read straight from the store (three SQL reads: no segmenter, no
-embedder, no front needed) and fitted to a character budget.
+strongest preferences, read straight from the store (three SQL reads a persona: no segmenter,
+no embedder, no front needed) and fitted to a character budget.
+
+It covers the persona scopes it is given (the caller's: aokun_admin/caller.py), each read
+on its own and merged, so a user's profile holds nothing of a persona the token lacks; (None,)
+is every persona, the admin's.
 
 Items are taken round-robin across the sections (the first pinned memory, the soonest plan,
 the strongest preference, then the second of each, ...) so that one long section cannot
@@ -20,34 +24,40 @@ _BREAKS = re.compile(r"\s*[\r\n]+\s*")
 MIN_LINE = 80
 
 
-def profile(store, persona: str | None, per_section: int, budget: int, header: str,
+def profile(store, personas: tuple[str | None, ...], per_section: int, budget: int, header: str,
             sections: tuple[tuple[str, str], ...]) -> str:
-    """The profile's text ("" when there is nothing to say, or nothing fits)."""
+    """The profile's text over the persona scopes ("" when there is nothing to say, or
+    nothing fits)."""
     now = time.time()
     with store.read() as s:
-        found = {"pinned": pinned(s, persona, per_section),
-                 "plans": upcoming_plans(s, persona, per_section, now),
-                 "preferences": strongest_preferences(s, persona, per_section, now)}
+        found = {"pinned": pinned(s, personas, per_section),
+                 "plans": upcoming_plans(s, personas, per_section, now),
+                 "preferences": strongest_preferences(s, personas, per_section, now)}
     return render(found, budget, header, sections)
 
 
-def pinned(s, persona: str | None, limit: int) -> list[str]:
-    """Pinned memories, newest first."""
-    docs, _ = s.documents.list_by_state(DocumentFilter(persona_id=persona), "pinned", limit, 0, limit)
+def pinned(s, personas: tuple[str | None, ...], limit: int) -> list[str]:
+    """Pinned memories, newest first (ids grow with time)."""
+    docs = [d for persona in personas for d in s.documents.list_by_state(
+        DocumentFilter(persona_id=persona), "pinned", limit, 0, limit)[0]]
+    docs = sorted(docs, key=lambda d: -d.id)[:limit]
     return [f"[id {d.id}] {_flat(d.text)}" for d in docs]
 
 
-def upcoming_plans(s, persona: str | None, limit: int, now: float) -> list[str]:
+def upcoming_plans(s, personas: tuple[str | None, ...], limit: int, now: float) -> list[str]:
     """Still-valid planned atoms with a deadline, soonest first (search_atoms' order)."""
-    rows = s.atoms.still_valid_of_types(["planned"], persona, None, now, limit)
-    return [f"by {_day(row['deadline'])}: {_flat(row['text'])}" for row in rows
+    rows = [row for persona in personas
+            for row in s.atoms.still_valid_of_types(["planned"], persona, None, now, limit)
             if row["deadline"] is not None]
+    rows = sorted(rows, key=lambda r: (r["deadline"], -r["id"]))[:limit]
+    return [f"by {_day(row['deadline'])}: {_flat(row['text'])}" for row in rows]
 
 
-def strongest_preferences(s, persona: str | None, limit: int, now: float) -> list[str]:
+def strongest_preferences(s, personas: tuple[str | None, ...], limit: int, now: float) -> list[str]:
     """Still-valid preference atoms, most confident first, then most important, most
     reinforced, newest; the same text once."""
-    rows = s.atoms.still_valid_of_types(["preference"], persona, None, now, 500)
+    rows = [row for persona in personas
+            for row in s.atoms.still_valid_of_types(["preference"], persona, None, now, 500)]
     rows = sorted(rows, key=lambda r: (-r["confidence"], -r["importance"],
                                        -r["reinforcement_count"], -r["id"]))
     seen, lines = set(), []

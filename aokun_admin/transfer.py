@@ -16,9 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from shared.access import ADMIN, Principal, read_personas, resolve_token
+from aokun_admin.caller import token_principal
+from shared.access import ADMIN, Principal, read_personas
 from shared.config import LOCAL_TOKEN_ENV
-from shared.errors import AccessDenied, AokunError, InvalidInput
+from shared.errors import AokunError, InvalidInput
 from shared.transfer.export import export_jsonl, export_markdown
 from shared.transfer.importer import Importer
 from shared.transfer.sources import detect_format, read_rows
@@ -65,14 +66,11 @@ def cmd_export(admin, args) -> int:
 
 def exporting_principal(admin, token: str | None) -> Principal:
     """Whose export this is: the admin without a token, else the token's principal, looked up
-    now; an unknown or revoked token stops the export (never falls back to the admin)."""
+    now (a user's token is that user's even where it is server.token too); an unknown or
+    revoked token stops the export (never falls back to the admin)."""
     if token is None:
         return ADMIN
-    found = resolve_token(admin.store, token, admin.config.server.token) if token else None
-    if found is None:
-        raise AccessDenied("--token / AOKUN_TOKEN holds no valid token (revoked, or never issued): "
-                           "ask the admin for one (aokun users add)")
-    return found
+    return token_principal(admin.store, token, f"--token / {LOCAL_TOKEN_ENV}", admin.config.server.token)
 
 
 def cmd_import(admin, args) -> int:

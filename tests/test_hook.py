@@ -19,6 +19,7 @@ import pytest
 from fake_openai import FakeEmbeddingsServer
 from helpers import (BIN, db_rows, free_port, http_server, mcp_session, seed_memories, start_worker,
                      stdio_params, stop, wait_for, write_config)
+from shared import health
 from shared.config import load_config
 from shared.store.schema import open_store
 
@@ -199,15 +200,33 @@ def beating_front(config, port: int):
         yield
 
 
-def test_a_front_that_does_not_answer_leaves_the_prompt_to_the_store(tmp_path):
-    """A front whose heartbeat is fresh but whose port is not the config's (started with
-    --port): the hook says so with --verbose and recalls in its own process."""
-    port, other_port = free_port(), free_port()
-    config = write_config(tmp_path, server={"port": other_port})
+def test_the_hook_reaches_the_front_where_it_listens_not_a_port_saved_since(tmp_path):
+    """server.port saved after the front started (the panel writes it at once; the front
+    takes it at its restart): the hook asks the running front, at the port in its heartbeat."""
+    port, saved_port = free_port(), free_port()
+    config = write_config(tmp_path, server={"port": saved_port})
     seeded(config, PEANUTS)
     with beating_front(config, port):
+        assert db_rows(config, "SELECT endpoint FROM fronts") == [(f"http://127.0.0.1:{port}/mcp",)]
+        done = hook(config, "prompt", "--verbose", stdin=prompt_json("Is Mia allergic to peanuts?"))
+    assert done.returncode == 0 and PEANUTS in done.stdout
+    assert f"from the front at http://127.0.0.1:{port}/mcp" in done.stderr, done.stderr
+
+
+def test_a_front_that_does_not_answer_leaves_the_prompt_to_the_store(tmp_path):
+    """A front whose heartbeat is fresh but where nothing answers at its endpoint: the hook
+    says so with --verbose and recalls in its own process."""
+    config = write_config(tmp_path)
+    seeded(config, PEANUTS)
+    store = open_store(load_config(config).storage)
+    silent = health.FrontHeartbeat(store, 0.5, "http", f"http://127.0.0.1:{free_port()}/mcp")
+    silent.start()  # this test's own process, alive: a live front whose port nothing listens on
+    try:
         done = hook(config, "prompt", "--verbose", stdin=prompt_json("Is Mia allergic to peanuts?"))
         quiet = hook(config, "prompt", stdin=prompt_json("Is Mia allergic to peanuts?"))
+    finally:
+        silent.stop()
+        store.close()
     assert done.returncode == 0 and PEANUTS in done.stdout
     assert "did not answer" in done.stderr and "from the store (" in done.stderr, done.stderr
     assert quiet.stdout == done.stdout and quiet.stderr == ""  # silent without --verbose

@@ -25,6 +25,8 @@ def test_a_user_is_found_by_its_token_hash_until_revoked(store):
     assert store.users.revoke("alice", NOW + 1)
     assert store.users.by_token_hash("hash-a") is None
     assert not store.users.any_active()
+    held = store.users.holder_of("hash-a")  # still alice's token, revoked
+    assert (held.name, held.revoked) == ("alice", True) and store.users.holder_of("hash-b") is None
     assert store.users.get("alice").revoke_time == NOW + 1
     assert not store.users.revoke("alice", NOW + 2), "a revoked user is revoked once"
     assert not store.users.revoke("nobody", NOW)

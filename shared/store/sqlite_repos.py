@@ -520,6 +520,9 @@ class SqliteUsers(_Aggregate):
     def by_token_hash(self, token_hash: str) -> UserRow | None:
         return self._run.read(users.by_token_hash, token_hash)
 
+    def holder_of(self, token_hash: str) -> UserRow | None:
+        return self._run.read(users.holder_of, token_hash)
+
     def get(self, name: str) -> UserRow | None:
         return self._run.read(users.get, name)
 

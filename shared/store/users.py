@@ -61,6 +61,13 @@ def by_token_hash(conn: sqlite3.Connection, token_hash: str) -> UserRow | None:
     return None if row is None else _user(row)
 
 
+def holder_of(conn: sqlite3.Connection, token_hash: str) -> UserRow | None:
+    """The user whose token has this hash, revoked or not: a revoked user's token stays
+    that user's, never taken for anyone else's."""
+    row = conn.execute(f"SELECT {_COLUMNS} FROM users WHERE token_hash = ?", (token_hash,)).fetchone()
+    return None if row is None else _user(row)
+
+
 def get(conn: sqlite3.Connection, name: str) -> UserRow | None:
     """The user of this name, revoked or not."""
     row = conn.execute(f"SELECT {_COLUMNS} FROM users WHERE name = ?", (name,)).fetchone()

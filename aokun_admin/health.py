@@ -84,7 +84,8 @@ def cmd_status(admin, args) -> int:
     unseen = {pid: kind for pid, kind in health.local_workers(
         admin.config.storage.data_dir, rows, now - admin.config.worker.heartbeat_timeout_s).items()
         if pid not in {row.pid for row in pipeline["workers"]}}
-    print(f"workers: {len(pipeline['workers'])} alive")
+    last = _last_worker(rows, pipeline["workers"] or list(unseen), admin.store.runtime.last_worker_gone(), now)
+    print(f"workers: {len(pipeline['workers'])} alive{last}")
     for row in pipeline["workers"]:
         print(f"  {_describe(row, now)}")
     for pid, kind in unseen.items():
@@ -100,9 +101,27 @@ def cmd_status(admin, args) -> int:
     return 0
 
 
+def _last_worker(rows, alive, gone: float | None, now: float) -> str:
+    """With no worker alive (nor a worker process of this data_dir without a fresh beat), what
+    became of the last one: stopped (its row went; when), or gone quiet (killed or hung: its
+    row stays; its last beat), or none ever ran here."""
+    if alive:
+        return ""
+    quiet = max(rows, key=lambda row: row.heartbeat_time, default=None)
+    if quiet is not None and (gone is None or quiet.heartbeat_time > gone):
+        return (f"; the last one (pid {quiet.pid} on {quiet.hostname}, {quiet.kind}) last beat "
+                f"{format_age(now - quiet.heartbeat_time)} ago, at {_clock(quiet.heartbeat_time)}")
+    if gone is not None:
+        return f"; the last one stopped {format_age(now - gone)} ago, at {_clock(gone)}"
+    return "; no worker has ever run on this store"
+
+
+def _clock(when: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
+
+
 def _describe(row, now: float) -> str:
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.started_time))
-    return (f"pid {row.pid} on {row.hostname}, {row.kind}, started {started} "
+    return (f"pid {row.pid} on {row.hostname}, {row.kind}, started {_clock(row.started_time)} "
             f"({format_age(now - row.started_time)} ago), heartbeat {format_age(now - row.heartbeat_time)} ago")
 
 

@@ -69,7 +69,7 @@ def copy_table(source: Store, target: Store, table: str, batch: int,
     late = False
     with progress(table, source.tables.count(table)) as bar:
         for rows in pages(source, table, batch):
-            inserted += target.tables.put(table, rows)
+            inserted += put_page(target, table, rows)
             read += len(rows)
             late = late or has_late_reference(table, rows)
             for watch in watchers:
@@ -79,9 +79,40 @@ def copy_table(source: Store, target: Store, table: str, batch: int,
         # A reference to a row of a later page was left unset; every row is there now.
         with progress(f"{table} (links)", read) as bar:
             for rows in pages(source, table, batch):
-                target.tables.put(table, rows)
+                put_page(target, table, rows)
                 bar.update(len(rows))
     return read, inserted
+
+
+def put_page(target: Store, table: str, rows: list) -> int:
+    """One page into the target (rows inserted). When the target refuses it, a value its
+    engine cannot keep is looked for in the page and named: a NUL character, which SQLite
+    keeps and PostgreSQL's text cannot, in memory 12's text."""
+    try:
+        return target.tables.put(table, rows)
+    except StorageError as exc:
+        holder = nul_holder(table, rows)
+        if holder is None:
+            raise
+        raise StorageError(
+            f"{holder} holds a NUL character (U+0000), which the target store ({target.engine})"
+            " cannot keep: remove it in the source (edit_memory, or the panel) and run migrate"
+            " again, which goes on from this page", exc.kind) from exc
+
+
+def nul_holder(table: str, rows: list) -> str | None:
+    """The first value of the page holding a NUL character, as a person finds it ("memory 12's
+    text", "memory 12's memory_atoms row (31,) text"), or None."""
+    for row in rows:
+        values = dict(row)
+        for column, value in values.items():
+            if isinstance(value, str) and "\x00" in value:
+                if table == "documents":
+                    return f"memory {values['id']}'s {column}"
+                place = f"{table} row {key_of(table, row)}"
+                owner = values.get("memory_id")
+                return f"memory {owner}'s {place} {column}" if owner is not None else f"{place} {column}"
+    return None
 
 
 def pages(store: Store, table: str, batch: int) -> Iterator[list]:
@@ -130,10 +161,12 @@ def fulltext_pages(store: Store, index: str, batch: int) -> Iterator[list]:
 
 
 def progress(what: str, total: int):
-    """Rows copied of a table, on stderr."""
+    """Rows copied of a table, on stderr when it is a terminal; none into a log or a pipe
+    (disable=None: tqdm's own test of the stream)."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=what, unit="row", file=sys.stderr, mininterval=0.5, leave=True)
+    return tqdm(total=total, desc=what, unit="row", file=sys.stderr, mininterval=0.5, leave=True,
+                disable=None)
 
 
 class Reservoir:

@@ -300,3 +300,72 @@ def test_a_copy_that_differs_from_its_source_is_not_verified(source, tmp_path, a
     assert "written since this copy began" in mixed.stderr
     assert db_rows(target, "SELECT COUNT(*) FROM documents")[0][0] == \
         db_rows(source, "SELECT COUNT(*) FROM documents")[0][0] + 1
+
+
+def test_a_memory_postgresql_cannot_hold_is_named_in_the_refusal(source, tmp_path, api):
+    """A NUL character, which SQLite keeps and PostgreSQL's text cannot: the refusal names the
+    memory; once it is removed in the source, the same command finishes the copy."""
+    damaged, text = db_rows(source, "SELECT id, text FROM documents ORDER BY id")[5]
+    set_text = "UPDATE documents SET text = ? WHERE id = ?"
+    sql_at(source, set_text, (text + chr(0), damaged))
+    with pg_database() as url:
+        target = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
+        refused = aokun("migrate", "--config", source, "--to", target)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert refused.stderr.strip().splitlines() == [
+            f"aokun migrate: memory {damaged}'s text holds a NUL character (U+0000), which the target store"
+            " (postgresql) cannot keep: remove it in the source (edit_memory, or the panel) and run migrate"
+            " again, which goes on from this page"]
+        sql_at(source, set_text, (text, damaged))
+        assert "verified" in migrated(aokun("migrate", "--config", source, "--to", target))
+
+
+def sql_at(config: Path, statement: str, params: tuple) -> None:
+    import sqlite3
+    with sqlite3.connect(config.parent / "data" / "aokun.db") as conn:
+        conn.execute(statement, params)
+
+
+def test_progress_bars_are_drawn_on_a_terminal_only(source, tmp_path, api):
+    """Into a pipe or a log the copy prints its report and no bars; on a terminal, bars."""
+    piped = aokun("migrate", "--config", source, "--to", config_at(tmp_path / "piped", api))
+    migrated(piped)
+    assert piped.stderr == "" and "\r" not in piped.stdout, piped.stderr[-2000:]
+    on_terminal = in_terminal([str(BIN / "aokun"), "migrate", "--config", str(source), "--to",
+                               str(config_at(tmp_path / "terminal", api))])
+    assert "documents: 100%|" in on_terminal and on_terminal.rstrip().endswith("verified"), on_terminal[-2000:]
+
+
+def in_terminal(command: list[str], timeout: float = 300) -> str:
+    """Run a command with a pseudo-terminal as its stdin, stdout and stderr; what it wrote."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+    import time
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a window's size
+    proc = subprocess.Popen(command, stdin=follower, stdout=follower, stderr=follower, close_fds=True)
+    os.close(follower)
+    out, deadline = b"", time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:  # the terminal closed: every process on it has ended
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            elif proc.poll() is not None:
+                break
+        assert proc.wait(timeout=max(1.0, deadline - time.monotonic())) == 0, out.decode(errors="replace")
+    finally:
+        os.close(leader)
+        if proc.poll() is None:
+            proc.kill()
+    return out.decode(errors="replace")

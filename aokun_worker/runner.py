@@ -21,11 +21,14 @@ from typing import Callable, Mapping, Sequence
 from aokun_worker.handlers import StageHandler
 from shared.config import QueueConfig
 from shared.errors import AokunError, EmbeddingError, StorageError
+from shared.logs import RateLimitedWarnings
 from shared.store.interface import Session, Store
 from shared.store.stages import STAGES, StageKey, dependents
 from shared.tasks import DRAIN, Enqueuer
 
 log = logging.getLogger("aokun.worker")
+# A queue that is away fails every batch's retries: one line a minute says so.
+_queue_warnings = RateLimitedWarnings(log)
 
 # The database would not take a write: busy past busy_timeout, disk full, I/O error...
 STORAGE_ERRORS = (StorageError,)
@@ -165,7 +168,8 @@ class StageRunner:
         try:
             self.enqueuer.drain(handler.stage)
         except Exception as exc:
-            log.warning("cannot queue the next %s batch (%s); the reconciler will", handler.stage, exc)
+            _queue_warnings.warning(str(exc), "cannot queue the next %s batch (%s); the reconciler will",
+                                    handler.stage, exc)
 
     def _finish(self, handler: StageHandler, keys: list[StageKey], docs, results,
                 failures: list[Failure], lease_end: float) -> int:
@@ -274,7 +278,8 @@ class StageRunner:
                 self.enqueuer.enqueue([key], delay_s=delay)
         except Exception as exc:
             # The rows are pending and due later; the reconciler queues them if nobody did.
-            log.warning("cannot queue %d stage retries (%s); the reconciler will", len(retries), exc)
+            _queue_warnings.warning(str(exc), "cannot queue %d stage retries (%s); the reconciler will",
+                                    len(retries), exc)
             self._forget_enqueued([key for key, _ in retries])
 
     def _forget_enqueued(self, keys: list[StageKey]) -> None:

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
+import time
+from typing import Callable
 
 from shared.errors import AokunError
 
@@ -95,3 +98,40 @@ def log_failure(log: logging.Logger, message: str, *args) -> None:
         log.warning(message + ": %s", *args, error)
     else:
         log.exception(message, *args)
+
+
+class RateLimitedWarnings:
+    """Warnings that would repeat for as long as one cause lasts (a server away, met by every
+    request or every polling thread) logged at most once per `every_s` for each cause; the
+    next line of a cause says how many were left out. `cause` is what tells two problems
+    apart (the error's one-line text, say), not the message, which may carry counts."""
+
+    def __init__(self, log: logging.Logger, every_s: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.log, self.every_s, self.clock = log, every_s, clock
+        self._lock = threading.Lock()
+        self._causes: dict[str, tuple[float, int]] = {}  # cause -> (last logged, left out since)
+
+    def warning(self, cause: str, message: str, *args) -> bool:
+        """Log `message % args` unless `cause` was logged less than every_s ago; True if logged."""
+        now = self.clock()
+        with self._lock:
+            last, left_out = self._causes.get(cause, (None, 0))
+            if last is not None and now - last < self.every_s:
+                self._causes[cause] = (last, left_out + 1)
+                return False
+            self._causes[cause] = (now, 0)
+        if left_out:
+            message += " (%d more like it in the last %.0f s not logged)"
+            args = (*args, left_out, now - last)
+        self.log.warning(message, *args)
+        return True
+
+    def clear(self) -> bool:
+        """The causes are over (the server answers again): the next warning of any is logged
+        at once. True if any was being warned about."""
+        if not self._causes:  # the common case, every call, without the lock
+            return False
+        with self._lock:
+            had, self._causes = bool(self._causes), {}
+        return had

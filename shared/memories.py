@@ -29,6 +29,7 @@ from shared.decay import decayed_importance
 from shared.errors import InvalidInput
 from shared.extract.atomize import ttl_days
 from shared.live_config import LiveConfig
+from shared.logs import RateLimitedWarnings
 from shared.store import meta
 from shared.store.documents import (Document, History, MemoryFields, content_hash, epoch, stored_text,
                                     unmarked)
@@ -41,6 +42,8 @@ from shared.text.segment import Segmenter
 from shared.units import DAY
 
 log = logging.getLogger("aokun.memories")
+# A queue that is away fails every write: one line a minute says so, not one per memory.
+_queue_warnings = RateLimitedWarnings(log)
 
 # Fields the atoms and graph stages read besides the text: changing one redoes the stages.
 DERIVED_FIELDS = frozenset({"key_facts", "participants", "topics", "persona_summary"})
@@ -346,9 +349,11 @@ class MemoryService:
             return False
         try:
             self.queue.enqueue(keys)
+            _queue_warnings.clear()
             return True
         except Exception as exc:
-            log.warning("could not queue %d stage(s) (the reconciler will): %s", len(keys), exc)
+            _queue_warnings.warning(str(exc), "could not queue %d stage(s) (the reconciler will): %s",
+                                    len(keys), exc)
             try:
                 with self.store.write() as tx:
                     tx.stages.mark_enqueued(keys, None)

@@ -342,41 +342,86 @@ def _storage_class():
     return QueueStorage
 
 
+# Moves the due scheduled messages (retries) into the queue in one step on the server. Huey's
+# scheduler pops them from the schedule and then enqueues them: a Redis that goes away between
+# the two would lose them (the reconciler brings them back) and raise a traceback per message.
+MOVE_DUE_LUA = """\
+local due = redis.call('zrangebyscore', KEYS[1], '-inf', ARGV[1])
+if #due > 0 then
+    redis.call('zremrangebyscore', KEYS[1], '-inf', ARGV[1])
+    for i = 1, #due do
+        redis.call('lpush', KEYS[2], due[i])
+    end
+end
+return #due"""
+
+
 @functools.cache
 def _redis_storage_class():
-    """Huey's Redis storage whose polls survive the server going away: one warning line a
-    minute instead of a traceback per poll and thread; work resumes when it is back (and the
-    reconciler re-queues what a restarted, empty server lost). Built on first use, like redis."""
+    """Huey's Redis storage whose polls survive the server going away or failing: one warning
+    line a minute per cause instead of a traceback per poll and thread, and one line when it
+    answers again; work resumes then (and the reconciler re-queues what a restarted, empty
+    server lost). Built on first use, like redis."""
     # Lazy imports: redis and Huey's Redis storage only when queue.backend is redis.
     import redis
     from huey.storage import RedisStorage
 
+    from shared.logs import RateLimitedWarnings
+
     class RedisQueueStorage(RedisStorage):
         def __init__(self, name, where: str = "", **kwargs):
             self.where = where
-            self._warned = 0.0
+            self._warnings = RateLimitedWarnings(log)
             super().__init__(name, **kwargs)
+            self._move_due = self.conn.register_script(MOVE_DUE_LUA)
 
-        def _unreachable(self, exc: Exception) -> None:
-            now = time.monotonic()
-            if now - self._warned >= 60 or not self._warned:
-                self._warned = now
-                log.warning("queue Redis at %s is unreachable (%s); retrying; the stage rows keep "
-                            "the work", self.where, _one_line(exc))
+        def _failed(self, exc: Exception) -> None:
+            detail = _one_line(exc)
+            if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
+                problem = "is unreachable"
+            else:
+                problem = "refused a queue command"
+            self._warnings.warning(f"{type(exc).__name__}: {detail}", "queue Redis at %s %s (%s); retrying;"
+                                   " the stage rows keep the work", self.where, problem, detail)
             time.sleep(1)  # each worker thread polls again after a pause, not in a hot loop
 
-        def dequeue(self):
+        def _answered(self) -> None:
+            if self._warnings.clear():
+                log.info("queue Redis at %s answers again", self.where)
+
+        def _answering(self, call, *args, otherwise=None):
             try:
-                return super().dequeue()
-            except redis.ConnectionError as exc:
-                self._unreachable(exc)
-                return None
+                result = call(*args)
+            except redis.RedisError as exc:
+                self._failed(exc)
+                return otherwise
+            self._answered()
+            return result
+
+        # What Huey's consumer asks of the server around a message it took (is it revoked,
+        # back to the schedule if taken early, the revocation flag cleared after it ran): a
+        # server gone by then is the same one line, and the message is a hint the reconciler
+        # brings back. Aokun never revokes, so "none" is the answer when the server cannot say.
+        def peek_many(self, keys):
+            return self._answering(super().peek_many, keys, otherwise={})
+
+        def add_to_schedule(self, data, ts):
+            self._answering(super().add_to_schedule, data, ts)
+
+        def delete_data(self, key):
+            return self._answering(super().delete_data, key, otherwise=False)
+
+        def dequeue(self):
+            # Not Huey's own dequeue: it takes a timeout for an empty queue, so a server that
+            # does not answer would pass for one that has no work.
+            reply = self._answering(self.conn.brpop, self.queue_key, self.read_timeout)
+            return reply[1] if reply else None
 
         def read_schedule(self, ts):
-            try:
-                return super().read_schedule(ts)
-            except redis.ConnectionError as exc:
-                self._unreachable(exc)
-                return []
+            """Move what is due into the queue on the server; Huey's scheduler gets nothing to
+            enqueue itself (see MOVE_DUE_LUA)."""
+            self._answering(lambda: self._move_due(keys=[self.schedule_key, self.queue_key],
+                                                   args=[self.convert_ts(ts)]))
+            return []
 
     return RedisQueueStorage

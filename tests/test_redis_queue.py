@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import redis
+from mcp import Client
+from mcp.client.stdio import stdio_client
 
 from fake_openai import FakeEmbeddingsServer
 from helpers import (all_processed, db_rows, free_port, mcp_session, stage_summary, start_worker,
@@ -127,13 +131,18 @@ def own_redis_server(folder: Path, port: int):
         stop(proc)
 
 
-@pytest.mark.slow
-def test_worker_rides_out_a_redis_restart_that_loses_everything(tmp_path, fake_api):
+def need_redis_server() -> None:
+    """Skip (or, with AOKUN_REQUIRE_SERVERS=1, fail) without a redis-server program."""
     if shutil.which("redis-server") is None:
         why = "no redis-server program to start a Redis of this test's own"
         if os.environ.get("AOKUN_REQUIRE_SERVERS") == "1":
             pytest.fail(f"{why}; AOKUN_REQUIRE_SERVERS=1 requires one")
         pytest.skip(why)
+
+
+@pytest.mark.slow
+def test_worker_rides_out_a_redis_restart_that_loses_everything(tmp_path, fake_api):
+    need_redis_server()
     port = free_port()
     config = redis_config(tmp_path, fake_api, "aokun_restart")
     text = config.read_text().replace(REDIS_URL, f"redis://127.0.0.1:{port}/0")
@@ -166,6 +175,76 @@ def test_worker_rides_out_a_redis_restart_that_loses_everything(tmp_path, fake_a
     # One warning line a minute while it is away, not a traceback per poll and thread.
     assert "Error reading from queue" not in log and "Traceback" not in log, log[-3000:]
     assert log.count("is unreachable") <= 3, log[-3000:]
+
+
+def lines_with(path: Path, text: str) -> list[str]:
+    return [line for line in path.read_text(errors="replace").splitlines() if text in line]
+
+
+@pytest.mark.slow
+def test_a_redis_outage_is_one_warning_a_minute_per_cause_and_never_a_traceback(tmp_path, fake_api):
+    """Redis paused (every command times out), then stopped (every connection refused), while
+    a front takes memories and a worker polls with retries scheduled: each process says so
+    once per cause, the worker once when it answers again, and everything is processed after."""
+    need_redis_server()
+    port = free_port()
+    config = redis_config(tmp_path, fake_api, "aokun_outage")
+    # Commands time out after 3 s instead of 15 (a URL option wins over the client's default).
+    url = f"redis://127.0.0.1:{port}/0?socket_timeout=3"
+    config.write_text(config.read_text().replace(REDIS_URL, url))
+    front_log, worker_log = tmp_path / "front.log", tmp_path / "worker-test.log"
+    worker, written = None, 0
+    try:
+        with own_redis_server(tmp_path, port) as redis_server, open(front_log, "w") as errlog, \
+                mcp_session(Client(stdio_client(stdio_params(config), errlog=errlog))) as s:
+
+            def memorize(what: str) -> None:
+                nonlocal written
+                s.ok("memorize", {"content": f"{what} {written}: a note about topic {written}"})
+                written += 1
+
+            worker = start_worker(config)
+            for _ in range(3):
+                memorize("before")
+            wait_for(lambda: all_processed(config, 3), 90, what="three memories processed")
+            # Embedding fails from now on: the worker keeps retries in Redis's schedule, which
+            # its consumer reads every second.
+            fake_api.fail_next = 10**6
+            memorize("failing")
+            client = redis.Redis(port=port)
+            wait_for(lambda: client.zcard("huey.schedule.aokun_outage"), 60, what="a retry scheduled")
+            client.close()
+            redis_server.send_signal(signal.SIGSTOP)
+            try:
+                memorize("paused")  # the queueing times out: the memory is kept all the same
+                wait_for(lambda: lines_with(worker_log, "Timeout reading"), 30,
+                         what="the worker's reads timing out")
+                memorize("paused")
+            finally:
+                redis_server.send_signal(signal.SIGCONT)
+        # Redis is stopped now; the front goes on taking memories.
+        with open(front_log, "a") as errlog, \
+                mcp_session(Client(stdio_client(stdio_params(config), errlog=errlog))) as s:
+            for _ in range(60):
+                memorize("stopped")
+            wait_for(lambda: lines_with(worker_log, "Connection refused"), 30,
+                     what="the worker finding Redis stopped")
+        fake_api.fail_next = 0
+        with own_redis_server(tmp_path, port):
+            wait_for(lambda: all_processed(config, written), 120, what=f"all {written} memories processed")
+            wait_for(lambda: lines_with(worker_log, "answers again"), 30, what="the worker saying Redis is back")
+            assert stop(worker) == 0
+    finally:
+        if worker is not None:
+            stop(worker)
+    # The front: one line per cause (timed out; connection closed, refused), not one per memory.
+    refusals = lines_with(front_log, "could not queue")
+    assert 1 <= len(refusals) <= 3 and written - 3 > 3 * len(refusals), refusals
+    worker_text = worker_log.read_text(errors="replace")
+    assert "Traceback" not in worker_text and "Error reading" not in worker_text, worker_text[-3000:]
+    assert 1 <= len(lines_with(worker_log, "is unreachable")) <= 3, worker_text[-3000:]
+    assert len(lines_with(worker_log, "cannot queue")) <= 3, worker_text[-3000:]
+    assert "Traceback" not in front_log.read_text(errors="replace")
 
 
 def test_redis_backend_without_url_is_refused_in_one_line(tmp_path):

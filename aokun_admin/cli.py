@@ -1,10 +1,13 @@
 """What the command lines say about themselves: `--version`, a description on every
-subcommand's help page, what each maintenance action does, and the rule that a command which
-opens a store needs a config file (implicit defaults would create ./data wherever it runs)."""
+subcommand's help page, what each maintenance action does, the rule that a command which
+opens a store needs a config file (implicit defaults would create ./data wherever it runs),
+and how a command ends when whoever read its output has gone (`aokun stats | head`)."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from shared import __version__
 
@@ -26,6 +29,11 @@ MAINTENANCE_ACTIONS = {
 NEEDS_CONFIG_FILE = frozenset({
     "stats", "doctor", "status", "stop", "repair", "rebuild-index", "maintenance", "backup",
     "panel", "restore", "ingest", "run", "export", "import", "users", "migrate"})
+
+# How a command ends whose output pipe was closed by its reader: as a program killed by SIGPIPE
+# (128 + 13), which is what a shell expects of `cmd | head`.
+CLOSED_PIPE_EXIT = 141
+
 
 def add_version(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """`--version`: prints "aokun <version>" and exits, even where a subcommand is required."""
@@ -57,3 +65,44 @@ def described_subcommands(parser: argparse.ArgumentParser, **kwargs):
     """parser.add_subparsers(**kwargs), every subcommand described (DescribedSubParsers)."""
     parser.register("action", "parsers", DescribedSubParsers)
     return parser.add_subparsers(**kwargs)
+
+
+def output_gone(error: BrokenPipeError) -> int:
+    """CLOSED_PIPE_EXIT after `error` if our output's reader has gone (silence_closed_output);
+    a broken pipe that is not ours (a socket) is raised again."""
+    if not silence_closed_output():
+        raise error
+    return CLOSED_PIPE_EXIT
+
+
+def silence_closed_output() -> bool:
+    """If stdout or stderr is a pipe its reader has closed, point both at /dev/null (so that
+    the flush at exit finds nothing to write either) and return True."""
+    if not any(_reader_gone(stream) for stream in (sys.stdout, sys.stderr)):
+        return False
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (OSError, ValueError, AttributeError):
+                pass  # no such stream (embedded): nothing will be flushed to it
+    finally:
+        os.close(devnull)
+    return True
+
+
+def _reader_gone(stream) -> bool:
+    """Whether `stream` is the write end of a pipe nobody reads any more."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return False
+    try:
+        import select
+
+        poller = select.poll()
+    except (ImportError, AttributeError):  # Windows: no poll; a broken pipe there is ours
+        return True
+    poller.register(fd, select.POLLOUT)
+    return any(revents & select.POLLERR for _, revents in poller.poll(0))

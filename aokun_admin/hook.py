@@ -139,6 +139,10 @@ def main(argv: list[str]) -> int:
     except SystemExit:  # --help has printed the help
         pass
     except BaseException as exc:  # noqa: BLE001 - a hook must never break its host
+        from aokun_admin.cli import silence_closed_output
+
+        if isinstance(exc, BrokenPipeError) and silence_closed_output():
+            return 0  # the host stopped reading: there is nobody to tell
         print(f"aokun hook: {_one_line(exc)}", file=sys.stderr)
         if verbose and not isinstance(exc, HookError):
             import traceback

@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 from aokun_admin import hook, migrate, run_all, users
-from aokun_admin.cli import NEEDS_CONFIG_FILE, add_version, described_subcommands, maintenance_epilog
+from aokun_admin.cli import (NEEDS_CONFIG_FILE, add_version, described_subcommands, maintenance_epilog,
+                             output_gone)
 from aokun_admin.health import cmd_doctor, cmd_status, cmd_stop, embedder_space
 from aokun_admin.ingest import cmd_ingest, ingest_parser
 from aokun_admin.mcp_config import add_parser as mcp_config_parser, cmd_mcp_config
@@ -215,6 +216,17 @@ def _jsonable(value):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its output to a pipe closed early (`aokun stats | head`) ends it
+    quietly (exit 141) instead of with a traceback."""
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # output still buffered meets the closed pipe here, not at exit
+        return code
+    except BrokenPipeError as error:
+        return output_gone(error)
+
+
+def _run(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if (hook_argv := hook.hook_args(argv)) is not None:
         return hook.main(hook_argv)  # its own parsing and config: a hook never fails its host

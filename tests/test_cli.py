@@ -188,3 +188,40 @@ def test_a_run_killed_without_cleaning_up_does_not_block_the_next(tmp_path):
     assert re.search(r"^run +\| front started", result.stdout, re.M), result.stdout + result.stderr
     assert result.returncode == 2, result.stdout
     assert not (tmp_path / "data" / "run.json").exists()
+
+
+def closed_pipe(*args: str, env: dict | None = None) -> tuple[int, str]:
+    """Run `aokun ARGS` with its stdout a real pipe whose reader is gone before the command
+    writes a byte (`aokun stats | head`, head long done); return (exit code, stderr)."""
+    proc = subprocess.Popen([str(BIN / "aokun"), *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env or clean_env())
+    proc.stdout.close()
+    try:
+        err = proc.stderr.read().decode(errors="replace")
+        return proc.wait(timeout=120), err
+    finally:
+        proc.kill()
+        proc.stderr.close()
+
+
+@pytest.mark.parametrize("args", [["stats"], ["config"], ["doctor"], ["status"], ["users", "list"],
+                                  ["mcp-config"], ["hook", "prompt", "lighthouse", "--no-front"]])
+def test_output_to_a_closed_pipe_ends_quietly(args, tmp_path):
+    from helpers import memory_service
+    from shared.config import load_config
+    from shared.store.documents import MemoryFields
+    from shared.store.schema import open_store
+
+    config = write_config(tmp_path)
+    store = open_store(load_config(config).storage)
+    try:
+        memory_service(store).memorize("the lighthouse keeper retired in May", MemoryFields())
+    finally:
+        store.close()
+    code, err = closed_pipe("--config", str(config), *args)
+    assert err == ""  # no BrokenPipeError traceback, no "Exception ignored" line
+    # As a program killed by SIGPIPE; the hook never fails its host, whatever happens.
+    assert code == (0 if args[0] == "hook" else 141)
+    # The same command with a reader prints what it prints (doctor exits 1: no worker ran).
+    done = run("aokun", "--config", config, *args)
+    assert done.returncode in (0, 1) and done.stdout and "Traceback" not in done.stderr, done.stderr

@@ -129,11 +129,10 @@ def compact(result: BaseModel) -> CallToolResult:
 
 
 def listed_description(doc: str) -> str:
-    """A top-level tool function's docstring as the tool's description, byte for byte the one
-    clients were given when the tools were functions nested in register_tools (continuation
-    lines indented by eight spaces), so a client's cached tools/list stays valid."""
-    return "\n".join(line if number == 0 or not line else "    " + line
-                     for number, line in enumerate(doc.split("\n")))
+    """A tool function's docstring as the tool's description, without the indentation the
+    source gives its lines (a model reads every character of tools/list): inspect.cleandoc
+    removes their common indentation and the blank lines at either end."""
+    return inspect.cleandoc(doc)
 
 
 def translate_errors(fn: F) -> F:

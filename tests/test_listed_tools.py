@@ -58,3 +58,29 @@ def test_tools_list_size(default, tmp_path):
     print(f"\ntools/list: {four} characters with the default four tools, "
           f"{everything} with all ten")
     assert four < everything
+
+
+def schema_descriptions(schema) -> list[str]:
+    """Every description in a JSON schema, nested ones included."""
+    if isinstance(schema, dict):
+        own = [schema["description"]] if isinstance(schema.get("description"), str) else []
+        return own + [text for value in schema.values() for text in schema_descriptions(value)]
+    if isinstance(schema, list):
+        return [text for value in schema for text in schema_descriptions(value)]
+    return []
+
+
+def test_descriptions_carry_no_source_indentation(tmp_path):
+    """A model reads every character of tools/list: no line of a tool's description (or of an
+    argument's) starts with the indentation of the docstring it came from."""
+    config = write_config(tmp_path, server={"exposed_tools": list(ALL_TOOLS)})
+    with mcp_session(stdio_params(config)) as s:
+        tools = s._portal.call(s.client.list_tools).tools
+    assert sorted(tool.name for tool in tools) == sorted(ALL_TOOLS)
+    for tool in tools:
+        texts = [tool.description, *schema_descriptions(tool.input_schema)]
+        for text in texts:
+            assert text == text.strip(), (tool.name, text[:80])
+            indented = [line for line in text.split("\n") if line[:1].isspace()]
+            assert not indented, (tool.name, indented[:3])
+        assert "\n" in tool.description  # the line breaks stay: only the indentation goes

@@ -170,12 +170,15 @@ def test_a_postgresql_restart_loses_no_acknowledged_memory(tmp_path, fake_api):
                 wait_for(lambda: processed(url, 4), 60, what="four memories processed")
                 server.stop("fast")
                 # While the database is down a memorize is refused, never acknowledged: the
-                # front cannot check the token and answers 503 (the client raises), saying why.
+                # front cannot check the token and answers 503 in one line, which the client
+                # raises.
                 for i in range(2):
-                    with pytest.raises(MCPError):
+                    with pytest.raises(MCPError, match="^the token could not be checked: cannot reach the "
+                                                       "PostgreSQL database [^\n]*$"):
                         front.call("memorize", {"content": f"while the database is down {i}"})
-                server.start()
-                # The pool replaces its dead connections: the next writes are acknowledged.
+                server.start()  # returns once the server accepts connections (pg_ctl -w)
+                # The pool replaces its dead connections on the next loan, however long the
+                # database was away: the first write after it is back is acknowledged.
                 for i in range(4):
                     acknowledged.append(front.ok("memorize", {"content": f"after the restart {i}"})["id"])
                 wait_for(lambda: processed(url, 8), 90, what="all acknowledged memories processed")

@@ -12,13 +12,20 @@ placeholders for sqlite3; `PgConnection.execute` hands the same statements to ps
 its %s placeholders, so the portable SQL is written once. Statements SQLite spells its own
 way (FTS5, json_each, rowid, INSERT OR IGNORE) have PostgreSQL versions in this package.
 
-A connection is checked before it is lent (the pool's check): after a server restart the
-stale ones are replaced, and the first transaction after the restart works.
+A restarted server is used on the next request. A connection is checked before it is lent;
+one a restart broke sends every idle one through the pool's check at once, so the broken ones
+are replaced together. The pool never backs off between reconnection attempts (its own backoff
+grows to minutes): each loan that finds no connection makes it connect again. A wait for a
+connection is cut in short slices, and after an empty slice one direct connection attempt
+tells a server that is away (the request is refused at once, in libpq's words) from a pool
+that is busy or still reconnecting (the wait goes on).
 """
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Iterator, Sequence
@@ -34,6 +41,9 @@ from shared.store.interface import Record
 # The advisory lock every write transaction takes (any constant unlikely to be another
 # application's: "aokun" in ASCII).
 WRITE_LOCK = 0x616F6B756E
+
+# How long a loan waits for the pool before asking the server directly whether it is there.
+WAIT_SLICE_S = 0.5
 
 
 def _records(cursor: psycopg.Cursor):
@@ -131,8 +141,11 @@ class PgDatabase:
                                   "application_name": "aokun"}
         if password:
             kwargs["password"] = password
+        # reconnect_timeout=0: a failed attempt is given up at once rather than retried after
+        # a growing delay, during which a server that is back again would not be used; the
+        # next loan connects again (_connection).
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs=kwargs, open=False,
-                                    check=ConnectionPool.check_connection, name="aokun")
+                                    reconnect_timeout=0, name="aokun")
         self._opened = False
         self._open_lock = threading.Lock()
         self._local = threading.local()
@@ -148,17 +161,50 @@ class PgDatabase:
     @contextmanager
     def _lend(self, outcome: str) -> Iterator[PgConnection]:
         self._open()
-        try:
-            raw = self._pool.getconn(timeout=max(self._busy_timeout_ms / 1000, 1.0))
-        except PoolTimeout as exc:
-            raise StorageError(f"cannot reach the PostgreSQL database {self.location} within "
-                               f"{max(self._busy_timeout_ms / 1000, 1.0):g} s: check that the server "
-                               f"runs and storage.url{'; ' + outcome if outcome else ''}",
-                               kind="cannot_open") from exc
+        raw = self._connection(outcome)
         try:
             yield PgConnection(raw)
         finally:
             self._pool.putconn(raw)
+
+    def _connection(self, outcome: str) -> psycopg.Connection:
+        """A checked connection from the pool, waiting up to storage.busy_timeout_ms (at least
+        1 s) while the pool is busy; a server that is away refuses the loan at once."""
+        wait = max(self._busy_timeout_ms / 1000, 1.0)
+        deadline = time.monotonic() + wait
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                raw = self._pool.getconn(timeout=max(min(WAIT_SLICE_S, left), 0.001))
+            except PoolTimeout as exc:
+                if time.monotonic() >= deadline:
+                    raise StorageError(f"cannot reach the PostgreSQL database {self.location} within "
+                                       f"{wait:g} s: check that the server runs and storage.url"
+                                       f"{'; ' + outcome if outcome else ''}", kind="cannot_open") from exc
+                self._reach(deadline, outcome)
+                continue
+            try:
+                ConnectionPool.check_connection(raw)
+            except psycopg.Error:
+                # Broken (a restart, a dropped link): the pool replaces it, and every idle one
+                # is checked now rather than each at its own next loan.
+                self._pool.putconn(raw)
+                self._pool.check()
+                continue
+            return raw
+
+    def _reach(self, deadline: float, outcome: str) -> None:
+        """One direct connection, closed at once: StorageError (libpq's own words) when the
+        server does not take it, the pool alone would only time out."""
+        timeout = max(2, math.ceil(deadline - time.monotonic()))  # libpq's least is 2 s
+        try:
+            psycopg.connect(self.url, connect_timeout=timeout,
+                            **({"password": self.password} if self.password else {})).close()
+        except psycopg.Error as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise StorageError(f"cannot reach the PostgreSQL database {self.location} ({first}): "
+                               f"check that the server runs and storage.url"
+                               f"{'; ' + outcome if outcome else ''}", kind="cannot_open") from exc
 
     def current(self) -> PgConnection | None:
         """The calling thread's open transaction, if any."""

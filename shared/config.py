@@ -65,10 +65,12 @@ def _weight(default: float) -> Any:
 
 
 def _opt(default: Any, *, choices: tuple = (), minimum: float | None = None,
-         maximum: float | None = None, subset_of: tuple = ()) -> Any:
+         maximum: float | None = None, subset_of: tuple = (), nonempty: bool = False) -> Any:
     """A dataclass field with validation rules kept beside its default. Every number has a
-    minimum and a maximum (tests/test_config.py holds every key to it), and must be finite."""
-    rules = {"choices": choices, "min": minimum, "max": maximum, "subset_of": subset_of}
+    minimum and a maximum (tests/test_config.py holds every key to it), and must be finite;
+    a list that is `nonempty` needs an entry."""
+    rules = {"choices": choices, "min": minimum, "max": maximum, "subset_of": subset_of,
+             "nonempty": nonempty}
     if isinstance(default, (list, tuple)):
         return field(default=tuple(default), metadata=rules)
     return field(default=default, metadata=rules)
@@ -118,6 +120,11 @@ class ServerConfig:
         ("memorize", "recall", "list_memories", "edit_memory"), subset_of=ALL_TOOLS)
     max_content_chars: int = _opt(20_000, minimum=1, maximum=1_000_000)
     log_level: str = _opt("WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    # HTTP: an MCP session with no request in flight and no stream open for this long is
+    # closed (its client initializes again); a token holds at most max_sessions_per_token
+    # open sessions, one more is refused (aokun_server/sessions.py).
+    session_idle_timeout_s: float = _opt(600.0, minimum=1.0, maximum=DAY)
+    max_sessions_per_token: int = _opt(32, minimum=1, maximum=10_000)
 
 
 @dataclass(frozen=True)
@@ -165,7 +172,7 @@ def needs_restart(key: str) -> bool:
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    channels: tuple[str, ...] = _opt(CHANNELS, subset_of=CHANNELS)
+    channels: tuple[str, ...] = _opt(CHANNELS, subset_of=CHANNELS, nonempty=True)
     fallback_enabled: bool = _opt(True)
     query_focus: bool = _opt(True)
     rrf_k: int = _opt(60, minimum=1, maximum=1000)
@@ -581,6 +588,9 @@ def _coerce_str_list(key: str, value: Any, rules: typing.Mapping) -> tuple[str, 
     if total > MAX_LIST_CHARS:
         raise ConfigError(f"{key} holds {total} characters in {len(value)} entries; "
                           f"at most {MAX_LIST_CHARS} are allowed")
+    if rules.get("nonempty") and not value:
+        raise ConfigError(f"{key} must name at least one entry" + (
+            f" of: {', '.join(rules['subset_of'])}" if rules.get("subset_of") else ""))
     allowed = rules.get("subset_of") or ()
     bad = [v for v in value if allowed and v not in allowed]
     if bad:

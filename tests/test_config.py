@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.config import AppConfig, build_config, load_config
+from shared.config import CHANNELS, AppConfig, build_config, load_config
 from shared.errors import ConfigError
 
 BIN = Path(sys.executable).parent
@@ -76,11 +76,24 @@ def test_every_option_is_documented_in_the_example():
     ({"memory": {"recall_top_k": 20}}, "must not exceed memory.recall_max_k"),
     ({"storage": {"synchronous": "off"}}, "storage.synchronous must be one of full, normal"),
     ({"storage": "data"}, "config section 'storage' must be a mapping"),
+    ({"server": {"max_sessions_per_token": 0}}, "server.max_sessions_per_token must be >= 1"),
+    ({"server": {"session_idle_timeout_s": 0}}, "server.session_idle_timeout_s must be >= 1.0"),
 ])
 def test_bad_values_name_the_key(raw, message, tmp_path):
     with pytest.raises(ConfigError) as err:
         build_config(raw, tmp_path)
     assert message in str(err.value)
+
+
+def test_an_empty_channel_list_is_refused_in_one_line(tmp_path):
+    # Recall with no channel would answer nothing, for every query, without a word.
+    with pytest.raises(ConfigError) as err:
+        build_config({"retrieval": {"channels": []}}, tmp_path)
+    assert str(err.value) == ("retrieval.channels must name at least one entry of: bm25, vector, "
+                              "graph_keyword, graph_vector")
+    assert build_config({"retrieval": {"channels": ["bm25"]}}, tmp_path).retrieval.channels == ("bm25",)
+    # A list the file does not name is the default (every channel), not an empty one.
+    assert build_config({"retrieval": {}}, tmp_path).retrieval.channels == CHANNELS
 
 
 def test_server_refuses_to_start_on_bad_config(tmp_path):

@@ -7,11 +7,12 @@ import logging
 import socket
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp_types import INTERNAL_ERROR, INVALID_REQUEST
 
 from aokun_server.identity import Identity, requested_by
-from shared.errors import StorageError
-from shared.logs import uvicorn_log_config
+from aokun_server.sessions import SessionLimits, TooManySessions
+from shared.errors import AccessDenied, StorageError
+from shared.logs import RateLimitedWarnings, uvicorn_log_config
 
 log = logging.getLogger("aokun.front")
 
@@ -19,12 +20,17 @@ log = logging.getLogger("aokun.front")
 class TokenGate:
     """ASGI middleware: every HTTP request is served as the principal of its
     'Authorization: Bearer <token>' (server.token: the admin; a user's token: that user), or
-    refused with 401. Checked on every request, so a token revoked meanwhile is refused at
-    once, also on a session opened before."""
+    refused with 401 saying why (no token, a revoked one, one not valid here). Checked on
+    every request, so a token revoked meanwhile is refused at once, also on a session opened
+    before. A request that would open an MCP session counts against its token's cap
+    (sessions.py). While the store cannot be reached every request is refused with 503, and
+    the log says so once a minute."""
 
-    def __init__(self, app, identity: Identity):
+    def __init__(self, app, identity: Identity, sessions: SessionLimits):
         self.app = app
         self.identity = identity
+        self.sessions = sessions
+        self.outage = RateLimitedWarnings(log)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -34,15 +40,19 @@ class TokenGate:
             # A store read: off the event loop, as every other one.
             principal = await anyio.to_thread.run_sync(self.identity.of_request, _authorization(scope))
         except StorageError as exc:
-            log.warning("could not check a request's token: %s", exc)
-            await _answer(send, 503, "unavailable", f"the token could not be checked: {exc}")
+            self.outage.warning(str(exc), "could not check a request's token: %s", exc)
+            await _answer(send, 503, INTERNAL_ERROR, f"the token could not be checked: {exc}")
             return
-        if principal is None:
-            await _answer(send, 401, "unauthorized",
-                          "send your token as 'Authorization: Bearer <token>'")
+        except AccessDenied as exc:
+            self.outage.clear()
+            await _answer(send, 401, INVALID_REQUEST, str(exc))
             return
+        self.outage.clear()
         with requested_by(principal):
-            await self.app(scope, receive, send)
+            try:
+                await self.sessions.serve(principal, self.app, scope, receive, send)
+            except TooManySessions as exc:
+                await _answer(send, 429, INVALID_REQUEST, str(exc))
 
 
 def _authorization(scope) -> bytes | None:
@@ -52,8 +62,10 @@ def _authorization(scope) -> bytes | None:
     return None
 
 
-async def _answer(send, status: int, error: str, message: str) -> None:
-    body = json.dumps({"error": error, "message": message}).encode()
+async def _answer(send, status: int, code: int, message: str) -> None:
+    """A refusal as a JSON-RPC error without an id (as the SDK's own refusals are), so an MCP
+    client shows its one line rather than only the status."""
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
     headers = [(b"content-type", b"application/json")]
     if status == 401:
         headers.append((b"www-authenticate", b'Bearer realm="aokun"'))
@@ -61,14 +73,17 @@ async def _answer(send, status: int, error: str, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def serve_http(server: MCPServer, listener: socket.socket, host: str, identity: Identity,
-               log_level: str) -> None:
-    """Serve MCP at http://host:port/mcp on the listener bind_listener gave, until interrupted.
-    `host` as configured: the SDK's DNS-rebinding protection is keyed on it."""
+def serve_http(front, listener: socket.socket, host: str) -> None:
+    """Serve front's MCP at http://host:port/mcp on the listener bind_listener gave, until
+    interrupted. `host` as configured: the SDK's DNS-rebinding protection is keyed on it."""
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
-    identity.gated = True  # from now on a call must come with its request's principal
-    config = uvicorn.Config(app=TokenGate(app, identity), log_level=log_level.lower(),
+    settings = lambda: front.live.current.server  # noqa: E731 (read per new session: live)
+    app = front.server.streamable_http_app(streamable_http_path="/mcp", host=host,
+                                           session_idle_timeout=settings().session_idle_timeout_s)
+    sessions = SessionLimits(front.server.session_manager, settings)
+    front.identity.gated = True  # from now on a call must come with its request's principal
+    config = uvicorn.Config(app=TokenGate(app, front.identity, sessions),
+                            log_level=front.config.server.log_level.lower(),
                             log_config=uvicorn_log_config())
     uvicorn.Server(config).run(sockets=[listener])

@@ -17,11 +17,13 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Iterator
 
-from shared.access import ADMIN, Principal, resolve_token
+from shared.access import ADMIN, Principal, resolve_token, token_hash
 from shared.config import LOCAL_TOKEN_ENV
 from shared.errors import AccessDenied
 from shared.store.interface import Store
 
+
+SEND_TOKEN = "send your token as 'Authorization: Bearer <token>'"
 
 _REQUEST_PRINCIPAL: ContextVar[Principal | None] = ContextVar("aokun_principal", default=None)
 
@@ -57,20 +59,28 @@ class Identity:
                                "ask the admin for one (aokun users add)")
         return found
 
-    def of_request(self, authorization: bytes | None) -> Principal | None:
-        """The principal of an HTTP request by its Authorization header, None to refuse it.
-        Without a header only an open front (no server.token, no active user) serves it."""
+    def of_request(self, authorization: bytes | None) -> Principal:
+        """The principal of an HTTP request by its Authorization header, or AccessDenied saying
+        why it is refused. Without a header only an open front (no server.token, no active
+        user) serves it. The scheme is case-insensitive (RFC 7235)."""
         if authorization is None:
             if self.admin_token or self.store.users.any_active():
-                return None
+                raise AccessDenied(SEND_TOKEN)
             return ADMIN
         try:
             scheme, _, token = authorization.decode("utf-8").partition(" ")
         except UnicodeDecodeError:
-            return None
-        if scheme != "Bearer" or not token:
-            return None
-        return resolve_token(self.store, token, self.admin_token)
+            raise AccessDenied(SEND_TOKEN) from None
+        token = token.strip(" ")
+        if scheme.lower() != "bearer" or not token:
+            raise AccessDenied(SEND_TOKEN)
+        found = resolve_token(self.store, token, self.admin_token)
+        if found is not None:
+            return found
+        holder = self.store.users.holder_of(token_hash(token))
+        if holder is not None and holder.revoked:
+            raise AccessDenied("this token was revoked: ask the admin for a new one (aokun users add)")
+        raise AccessDenied("this token is not valid here: " + SEND_TOKEN)
 
 
 @contextmanager

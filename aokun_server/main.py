@@ -94,7 +94,7 @@ def serve_http(config: AppConfig, host: str, port: int) -> int:
         try:
             print(f"aokun-server: MCP over streamable HTTP at http://{host}:{port}/mcp",
                   file=sys.stderr, flush=True)
-            http.serve_http(front.server, listener, host, front.identity, config.server.log_level)
+            http.serve_http(front, listener, host)
         finally:
             front.close()
     except KeyboardInterrupt:

@@ -52,3 +52,57 @@ def test_token_from_environment(tmp_path):
         assert httpx.post(url, json={}).status_code == 401
         ok = httpx.post(url, headers={"Authorization": "Bearer env-token"}, json={})
         assert ok.status_code != 401
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def refusal(url: str, headers: dict) -> str:
+    """The one line a 401 says (a JSON-RPC error, as MCP clients show it)."""
+    response = httpx.post(url, headers={**JSON_HEADERS, **headers}, json=INITIALIZE, timeout=30)
+    assert response.status_code == 401, response.text
+    message = response.json()["error"]["message"]
+    assert "\n" not in message
+    return message
+
+
+def test_the_bearer_scheme_is_case_insensitive(token_server):
+    for scheme in ("Bearer", "bearer", "BEARER", "bEaReR"):
+        response = httpx.post(token_server, json=INITIALIZE, timeout=30,
+                              headers={**JSON_HEADERS, "Authorization": f"{scheme} s3cret-token"})
+        assert response.status_code == 200, (scheme, response.text)
+    assert "Bearer <token>" in refusal(token_server, {"Authorization": "Basic s3cret-token"})
+
+
+def test_a_refused_token_is_told_why(tmp_path):
+    from test_access import add_user, aokun
+
+    config = write_config(tmp_path, server={"token": "s3cret-token"})
+    carol = add_user(config, "carol", "carol")
+    revoked = aokun(config, "users", "revoke", "carol")
+    assert revoked.returncode == 0, revoked.stderr
+    with http_server(config, free_port()) as url:
+        told = refusal(url, {"Authorization": f"Bearer {carol}"})
+        assert told == "this token was revoked: ask the admin for a new one (aokun users add)"
+        assert "carol" not in told
+        assert refusal(url, {"Authorization": "Bearer never-issued"}) == \
+            "this token is not valid here: send your token as 'Authorization: Bearer <token>'"
+        assert refusal(url, {}) == "send your token as 'Authorization: Bearer <token>'"
+        # The official client shows that line, not only the status.
+        client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {carol}"},
+                                    timeout=httpx2.Timeout(30, read=300))
+        with pytest.raises(Exception) as raised:
+            with mcp_session(streamable_http_client(url, http_client=client)) as s:
+                s.tool_names()
+        assert "this token was revoked" in repr(list(leaves(raised.value)))
+
+
+def leaves(error: BaseException):
+    """The exceptions inside an exception group (the client's task groups wrap its errors)."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from leaves(inner)
+    else:
+        yield error

@@ -261,6 +261,12 @@ def front_autostart(processes: Processes, key: str, value: Any) -> None:
     assert processes.front.config.worker.autostart is value
 
 
+def front_sessions(processes: Processes, key: str, value: Any) -> None:
+    """The HTTP gate reads the front's current server section for each new session
+    (aokun_server/http.py); tests/test_http_sessions.py shows what it does with it."""
+    assert getattr(processes.front.config.server, key.split(".")[1]) == value
+
+
 def worker_idle_exit(processes: Processes, key: str, value: Any) -> None:
     assert processes.worker.config.worker.idle_exit_s == value
 
@@ -294,6 +300,8 @@ def probes_for(key: str) -> dict[str, Probe]:
         "backup.daily": {"worker": worker_daily_backup},
         "worker.autostart": {"front": front_autostart},
         "worker.idle_exit_s": {"worker": worker_idle_exit},
+        "server.session_idle_timeout_s": {"front": front_sessions},
+        "server.max_sessions_per_token": {"front": front_sessions},
     }
     if key in specific:
         return specific[key]

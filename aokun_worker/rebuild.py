@@ -35,7 +35,7 @@ def rebuild_index(services: Services) -> int:
         store=store, handlers={"embed": EmbedHandler(embedder, config.embedding.batch_size, store)},
         queue=config.queue, owner=heartbeat.worker_id))
     try:
-        with tqdm(total=total, unit="memory", file=sys.stderr) as bar:
+        with tqdm(total=total, unit="memory", file=sys.stderr, disable=None) as bar:  # a bar on a terminal only
             while True:
                 claimed, done = runner.run_next("embed")
                 if not claimed:

@@ -145,19 +145,26 @@ class MemoryService:
             fields = replace(old.fields, **changes)
             now = self.clock()
             text = self._edited_text(old, content, fields, "original_time" in changes)
+            # A memory moved to another persona or session leaves its conversation: the words
+            # it lent its neighbours' rows, and took from theirs, go with it.
+            moved = (fields.persona_id, fields.session_id) != (old.fields.persona_id, old.fields.session_id)
+            left = tx.neighbours.unlink(memory_id) if moved else []
             tx.documents.update(memory_id, text, self.index_tokens(text, fields), fields, now,
                                 self._context_terms(tx, memory_id))
             text_changed = content_hash(text) != old.content_hash
-            carried = self._refresh_carriers(tx, tx.neighbours.dependents(memory_id)) if text_changed else []
+            carriers = left if moved else tx.neighbours.dependents(memory_id) if text_changed else []
+            carried = self._refresh_carriers(tx, carriers)
             scrub = text_changed and tx.fts.scrubs_in_place()
-            if text_changed:
-                # The vector of the old text is stale (a recall must not find it meanwhile).
+            if text_changed or moved:
+                # The vector of the old text or context is stale (a recall must not find it meanwhile).
                 tx.vectors.delete_for_memory(memory_id, now, kind="document")
             if scrub:
                 # The old words leave the index now where that is cheap; elsewhere (a full
                 # index rewrite, ~0.5 s at 100k memories) the worker's hourly upkeep does it.
                 tx.fts.scrub_terms(["documents_fts"])
-            redo = text_changed or bool(DERIVED_FIELDS & changes.keys())
+            # Atoms and graph output are of one persona and session too (the store hides or
+            # drops the old ones at once: shared/store/atoms.py, documents.py).
+            redo = text_changed or moved or bool(DERIVED_FIELDS & changes.keys())
             if redo:
                 tx.stages.reset_for_memory(memory_id, content_hash(text), now)
             doc = tx.documents.get(memory_id)

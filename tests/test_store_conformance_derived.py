@@ -129,7 +129,8 @@ def test_atoms_expire_then_are_forgotten_then_purged(store):
 
 
 def test_atoms_supersede_reinforce_and_reactivate(store):
-    old_memory, new_memory = add(store, "Alice lives in Paris"), add(store, "Alice lives in Lyon")
+    old_memory = add(store, "Alice lives in Paris", persona_id="p")
+    new_memory = add(store, "Alice lives in Lyon", persona_id="p")
     row = lambda value: AtomRow("factual", f"Alice lives in {value}", value.lower(), 0.7,  # noqa: E731
                                 subject="alice", attribute="lives in", value=value)
     with store.write() as tx:

@@ -19,6 +19,15 @@ ATOM_TYPES = ("episodic", "planned", "factual", "relational", "preference", "unk
 ATOM_STATES = ("active", "expired", "forgotten", "purged", "dormant", "superseded")
 
 
+# An atom is shown only while its memory is what the atom was derived from: in the same
+# persona and session, with the same text. An update that changes any of them outdates the
+# memory's atoms in its own transaction (outdate(), from documents.update): they stay, so that
+# the atoms stage can undo what they reinforced or superseded (shared/atom_life.py) when it
+# derives the memory again, but no read shows them, worker or no worker. A test of the atom's
+# own row (`a`), so no read pays a join for it.
+CURRENT = "a.content_hash IS NOT NULL"
+
+
 @dataclass(frozen=True)
 class AtomRow:
     """One atom to store for a memory (already classified)."""
@@ -66,14 +75,14 @@ def insert(conn: sqlite3.Connection, owner: AtomOwner, row: AtomRow, now: float,
 
 def similar_active(conn: sqlite3.Connection, terms: Sequence[str], persona_id: str | None,
                    other_than_memory: int, limit: int = 20) -> list[sqlite3.Row]:
-    """Active atoms of a persona (not of the given memory) sharing terms with the given ones,
-    best BM25 first: id, tokens, reinforcement_count, confidence, type."""
+    """Current active atoms of a persona (not of the given memory) sharing terms with the
+    given ones, best BM25 first: id, tokens, reinforcement_count, confidence, type."""
     match = any_of(sorted(set(terms)))
     if match is None:
         return []
     return conn.execute(
         "SELECT a.id, f.tokens, a.reinforcement_count, a.confidence, a.type FROM atoms_fts f"
-        " JOIN memory_atoms a ON a.id = f.rowid WHERE atoms_fts MATCH ? AND a.state = 'active'"
+        f" JOIN memory_atoms a ON a.id = f.rowid WHERE atoms_fts MATCH ? AND a.state = 'active' AND {CURRENT}"
         " AND a.persona_id IS ? AND a.memory_id != ? ORDER BY rank LIMIT ?",
         (match, persona_id, other_than_memory, limit)).fetchall()
 
@@ -101,8 +110,9 @@ def supersede(conn: sqlite3.Connection, persona_id: str | None, subject: str, at
 
 
 def of_memory(conn: sqlite3.Connection, memory_id: int) -> list[sqlite3.Row]:
-    """A memory's atoms in the order they were stored."""
-    return conn.execute("SELECT * FROM memory_atoms WHERE memory_id = ? ORDER BY id", (memory_id,)).fetchall()
+    """A memory's current atoms in the order they were stored."""
+    return conn.execute(f"SELECT a.* FROM memory_atoms a WHERE a.memory_id = ? AND {CURRENT} ORDER BY a.id",
+                        (memory_id,)).fetchall()
 
 
 def reinforced_by(conn: sqlite3.Connection, memory_id: int) -> list[sqlite3.Row]:
@@ -140,12 +150,12 @@ def _scoped(clauses: list[str], params: list, persona_id: str | None, session_id
 
 def search(conn: sqlite3.Connection, terms: Sequence[str], persona_id: str | None,
            session_id: str | None, types: Sequence[str] | None, limit: int) -> list[sqlite3.Row]:
-    """Active atoms matching any of the terms, best BM25 first, with raw score (higher is
-    better)."""
+    """Current active atoms matching any of the terms, best BM25 first, with raw score
+    (higher is better)."""
     match = any_of(terms)
     if match is None:
         return []
-    clauses, params = ["a.state = 'active'"], []
+    clauses, params = ["a.state = 'active'", CURRENT], []
     _scoped(clauses, params, persona_id, session_id)
     if types:
         clauses.append(f"a.type IN ({','.join('?' * len(types))})")
@@ -160,10 +170,10 @@ def search(conn: sqlite3.Connection, terms: Sequence[str], persona_id: str | Non
 def still_valid_of_types(conn: sqlite3.Connection, types: Sequence[str], persona_id: str | None,
                          session_id: str | None, now: float, limit: int,
                          exclude: Sequence[int] = ()) -> list[sqlite3.Row]:
-    """Active atoms of the given types that the atom sweep would not expire at `now` (the
+    """Current active atoms of the given types that the atom sweep would not expire at `now` (the
     test of expire()), except the excluded ids: those with a deadline soonest first, then the
     others newest first."""
-    clauses = ["a.state = 'active'", f"a.type IN ({','.join('?' * len(types))})",
+    clauses = ["a.state = 'active'", CURRENT, f"a.type IN ({','.join('?' * len(types))})",
                f"NOT ({_EXPIRED_SQL})", "a.id NOT IN (SELECT value FROM json_each(?))"]
     params: list = [*types, now, DAY, now, json.dumps(list(exclude))]
     _scoped(clauses, params, persona_id, session_id)
@@ -173,15 +183,14 @@ def still_valid_of_types(conn: sqlite3.Connection, types: Sequence[str], persona
 
 
 def validity_rows(conn: sqlite3.Connection, memory_ids: Sequence[int]) -> list[sqlite3.Row]:
-    """What the time factor of the memories' atoms depends on: memory_id, type, state,
-    ttl_days, deadline, create_time, state_time."""
+    """What the time factor of the memories' current atoms depends on: memory_id, type,
+    state, ttl_days, deadline, create_time, state_time."""
     if not memory_ids:
         return []
     return conn.execute(
-        "SELECT memory_id, type, state, ttl_days, deadline, create_time, state_time FROM memory_atoms"
-        " WHERE memory_id IN (SELECT value FROM json_each(?))", (json.dumps(list(memory_ids)),)).fetchall()
-
-
+        "SELECT a.memory_id, a.type, a.state, a.ttl_days, a.deadline, a.create_time, a.state_time"
+        f" FROM memory_atoms a WHERE a.memory_id IN (SELECT value FROM json_each(?)) AND {CURRENT}",
+        (json.dumps(list(memory_ids)),)).fetchall()
 
 
 def expire(conn: sqlite3.Connection, now: float) -> list[int]:
@@ -225,6 +234,14 @@ def _set_state(conn: sqlite3.Connection, ids: list[int], state: str, now: float)
         meta.bump_epoch(conn)
 
 
+def outdate(conn: sqlite3.Connection, memory_id: int) -> None:
+    """A memory's atoms no longer fit it (see CURRENT): their content hash, the version they
+    were made from, is cleared, and no read shows them until the atoms stage replaces them."""
+    if conn.execute("UPDATE memory_atoms SET content_hash = NULL WHERE memory_id = ?"
+                    " AND content_hash IS NOT NULL", (memory_id,)).rowcount:
+        meta.bump_epoch(conn)
+
+
 def delete_for_memory(conn: sqlite3.Connection, memory_id: int) -> dict[str, int]:
     """Remove a memory's atoms and their FTS rows; return {table: rows removed}."""
     fts = conn.execute(
@@ -249,31 +266,40 @@ def table_counts(conn: sqlite3.Connection) -> dict[str, int]:
 
 def page(conn: sqlite3.Connection, atom_type: str | None, state: str | None, persona_id: str | None,
          limit: int, offset: int) -> list[sqlite3.Row]:
-    """Atoms newest first (the panel's atoms page), of a type, a state and a persona when
-    given; with no state, every state but dormant (a reinforcement's provenance row)."""
-    clauses, params = [], []
+    """Current atoms newest first (the panel's atoms page), of a type, a state and a persona
+    when given; with no state, every state but dormant (a reinforcement's provenance row).
+    Portable SQL (both engines)."""
+    clauses, params = [CURRENT], []
     for column, value in (("type", atom_type), ("state", state), ("persona_id", persona_id)):
         if value is not None:
-            clauses.append(f"{column} = ?")
+            clauses.append(f"a.{column} = ?")
             params.append(value)
     if state is None:
-        clauses.append("state != 'dormant'")
-    return conn.execute(f"SELECT * FROM memory_atoms WHERE {' AND '.join(clauses)}"
-                        " ORDER BY id DESC LIMIT ? OFFSET ?", (*params, limit, offset)).fetchall()
+        clauses.append("a.state != 'dormant'")
+    return conn.execute(f"SELECT a.* FROM memory_atoms a WHERE {' AND '.join(clauses)}"
+                        " ORDER BY a.id DESC LIMIT ? OFFSET ?", (*params, limit, offset)).fetchall()
 
 
 def supersede_chain(conn: sqlite3.Connection, atom_id: int, persona_id: str | None,
                     max_steps: int = 20) -> list[sqlite3.Row]:
     """The atoms one atom replaced and those that replaced it, with itself, oldest first:
-    id, text, state, memory_id, superseded_by. Just itself when it is in no chain. Superseding
-    stays within a persona, so the backward step reads the (persona_id, state) index."""
-    return conn.execute(
+    id, text, state, memory_id, superseded_by; of those, the current ones of the persona (a
+    chain may reach an atom whose memory has moved since). Just itself when it is in no
+    chain; nothing when it is not current itself. Superseding stays within a persona, so the
+    backward step reads the (persona_id, state) index."""
+    return in_chain(atom_id, conn.execute(
         "WITH RECURSIVE back(id, step) AS (SELECT ?, 0 UNION SELECT a.id, back.step + 1 FROM back"
         " JOIN memory_atoms a ON a.persona_id IS ? AND a.state = 'superseded'"
         " AND a.superseded_by = back.id WHERE back.step < ?),"
         " ahead(id, step) AS (SELECT ?, 0 UNION SELECT a.superseded_by, ahead.step + 1 FROM ahead"
         " JOIN memory_atoms a ON a.id = ahead.id WHERE a.state = 'superseded'"
         " AND a.superseded_by IS NOT NULL AND ahead.step < ?)"
-        " SELECT id, text, state, memory_id, superseded_by FROM memory_atoms"
-        " WHERE id IN (SELECT id FROM back UNION SELECT id FROM ahead) ORDER BY id",
-        (atom_id, persona_id, max_steps, atom_id, max_steps)).fetchall()
+        " SELECT a.id, a.text, a.state, a.memory_id, a.superseded_by FROM memory_atoms a"
+        f" WHERE a.id IN (SELECT id FROM back UNION SELECT id FROM ahead) AND a.persona_id IS ? AND {CURRENT}"
+        " ORDER BY a.id",
+        (atom_id, persona_id, max_steps, atom_id, max_steps, persona_id)).fetchall())
+
+
+def in_chain(atom_id: int, rows: list) -> list:
+    """A chain's rows, or none when the atom it was asked for is not among them."""
+    return rows if any(row[0] == atom_id for row in rows) else []

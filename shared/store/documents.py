@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Literal, Sequence
 
 from shared.errors import MemoryNotFound
-from shared.store import meta
+from shared.store import atoms, graph, meta, vectors
 from shared.store.db import Database
 from shared.store.match import any_of, scope_tokens, scoped
 
@@ -141,11 +141,41 @@ def insert(tx: sqlite3.Connection, text: str, tokens: str, fields: MemoryFields,
 
 def update(tx: sqlite3.Connection, memory_id: int, text: str, tokens: str, fields: MemoryFields,
            now: float, context: str = "") -> None:
-    """Replace a document's text and fields and re-index it."""
+    """Replace a document's text and fields and re-index it; what was derived from it for
+    another persona, session or text is outdated in the same transaction (outdated())."""
+    before = derived_for(tx, memory_id)
     tx.execute(_UPDATE_SQL, (*_row_values(text, fields), now, memory_id))
     tx.execute("DELETE FROM documents_fts WHERE rowid = ?", (memory_id,))
     _add_fts(tx, memory_id, tokens, context, fields)
+    atoms_outdated, graph_outdated = outdated(before, text, fields)
+    if atoms_outdated:
+        atoms.outdate(tx, memory_id)
+    if graph_outdated:
+        graph.delete_for_memory(tx, memory_id)
+        vectors.delete_for_memory(tx, memory_id, now, kind="graph_entry")
     meta.bump_epoch(tx)
+
+
+def derived_for(tx, memory_id: int) -> tuple | None:
+    """(persona_id, session_id, content_hash): what a memory's derived rows are made for; None
+    when it does not exist. Portable SQL."""
+    return tx.execute("SELECT persona_id, session_id, content_hash FROM documents WHERE id = ?",
+                      (memory_id,)).fetchone()
+
+
+def outdated(before: tuple | None, text: str, fields: MemoryFields) -> tuple[bool, bool]:
+    """(atoms outdated, graph output outdated) by an update from `before` (derived_for) to
+    this text and these fields, so that nothing derived from a memory shows where it no
+    longer is or says what it no longer says, worker or no worker, until its stages (which
+    the caller resets) derive it again. Atoms are of a persona, a session and a text; they are
+    hidden, not removed (atoms.CURRENT): removing them must first undo what they did to other
+    atoms, which the atoms stage does. Graph output is of a persona (its nodes are that
+    persona's graph) and a text, and does nothing to other memories' output: it goes."""
+    if before is None:
+        return False, False
+    persona, session, version = before
+    moved_or_rewritten = persona != fields.persona_id or version != content_hash(text)
+    return moved_or_rewritten or session != fields.session_id, moved_or_rewritten
 
 
 def set_history(tx: sqlite3.Connection, memory_id: int, history: History) -> None:

@@ -72,10 +72,20 @@ def link(tx: sqlite3.Connection, memory_id: int, neighbour_ids: Sequence[int]) -
                    [(memory_id, n, position) for position, n in enumerate(neighbour_ids)])
 
 
+# A link counts while both memories are still in one conversation: a memory moved to another
+# persona or session lends its words to none of its old neighbours' rows and vectors, and
+# takes none from them (the memory service also unlinks it and re-indexes those that held
+# it). Portable SQL; `c` is memory_context, `m` the memory, `d` its neighbour.
+IN_CONVERSATION = (
+    "JOIN documents m ON m.id = c.memory_id JOIN documents d ON d.id = c.neighbour_id"
+    " AND (d.persona_id = m.persona_id OR (d.persona_id IS NULL AND m.persona_id IS NULL))"
+    " AND (d.session_id = m.session_id OR (d.session_id IS NULL AND m.session_id IS NULL))")
+
+
 def of(conn: sqlite3.Connection, memory_id: int) -> list[tuple[int, str]]:
-    """(id, text) of a memory's neighbours, nearest first."""
+    """(id, text) of a memory's neighbours still in its conversation, nearest first."""
     return [(r[0], r[1]) for r in conn.execute(
-        "SELECT d.id, d.text FROM memory_context c JOIN documents d ON d.id = c.neighbour_id"
+        f"SELECT d.id, d.text FROM memory_context c {IN_CONVERSATION}"
         " WHERE c.memory_id = ? ORDER BY c.position", (memory_id,))]
 
 
@@ -93,12 +103,13 @@ def unlink(tx: sqlite3.Connection, memory_id: int) -> list[int]:
 
 
 def texts_of(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, list[str]]:
-    """{memory id: its neighbours' texts, nearest first} for many memories at once."""
+    """{memory id: its neighbours' texts (those still in its conversation), nearest first}
+    for many memories at once."""
     out: dict[int, list[str]] = {i: [] for i in ids}
     if not ids:
         return out
     for memory_id, text in conn.execute(
-            "SELECT c.memory_id, d.text FROM memory_context c JOIN documents d ON d.id = c.neighbour_id"
+            f"SELECT c.memory_id, d.text FROM memory_context c {IN_CONVERSATION}"
             " WHERE c.memory_id IN (SELECT value FROM json_each(?)) ORDER BY c.memory_id, c.position",
             (json.dumps(list(ids)),)):
         out[memory_id].append(text)

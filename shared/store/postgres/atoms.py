@@ -44,8 +44,8 @@ _SIMILAR = Record.kind(("id", "tokens", "reinforcement_count", "confidence", "ty
 
 def similar_active(conn: PgConnection, terms: Sequence[str], persona_id: str | None,
                    other_than_memory: int, limit: int = 20) -> list[Record]:
-    """As atoms.similar_active (FTS5's ORDER BY rank is raw best first); the tokens come from
-    the search rows."""
+    """As atoms.similar_active (FTS5's ORDER BY rank is raw best first; current atoms only);
+    the tokens come from the search rows."""
     terms = sorted(set(terms))
     if not terms:
         return []
@@ -54,7 +54,8 @@ def similar_active(conn: PgConnection, terms: Sequence[str], persona_id: str | N
     persona, persona_params = persona_is("a.persona_id", persona_id)
     rows = conn.sql(psycopg.sql.SQL(
         "SELECT a.id, a.reinforcement_count, a.confidence, a.type {source} WHERE a.state = 'active'"
-        f" AND {{persona}} AND a.memory_id != %s ORDER BY {fulltext.BEST_FIRST} LIMIT %s").format(
+        f" AND {atoms.CURRENT} AND {{persona}} AND a.memory_id != %s"
+        f" ORDER BY {fulltext.BEST_FIRST} LIMIT %s").format(
             source=source, persona=psycopg.sql.SQL(persona)),
         [*params, *persona_params, other_than_memory, limit]).fetchall()
     tokens = fulltext.stored_columns(conn.raw, "atoms", [r[0] for r in rows]) if rows else {}
@@ -76,12 +77,12 @@ def supersede(tx: PgConnection, persona_id: str | None, subject: str, attribute:
 
 def atom_search(conn: PgConnection, terms: Sequence[str], persona_id: str | None,
                 session_id: str | None, types: Sequence[str] | None, limit: int) -> list[Record]:
-    """As atoms.search: active atoms holding any term, raw best first (ties by id)."""
+    """As atoms.search: current active atoms holding any term, raw best first (ties by id)."""
     if not terms:
         return []
     source, params = fulltext.ranked_join("atoms", "memory_atoms", "a", terms,
                                   None if persona_id is None else [persona_id], session_id)
-    clauses, where_params = ["a.state = 'active'"], []
+    clauses, where_params = ["a.state = 'active'", atoms.CURRENT], []
     for column, wanted in (("persona_id", persona_id), ("session_id", session_id)):
         if wanted is not None:
             clauses.append(f"a.{column} = %s")
@@ -99,8 +100,8 @@ def still_valid_of_types(conn: PgConnection, types: Sequence[str], persona_id: s
                          session_id: str | None, now: float, limit: int,
                          exclude: Sequence[int] = ()) -> list[Record]:
     """As atoms.still_valid_of_types, the excluded ids as an array."""
-    clauses = ["a.state = 'active'", "a.type = ANY(%s)", f"NOT ({atoms._EXPIRED_SQL.replace('?', '%s')})",
-               "NOT (a.id = ANY(%s))"]
+    clauses = ["a.state = 'active'", atoms.CURRENT, "a.type = ANY(%s)",
+               f"NOT ({atoms._EXPIRED_SQL.replace('?', '%s')})", "NOT (a.id = ANY(%s))"]
     params: list = [list(types), now, DAY, now, list(exclude)]
     for column, wanted in (("persona_id", persona_id), ("session_id", session_id)):
         if wanted is not None:
@@ -115,8 +116,9 @@ def validity_rows(conn: PgConnection, memory_ids: Sequence[int]) -> list[Record]
     if not memory_ids:
         return []
     return conn.sql(
-        "SELECT memory_id, type, state, ttl_days, deadline, create_time, state_time FROM memory_atoms"
-        " WHERE memory_id = ANY(%s) ORDER BY memory_id, id", (list(memory_ids),)).fetchall()
+        "SELECT a.memory_id, a.type, a.state, a.ttl_days, a.deadline, a.create_time, a.state_time"
+        f" FROM memory_atoms a WHERE a.memory_id = ANY(%s) AND {atoms.CURRENT} ORDER BY a.memory_id, a.id",
+        (list(memory_ids),)).fetchall()
 
 
 def forget(tx: PgConnection, expired_before: float, now: float) -> list[int]:
@@ -141,16 +143,17 @@ def supersede_chain(conn: PgConnection, atom_id: int, persona_id: str | None,
     """As atoms.supersede_chain; the seeds are typed (PostgreSQL types a recursive query's
     columns from its first SELECT)."""
     persona, persona_params = persona_is("a.persona_id", persona_id)
-    return conn.sql(
+    return atoms.in_chain(atom_id, conn.sql(
         "WITH RECURSIVE back(id, step) AS (SELECT %s::bigint, 0 UNION SELECT a.id, back.step + 1 FROM back"
         f" JOIN memory_atoms a ON {persona} AND a.state = 'superseded'"
         " AND a.superseded_by = back.id WHERE back.step < %s),"
         " ahead(id, step) AS (SELECT %s::bigint, 0 UNION SELECT a.superseded_by, ahead.step + 1 FROM ahead"
         " JOIN memory_atoms a ON a.id = ahead.id WHERE a.state = 'superseded'"
         " AND a.superseded_by IS NOT NULL AND ahead.step < %s)"
-        " SELECT id, text, state, memory_id, superseded_by FROM memory_atoms"
-        " WHERE id IN (SELECT id FROM back UNION SELECT id FROM ahead) ORDER BY id",
-        [atom_id, *persona_params, max_steps, atom_id, max_steps]).fetchall()
+        " SELECT a.id, a.text, a.state, a.memory_id, a.superseded_by FROM memory_atoms a"
+        " WHERE a.id IN (SELECT id FROM back UNION SELECT id FROM ahead)"
+        f" AND {persona} AND {atoms.CURRENT} ORDER BY a.id",
+        [atom_id, *persona_params, max_steps, atom_id, max_steps, *persona_params]).fetchall())
 
 
 class PostgresAtoms(SqliteAtoms):

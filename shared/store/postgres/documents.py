@@ -13,12 +13,14 @@ from typing import Sequence
 
 import psycopg
 
-from shared.store import consistency, documents, meta
+from shared.store import consistency, documents, meta, neighbours, vectors
+from shared.store.atoms import outdate as outdate_atoms
 from shared.store.documents import Document, DocumentFilter, MemoryFields, _filter_sql, _row_values
 from shared.store.fts import FTS_TABLES
 from shared.store.match import MAX_QUERY_TERMS, scope_tokens
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection, PgDatabase
+from shared.store.postgres.graph import graph_delete_for_memory
 from shared.store.sqlite_repos import SqliteConsistency, SqliteDocuments, SqliteFullText, SqliteNeighbours
 
 _INSERT_SQL = documents._INSERT_SQL + " RETURNING id"
@@ -43,9 +45,17 @@ def insert(tx: PgConnection, text: str, tokens: str, fields: MemoryFields, now: 
 
 def update(tx: PgConnection, memory_id: int, text: str, tokens: str, fields: MemoryFields,
            now: float, context: str = "") -> None:
+    """As documents.update, the graph's search rows removed from fulltext's table."""
+    before = documents.derived_for(tx, memory_id)
     tx.execute(documents._UPDATE_SQL, (*_row_values(text, fields), now, memory_id))
     fulltext.remove_rows(tx.raw, "documents", [memory_id])
     _index_row(tx, memory_id, tokens, context, fields)
+    atoms_outdated, graph_outdated = documents.outdated(before, text, fields)
+    if atoms_outdated:
+        outdate_atoms(tx, memory_id)
+    if graph_outdated:
+        graph_delete_for_memory(tx, memory_id)
+        vectors.delete_for_memory(tx, memory_id, now, kind="graph_entry")
     meta.bump_epoch(tx)
 
 
@@ -122,7 +132,7 @@ def texts_of(conn: PgConnection, ids: Sequence[int]) -> dict[int, list[str]]:
     if not ids:
         return out
     for memory_id, text in conn.sql(
-            "SELECT c.memory_id, d.text FROM memory_context c JOIN documents d ON d.id = c.neighbour_id"
+            f"SELECT c.memory_id, d.text FROM memory_context c {neighbours.IN_CONVERSATION}"
             " WHERE c.memory_id = ANY(%s) ORDER BY c.memory_id, c.position", (list(ids),)):
         out[memory_id].append(text)
     return out

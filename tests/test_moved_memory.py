@@ -10,7 +10,7 @@ A moved memory also leaves its conversation: its words leave its old neighbours'
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -31,10 +31,6 @@ SECRET_WORDS = ("4711", "vault", "Marseille")
 BEES = "Bob keeps bees on his roof in Lyon."
 
 
-def stages_done(config: Path, memories: int) -> bool:
-    return all_processed(config, memories)
-
-
 def atoms_of(token: str, url: str, arguments: dict) -> list[dict]:
     with session(url, token) as user:
         return user.ok("search_atoms", arguments)["atoms"]
@@ -44,7 +40,7 @@ def secret_atoms(atoms: list[dict], secret: int) -> list[str]:
     return [a["text"] for a in atoms if a["memory_id"] == secret or any(w in a["text"] for w in SECRET_WORDS)]
 
 
-def panel_shows(site: dict, token: str, secret: int) -> list[str]:
+def panel_shows(site: SimpleNamespace, token: str, secret: int) -> list[str]:
     """What of the secret memory the panel shows a user in the shared persona: on the atoms
     page, in the graph and in every drawn node's panel."""
     found = []
@@ -83,17 +79,17 @@ def team(tmp_path):
                 user.ok("memorize", {"content": BEES, "metadata": {"persona_id": SHARED}})
             worker = start_worker(config)
             try:
-                wait_for(lambda: stages_done(config, 2), 120, what="both memories processed")
+                wait_for(lambda: all_processed(config, 2), 120, what="both memories processed")
             finally:
                 stop(worker)
             yield {"config": config, "url": url, "alice": alice, "bob": bob, "secret": secret,
-                   "panel": {"url": panel_url}}
+                   "panel": SimpleNamespace(url=panel_url)}
 
 
 @pytest.mark.slow
 def test_a_memory_moved_to_a_private_persona_leaves_the_shared_one_at_once(team):
     url, alice, bob, secret = team["url"], team["alice"], team["bob"], team["secret"]
-    site = type("Site", (), team["panel"])
+    site = team["panel"]
     query = {"query": "vault code 4711 Marseille Friday"}
     # Before the move Bob, in the shared persona, finds the secret memory's atoms and graph.
     assert secret_atoms(atoms_of(bob, url, query), secret)
@@ -111,7 +107,7 @@ def test_a_memory_moved_to_a_private_persona_leaves_the_shared_one_at_once(team)
     try:
         wait_for(lambda: secret_atoms(atoms_of(alice, url, {**query, "persona_id": PRIVATE}), secret),
                  120, what="the moved memory's atoms derived again in its new persona")
-        wait_for(lambda: stages_done(team["config"], 2), 120, what="the moved memory processed")
+        wait_for(lambda: all_processed(team["config"], 2), 120, what="the moved memory processed")
     finally:
         stop(worker)
     assert secret_atoms(atoms_of(bob, url, query), secret) == []

@@ -96,3 +96,39 @@ def test_a_busy_pool_is_waited_for_not_refused():
             assert served == [1] and not failed
         finally:
             db.close()
+
+
+def test_a_server_out_of_connection_slots_is_waited_for_not_refused(tmp_path):
+    with own_postgres(tmp_path / "pg", free_port()) as server:
+        with psycopg.connect(server.url, autocommit=True) as admin:
+            admin.execute("ALTER SYSTEM SET max_connections = 3")
+            admin.execute("ALTER SYSTEM SET superuser_reserved_connections = 0")
+        server.stop("fast")
+        server.start()
+        log = server.folder / "pg.log"
+        refused_before = log.read_text(errors="replace").count("too many clients")
+        db = PgDatabase(server.url, pool_size=1, busy_timeout_ms=60_000)
+        others: list[psycopg.Connection] = []
+        try:
+            served, failed = [], []
+
+            def second():
+                try:
+                    served.append(one(db))
+                except StorageError as exc:
+                    failed.append(exc)
+
+            with db.snapshot():  # the pool's one connection; two others take the server's last slots
+                others = [psycopg.connect(server.url) for _ in range(2)]
+                waiter = threading.Thread(target=second)
+                waiter.start()
+                # Its direct attempts are turned away for want of a slot (the server logs each).
+                wait_for(lambda: log.read_text(errors="replace").count("too many clients") >= refused_before + 2
+                         or failed, 60, what="the waiting loan turned away by a full server")
+                assert not failed, failed
+            waiter.join(timeout=60)
+            assert served == [1] and not failed
+        finally:
+            for other in others:
+                other.close()
+            db.close()

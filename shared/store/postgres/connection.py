@@ -44,6 +44,9 @@ WRITE_LOCK = 0x616F6B756E
 
 # How long a loan waits for the pool before asking the server directly whether it is there.
 WAIT_SLICE_S = 0.5
+# What a server at max_connections answers a new connection (SQLSTATE 53300, which libpq
+# reports only in the text): it is up, so a loan waits for one of the pool's connections.
+_NO_SLOT_LEFT = ("too many clients", "remaining connection slots are reserved")
 
 
 def _records(cursor: psycopg.Cursor):
@@ -169,7 +172,7 @@ class PgDatabase:
 
     def _connection(self, outcome: str) -> psycopg.Connection:
         """A checked connection from the pool, waiting up to storage.busy_timeout_ms (at least
-        1 s) while the pool is busy; a server that is away refuses the loan at once."""
+        1 s) while the pool is busy; a server that is away refuses the loan after one slice."""
         wait = max(self._busy_timeout_ms / 1000, 1.0)
         deadline = time.monotonic() + wait
         while True:
@@ -191,6 +194,9 @@ class PgDatabase:
                 self._pool.putconn(raw)
                 self._pool.check()
                 continue
+            except BaseException:
+                self._pool.putconn(raw)
+                raise
             return raw
 
     def _reach(self, deadline: float, outcome: str) -> None:
@@ -202,6 +208,8 @@ class PgDatabase:
                             **({"password": self.password} if self.password else {})).close()
         except psycopg.Error as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            if any(words in first for words in _NO_SLOT_LEFT):
+                return  # the server is there, its connections all taken: the wait goes on
             raise StorageError(f"cannot reach the PostgreSQL database {self.location} ({first}): "
                                f"check that the server runs and storage.url"
                                f"{'; ' + outcome if outcome else ''}", kind="cannot_open") from exc

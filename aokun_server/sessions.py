@@ -8,8 +8,9 @@ DELETE (most do not when killed) would otherwise hold memory for the SDK's defau
 A token (the principal it stands for) holds at most server.max_sessions_per_token sessions:
 one more is refused in one line (HTTP 429) rather than an older one being closed, so a
 client that leaks sessions cannot end the sessions another client of the same token is
-using; the refusal says to wait for the idle expiry or DELETE one. Both keys apply live, the
-expiry to sessions opened after the change.
+using; the refusal says to wait for the idle expiry or DELETE one. A front without tokens
+serves every client as the admin: they share one cap. Both keys apply live, the expiry to
+sessions opened after the change.
 
 2026-07-28 clients keep no session: nothing here applies to them.
 """

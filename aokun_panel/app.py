@@ -15,7 +15,7 @@ from aokun_panel.context import PanelContext
 from aokun_panel.pages import PAGES
 from aokun_panel.reader import Reader
 from aokun_panel.render import render
-from aokun_panel.security import PanelGate, csrf_token
+from aokun_panel.security import PanelGate, csrf_token, max_body_bytes
 from aokun_panel.timing import ServerTiming
 from shared.access import resolve_token
 from shared.assembly import open_services
@@ -59,4 +59,5 @@ def build_app(ctx: PanelContext, token: str, port: int):
     # server.token as it is now (a settings change applies at the next request) and users'
     # tokens, looked up on every request: a revoke applies at once.
     resolve = lambda given: resolve_token(ctx.store, given, ctx.config.server.token)  # noqa: E731
-    return ServerTiming(PanelGate(app, token, port, resolve))
+    body_limit = lambda: max_body_bytes(ctx.config.server.max_content_chars)  # noqa: E731
+    return ServerTiming(PanelGate(app, token, port, resolve, body_limit))

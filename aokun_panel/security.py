@@ -15,6 +15,8 @@ plus a same-origin Origin on every write.
   found is left in the request's state for the pages (access.py).
 - Writes (any method but GET/HEAD): the CSRF token (derived from the access token, sent in a
   form field or the X-CSRF-Token header) and an Origin header naming this panel.
+- Bodies: at most max_body_bytes, read here before any page sees them; a larger one is
+  refused (413, one line) before anything parses it.
 """
 
 from __future__ import annotations
@@ -35,12 +37,27 @@ COOKIE = "aokun_panel"
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 
+# The largest body the panel reads. A settings save sends the keys it changes: a list key at
+# its limit (MAX_LIST_CHARS, 100,000 characters, at most 4 bytes each in UTF-8) is 400 KB, so
+# 1 MiB holds two with room for every other key. A memory's edit carries its text: up to
+# server.max_content_chars characters, which raise the bound with them.
+MAX_BODY_BYTES = 1024 * 1024
+# A body over the bound is still read (and dropped) up to this much, so that a client that
+# sends it all before it reads the answer gets the refusal rather than a reset connection.
+DRAIN_BYTES = 64 * 1024 * 1024
+
 
 def csrf_token(access_token: str) -> str:
     """The CSRF token pages embed: derived from the request's access token, so nothing else is
     kept and one user's pages hold no token another's requests would pass with."""
     return hmac.new(access_token.encode("utf-8", "surrogatepass"), b"aokun-panel-csrf",
                     hashlib.sha256).hexdigest()
+
+
+def max_body_bytes(max_content_chars: int) -> int:
+    """The bound on a request's body: MAX_BODY_BYTES, or a memory's text at its limit (4 bytes
+    a character) with 64 KiB for its metadata if that is more."""
+    return max(MAX_BODY_BYTES, 4 * max_content_chars + 64 * 1024)
 
 
 def host_name(host_header: str) -> str:
@@ -53,12 +70,14 @@ def host_name(host_header: str) -> str:
 class PanelGate:
     """ASGI middleware in front of the whole panel."""
 
-    def __init__(self, app, token: str, port: int, resolve=None):
+    def __init__(self, app, token: str, port: int, resolve=None, body_limit=lambda: MAX_BODY_BYTES):
         """resolve(token) -> Principal or None: the store's lookup of server.token and users'
-        tokens (None: only the per-start token opens the panel)."""
+        tokens (None: only the per-start token opens the panel). body_limit() -> the largest
+        body taken now (max_body_bytes of the running config)."""
         self.app = app
         self.token = token
         self.resolve = resolve
+        self.body_limit = body_limit
         self.origins = {f"http://{host}:{port}" for host in LOCAL_HOSTS}
 
     async def __call__(self, scope, receive, send):
@@ -82,6 +101,13 @@ class PanelGate:
             else:
                 await _send(send, *refusal)
             return
+        if scope["method"] not in SAFE_METHODS:
+            limit = self.body_limit()
+            body = await _read_body(receive, limit)
+            if body is None:
+                await _send(send, 413, _too_large(headers, limit))
+                return
+            receive = _replay(body, receive)
         state = scope.setdefault("state", {})
         state["principal"], state["csrf"] = principal, csrf_token(given)
         if query.get("token", [""])[0] == given and self._cookie(headers) != given:
@@ -118,6 +144,40 @@ class PanelGate:
         except Exception:  # a malformed Cookie header is no token
             return ""
         return cookie[COOKIE].value if COOKIE in cookie else ""
+
+
+async def _read_body(receive, limit: int) -> list[dict] | None:
+    """The request's body messages, or None when they hold more than `limit` bytes (the rest
+    then read and dropped, up to DRAIN_BYTES)."""
+    messages, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":  # the client went away: the page hears of it
+            return [*messages, message] if size <= limit else None
+        size += len(message.get("body", b""))
+        if size <= limit:
+            messages.append(message)
+        elif size > DRAIN_BYTES:
+            return None
+        if not message.get("more_body", False):
+            return messages if size <= limit else None
+
+
+def _replay(messages: list[dict], receive):
+    """A receive() that gives the body read already, then whatever comes next."""
+    async def replayed():
+        return messages.pop(0) if messages else await receive()
+    return replayed
+
+
+def _too_large(headers: dict, limit: int) -> str:
+    declared = headers.get("content-length", "")
+    size = f" ({_megabytes(int(declared))})" if declared.isdigit() else ""
+    return f"request body too large{size}: the panel takes at most {_megabytes(limit)}"
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1_000_000:.1f} MB"
 
 
 def _setting_cookie(send, token: str):

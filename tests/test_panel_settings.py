@@ -316,3 +316,55 @@ def test_a_setting_saved_in_the_browser_reaches_a_running_front_without_a_restar
             save_and_wait(page, "ok")
         wait_for(lambda: len(front.ok("recall", {"query": "garden roses", "min_score": 0})["results"]) == 3,
                  60, 0.05, "the running front to take the saved recall_top_k")
+
+
+# -- request bodies, over real HTTP --------------------------------------------------------
+
+def post_settings(url: str, token: str, body, chunked: bool = False) -> tuple[int, dict]:
+    """POST /api/settings as the page does (token, CSRF token, this panel's Origin); `body`
+    bytes, or an iterable of chunks sent without a Content-Length."""
+    import http.client
+    import json
+    from urllib.parse import urlsplit
+
+    from aokun_panel.security import csrf_token
+
+    where = urlsplit(url)
+    connection = http.client.HTTPConnection(where.hostname, where.port, timeout=120)
+    try:
+        connection.request("POST", "/api/settings", body=body, encode_chunked=chunked, headers={
+            "X-Aokun-Token": token, "X-CSRF-Token": csrf_token(token), "Origin": url,
+            "Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def test_a_body_over_the_bound_is_refused_in_one_line_and_the_largest_list_fits(panel):
+    import json
+
+    from aokun_panel.security import MAX_BODY_BYTES
+    from shared.config import MAX_LIST_CHARS
+
+    path, url, token = panel
+    before = path.read_text(encoding="utf-8")
+    huge = json.dumps({"server.host": "h" * 10_000_000}).encode()
+    status, answer = post_settings(url, token, huge)
+    assert status == 413 and answer == {
+        "error": "request body too large (10.0 MB): the panel takes at most 1.0 MB"}
+    # Without a Content-Length (chunked), the bound holds the same way.
+    status, answer = post_settings(url, token, (huge[i:i + 65536] for i in range(0, len(huge), 65536)),
+                                   chunked=True)
+    assert status == 413 and answer == {"error": "request body too large: the panel takes at most 1.0 MB"}
+    assert path.read_text(encoding="utf-8") == before
+    # The largest legitimate save: a cue list at its limit, in three-byte characters, and a
+    # second one beside it.
+    entries = ["湖畔灯台守" * 199] * (MAX_LIST_CHARS // 995)
+    body = json.dumps({"retrieval.temporal_cues": entries, "retrieval.plan_cues": entries},
+                      ensure_ascii=False).encode()
+    assert 2 * 290_000 < len(body) <= MAX_BODY_BYTES
+    status, answer = post_settings(url, token, body)
+    assert status == 200, answer
+    saved = yaml.safe_load(path.read_text(encoding="utf-8"))["retrieval"]
+    assert saved["temporal_cues"] == entries and saved["plan_cues"] == entries

@@ -132,6 +132,26 @@ def fsync_directory(path: Path) -> None:
         os.close(folder)
 
 
+# The mode of a file that holds memories (a backup, a restored database): its owner's only.
+PRIVATE_FILE = 0o600
+
+
+def private_folder(path: Path) -> None:
+    """Create `path` (with any missing parents) readable by its owner only, and take group and
+    others' access from it if it exists: it holds every memory (the store, its backups). A
+    folder of another owner is left as it is. Windows folders inherit their ACLs: nothing is
+    changed there."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not POSIX:
+        return
+    mode = path.stat().st_mode & 0o7777
+    if mode & 0o077:
+        try:
+            os.chmod(path, mode & ~0o077)
+        except PermissionError:
+            pass
+
+
 def reuse_address(sock) -> None:
     """Let a listening socket rebind while old connections linger in TIME_WAIT (POSIX, as
     uvicorn does). Windows' SO_REUSEADDR would let a second server share the port, so there

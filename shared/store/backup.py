@@ -7,26 +7,24 @@ restore.
 A store on PostgreSQL is backed up with pg_dump into `*.dump` files beside (or instead of) the
 SQLite store's `*.db` ones (shared/store/postgres/backup.py); both are named, written, checked,
 swept and pruned by the same rules here, and retention, latest_backup and backups_holding see
-both kinds.
+both kinds. A backup holds every memory: its file is its owner's only (0600), in a folder that
+is too (0700).
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 import os
-import shutil
 import sqlite3
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
-from shared.platform import exclusive_file_lock
-from shared.store import runtime
+from shared.platform import PRIVATE_FILE, exclusive_file_lock, private_folder
 from shared.store.db import Database
+from shared.store.sqlite_restore import remove_with_journals, restore_file
 from shared.units import DAY
 
 PREFIX = "aokun-"
@@ -54,18 +52,20 @@ def write_backup(directory: Path, now: float, reason: str, suffix: str,
     """A new backup file aokun-<stamp>-<reason><suffix> in directory: `write` fills its
     <name>.partial under the folder's lock (after sweeping leftovers), `check` must pass,
     then it is renamed; on any failure the partial file is removed. Return the file."""
-    directory.mkdir(parents=True, exist_ok=True)
+    private_folder(directory)
     with exclusive_file_lock(directory / LOCK_NAME):
         _sweep(directory)
+        _make_private(backup_files(directory))  # any written before backups were made private
         path, partial = _reserve_names(directory, now, reason, suffix)
         try:
             write(partial)
             ok, detail = check(partial)
             if not ok:
                 raise StorageError(f"the backup failed its integrity check: {detail}")
+            _make_private([partial])  # in case the writer made the file anew
             os.replace(partial, path)
         finally:
-            _remove_with_journals(partial)  # gone already once renamed
+            remove_with_journals(partial)  # gone already once renamed
     return path
 
 
@@ -85,10 +85,20 @@ def sweep_partials(directory: Path) -> list[Path]:
         return _sweep(directory)
 
 
+def _make_private(paths: list[Path]) -> None:
+    """Files readable and writable by their owner only: a backup holds every memory."""
+    for path in paths:
+        if path.stat().st_mode & 0o077:
+            try:
+                os.chmod(path, PRIVATE_FILE)
+            except PermissionError:
+                pass  # another user's file: not ours to change
+
+
 def _sweep(directory: Path) -> list[Path]:
     found = sorted(path for suffix in SUFFIXES for path in directory.glob(f"{PREFIX}*{suffix}{PARTIAL}"))
     for partial in found:
-        _remove_with_journals(partial)
+        remove_with_journals(partial)
     return found
 
 
@@ -130,7 +140,7 @@ def _reserve_names(directory: Path, now: float, reason: str, suffix: str = SQLIT
         path = directory / f"{PREFIX}{stamp}-{reason}{count}{suffix}"
         partial = path.with_name(path.name + PARTIAL)
         try:
-            os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_FILE))
         except FileExistsError:
             continue
         if not path.exists():
@@ -151,11 +161,6 @@ def _copy_into(db: Database, partial: Path) -> None:
         raise StorageError(f"backup failed: {exc}") from exc
     finally:
         target.close()
-
-
-def _remove_with_journals(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def prune_backups(directory: Path, keep_days: float, now: float, keep: Path | None = None) -> list[Path]:
@@ -191,7 +196,9 @@ def integrity(path: Path) -> tuple[bool, str]:
 def restore(file: Path, storage: StorageConfig, live_workers: list[str]) -> Path | str:
     """Put a backup in place as the store's data; return where it went (the SQLite file, or
     the PostgreSQL database's host:port/name). Refuses a corrupt file, a backup of the other
-    engine, and a store whose worker is alive (stop every process on it first)."""
+    engine, and a store whose worker is alive (stop every process on it first). All or
+    nothing on both engines: a restore stopped at any point, killed included, leaves the
+    store as it was or wholly restored (sqlite_restore.py, postgres/backup.py)."""
     if storage.backend == "postgresql":
         # Lazy imports: the PostgreSQL restore (psycopg, pg_restore) loads only for a store there.
         from shared.store.postgres.backup import restore_dump
@@ -200,22 +207,7 @@ def restore(file: Path, storage: StorageConfig, live_workers: list[str]) -> Path
     if Path(file).name.endswith(DUMP_SUFFIX):
         raise other_engine_refusal(file, "a PostgreSQL dump (*.dump)", "PostgreSQL", "SQLite")
     refuse_restoring(file, integrity(file), live_workers, storage.data_dir)
-    storage.data_dir.mkdir(parents=True, exist_ok=True)
-    target = storage.db_path
-    staged = target.with_name(target.name + f".restore-{int(time.time())}")
-    shutil.copyfile(file, staged)
-    try:
-        _forget_processes(staged)
-    except sqlite3.Error as exc:
-        _remove_with_journals(staged)
-        raise StorageError(f"could not prepare {file} for restoring: {exc}") from exc
-    for suffix in ("-wal", "-shm"):
-        Path(str(target) + suffix).unlink(missing_ok=True)
-    os.replace(staged, target)
-    # Queued messages refer to the old database; the stage rows will re-create what is needed.
-    for path in (storage.queue_path, Path(str(storage.queue_path) + "-wal"), Path(str(storage.queue_path) + "-shm")):
-        path.unlink(missing_ok=True)
-    return target
+    return restore_file(file, storage)
 
 
 def other_engine_refusal(file: Path, backup: str, its_engine: str, this_engine: str) -> StorageError:
@@ -233,24 +225,6 @@ def refuse_restoring(file: Path, checked: tuple[bool, str], live_workers: list[s
     if live_workers:
         raise StorageError(f"refusing to restore while a worker is running on {location} "
                            f"({', '.join(live_workers)}); stop it (and every front) first")
-
-
-def _forget_processes(path: Path) -> None:
-    """Drop the worker and front rows a backup carries: those processes ran on the source
-    store, and here they would pass for live ones (refusing the next restore, keeping a
-    front from starting a worker)."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        runtime.prune_workers(conn, dead_before=math.inf)  # every row beat before infinity
-        try:
-            runtime.prune_fronts(conn, dead_before=math.inf)
-        except sqlite3.OperationalError as exc:
-            if "no such table" not in str(exc):  # a backup from before fronts had rows
-                raise
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
 
 
 def latest_backup(directory: Path) -> dict | None:

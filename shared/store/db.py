@@ -28,6 +28,7 @@ from typing import Iterator, Sequence
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
+from shared.platform import private_folder
 from shared.sqlite_errors import (BUSY, CANTOPEN, CORRUPT, FULL, IOERR, LOCKED, NOTADB, READONLY,
                                    primary_code)
 from shared.store import fts
@@ -153,7 +154,7 @@ class Database:
 
     def _make_data_dir(self) -> None:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(self.path.parent)
         except OSError as exc:
             raise StorageError(f"cannot create data_dir {self.path.parent}: {exc.strerror}; create it "
                                "writable for this user or set storage.data_dir to a writable folder",

@@ -21,6 +21,7 @@ import psycopg
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
+from shared.platform import private_folder
 from shared.store.postgres import repos
 from shared.store.postgres.connection import PgDatabase, where
 from shared.store.postgres.schema import apply_migrations, is_created
@@ -117,7 +118,7 @@ def open_postgres_store(storage: StorageConfig, *, migrate: bool = True) -> Post
         raise
     cache_dir = Path(storage.data_dir)
     try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
+        private_folder(cache_dir)
     except OSError as exc:
         db.close()
         raise StorageError(f"cannot create data_dir {cache_dir} (this process's caches): {exc.strerror}",

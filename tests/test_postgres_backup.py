@@ -1,9 +1,10 @@
 """Backups of a store on PostgreSQL (shared/store/postgres/backup.py) against the real server:
 pg_dump into aokun-<stamp>-<reason>.dump, checked; a restore into a fresh database or over the
 store gives back exactly what was dumped (every table but the process rows), with a new
-incarnation; a damaged dump, a dump that fails part-way and live workers are refused with
-nothing changed; retention and backups_holding see dumps; `aokun backup` and `aokun restore`
-as real processes on a PostgreSQL config."""
+incarnation; a damaged dump, a dump that fails part-way, a script that comes out short and
+live workers are refused with nothing changed; retention and backups_holding see dumps;
+`aokun backup` and `aokun restore` as real processes on a PostgreSQL config. A restore killed
+part-way: tests/test_restore_killed.py."""
 
 from __future__ import annotations
 
@@ -403,6 +404,31 @@ def test_a_pg_dump_of_another_version_says_which_to_install(pg_url, tmp_path, mo
     assert "\n" not in message
     assert "pg_dump 15.20 cannot backup the PostgreSQL 17.2 server" in message and "install pg_dump 17" in message
     assert dump_files(tmp_path / "backups") == [LOCK_NAME]  # its partial file removed
+
+
+def test_a_script_that_comes_out_short_without_an_error_is_rolled_back(pg_url, tmp_path, monkeypatch):
+    """pg_restore's script loses its indexes on the way and nothing says so: before it
+    commits, the restore finds tables, indexes or constraints the dump lists missing, and
+    rolls back."""
+    real = subprocess.run(["which", "pg_restore"], capture_output=True, text=True).stdout.strip()
+    fake_program(tmp_path / "bin", "pg_restore",
+                 f'case " $* " in *" --file=- "*) "{real}" "$@" | grep -v "^CREATE INDEX" ;; '
+                 f'*) exec "{real}" "$@" ;; esac\n')
+    config = storage(pg_url, tmp_path / "data")
+    with opened(config) as store:
+        ids = seed(store)
+        path = store.backup(tmp_path / "backups", NOW, "manual")
+        with store.write() as tx:
+            tx.documents.delete(ids[0])
+        incarnation, rows = store.incarnation(), tables(pg_url)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(StorageError, match="rolled back, nothing was changed: the restored store lacks tables, "
+                                           "indexes or constraints the dump lists") as short:
+        restore(path, config, [])
+    assert "\n" not in str(short.value)
+    assert tables(pg_url) == rows
+    with opened(config) as store:
+        assert store.incarnation() == incarnation
 
 
 def test_the_password_goes_in_the_environment_never_on_the_command_line(pg_url, tmp_path, monkeypatch):

@@ -10,15 +10,22 @@ A dump is checked by pg_restore: its table of contents must list the documents t
 data, and every data block must read back whole (a truncated or damaged file fails here).
 
 Restore, all-or-nothing: the dump is checked first (a damaged one is refused before anything
-is touched); then ONE transaction, run by psql --single-transaction with ON_ERROR_STOP, does
-everything: it takes the store's write lock, drops every object of the public schema (not
-the schema itself, nor extensions' objects), replays the script pg_restore makes from the
-dump (--no-owner --no-privileges; the dump's `CREATE SCHEMA public` left out), deletes the
-worker and front rows the dump carries and writes a new store_incarnation value, then
-COMMITs. PostgreSQL's DDL is transactional, so a failure anywhere rolls back to the old data
-untouched. The script is streamed from pg_restore to psql by this process; psql only reaches
-the end of its input (and COMMIT) once pg_restore has exited successfully — if pg_restore
-fails mid-way, psql is killed with its transaction open, and the server rolls it back.
+is touched); then ONE transaction does everything: it takes the store's write lock, drops
+every object of the public schema (not the schema itself, nor extensions' objects), replays
+the script pg_restore makes from the dump (--no-owner --no-privileges; the dump's `CREATE
+SCHEMA public` left out), deletes the worker and front rows the dump carries, writes a new
+store_incarnation value, checks that every table, sequence, index and constraint the dump
+lists is there, and COMMITs. PostgreSQL's DDL is transactional, so a failure anywhere rolls
+back to the old data untouched.
+
+This process writes that transaction into psql's input (ON_ERROR_STOP, no --single-transaction):
+BEGIN, the prelude, pg_restore's script as it streams out, the epilogue, and COMMIT — the
+COMMIT only once pg_restore has exited successfully. psql ends a transaction only where its
+input says so: at the end of its input inside one it just exits, and the server rolls the
+transaction back. So a restore stopped anywhere before that COMMIT — pg_restore failing, or
+this process killed (even while psql still waits for the lock, holding part of the script:
+psql reads on to the cut, then the end) — changes nothing. (psql's --single-transaction
+would not do: it COMMITs at the end of its input, however early that end comes.)
 
 The password goes to pg_dump, pg_restore and psql as PGPASSWORD in their environment, never on
 their command line (a password in storage.url is taken out of the connection string passed).
@@ -31,12 +38,14 @@ import secrets
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import psycopg
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
 from shared.store.backup import DUMP_SUFFIX, other_engine_refusal, refuse_restoring, write_backup
+from shared.store.sqlite_restore import forget_queue
 from shared.store.postgres.clients import connection, first_error, run, tool, why
 from shared.store.postgres.connection import WRITE_LOCK, PgDatabase, where
 from shared.store.postgres.dump_reading import check_dump
@@ -44,8 +53,13 @@ from shared.store.postgres.store import password_of
 
 # store_incarnation values are in 1 .. 2**52 (as the migration's random() makes them).
 INCARNATION_RANGE = 1 << 52
-# Entries left out of a restore: the schema itself (it stays, with its owner and grants).
-_TOC_SCHEMA = re.compile(r"^\d+; \d+ \d+ (SCHEMA - public|COMMENT - SCHEMA public|ACL - SCHEMA public) ")
+# Entries left out of a restore: the schema itself (it stays, with its owner and grants), and
+# large objects (no store has any; pg_restore would wrap them in a COMMIT of their own).
+_TOC_LEFT_OUT = re.compile(r"^\d+; \d+ \d+ (SCHEMA - public|COMMENT - SCHEMA public|ACL - SCHEMA public|"
+                           r"BLOB|BLOBS|BLOB METADATA|LARGE OBJECT) ")
+# Entries a restore checks for before it commits: a relation, and a constraint (of its table).
+_TOC_RELATION = re.compile(r"^\d+; \d+ \d+ (?:TABLE|SEQUENCE|INDEX) public (\w+)(?: \S+)?$")
+_TOC_CONSTRAINT = re.compile(r"^\d+; \d+ \d+ (?:FK )?CONSTRAINT public (\w+) (\w+)(?: \S+)?$")
 
 
 # -- backup ----------------------------------------------------------------------------------
@@ -80,16 +94,13 @@ def restore_dump(file: Path, storage: StorageConfig, live_workers: list[str]) ->
     new = _new_incarnation(conninfo, env, location)
     with tempfile.TemporaryDirectory(prefix="aokun-restore-") as scratch:
         listing = Path(scratch) / "entries.list"
-        _write_entries(pg_restore, file, listing)
-        _load(
-            reader=[pg_restore, "--no-owner", "--no-privileges", f"--use-list={listing}", "--file=-", str(file)],
-            loader=[psql, "--no-psqlrc", "--quiet", "--no-password", "--set=ON_ERROR_STOP=1",
-                    "--single-transaction", f"--command={_prelude(storage.busy_timeout_ms)}", "--file=-",
-                    f"--command={_epilogue(new)}", f"--dbname={conninfo}"],
-            env=env, scratch=Path(scratch), file=file, location=location)
-    # Queued messages on this host refer to the old data; the stage rows re-create what is needed.
-    for path in (storage.queue_path, Path(str(storage.queue_path) + "-wal"), Path(str(storage.queue_path) + "-shm")):
-        path.unlink(missing_ok=True)
+        entries = _write_entries(pg_restore, file, listing)
+        _load(reader=[pg_restore, "--no-owner", "--no-privileges", f"--use-list={listing}", "--file=-", str(file)],
+              loader=[psql, "--no-psqlrc", "--quiet", "--no-password", "--set=ON_ERROR_STOP=1", "--file=-",
+                      f"--dbname={conninfo}"],
+              opening=_prelude(storage.busy_timeout_ms), closing=_epilogue(new) + _completeness_check(entries),
+              before_commit=lambda: forget_queue(storage),
+              env=env, scratch=Path(scratch), file=file, location=location)
     return location
 
 
@@ -158,9 +169,9 @@ $aokun$;
 
 
 def _epilogue(incarnation: int) -> str:
-    """Inside the restore's transaction, last: forget the processes that ran on the source
-    store (here they would pass for live ones), and a new incarnation (no cache made from
-    the replaced data is used)."""
+    """Inside the restore's transaction, after the script: forget the processes that ran on
+    the source store (here they would pass for live ones), and a new incarnation (no cache
+    made from the replaced data is used)."""
     return f"""
 DELETE FROM public.workers;
 DELETE FROM public.fronts;
@@ -169,44 +180,75 @@ INSERT INTO public.store_incarnation (value) VALUES ({int(incarnation)});
 """
 
 
-def _write_entries(pg_restore: str, file: Path, listing: Path) -> None:
-    """The dump's table of contents minus the public schema's own entries, for --use-list."""
+def _completeness_check(entries: list[str]) -> str:
+    """Inside the restore's transaction, after the script: every table, sequence, index and
+    constraint the dump lists is there, or the transaction fails (and rolls back)."""
+    relations = sorted({m.group(1) for m in map(_TOC_RELATION.match, entries) if m})
+    constraints = sorted({m.groups() for m in map(_TOC_CONSTRAINT.match, entries) if m})
+    pairs = ", ".join(f"({_literal(table)}, {_literal(name)})" for table, name in constraints) or "(NULL, NULL)"
+    return f"""
+DO $aokun$
+BEGIN
+    IF (SELECT count(*) FROM pg_catalog.pg_class
+        WHERE relnamespace = 'public'::regnamespace
+          AND relname::text = ANY (ARRAY[{", ".join(map(_literal, relations))}]::text[])) <> {len(relations)}
+    OR (SELECT count(*) FROM pg_catalog.pg_constraint c JOIN pg_catalog.pg_class t ON t.oid = c.conrelid
+        WHERE t.relnamespace = 'public'::regnamespace
+          AND (t.relname::text, c.conname::text) IN (VALUES {pairs})) <> {len(constraints)} THEN
+        RAISE EXCEPTION 'the restored store lacks tables, indexes or constraints the dump lists';
+    END IF;
+END
+$aokun$;
+"""
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _write_entries(pg_restore: str, file: Path, listing: Path) -> list[str]:
+    """The dump's table of contents minus what a restore leaves out, written for --use-list;
+    return its entries."""
     listed = subprocess.run([pg_restore, "--list", str(file)], capture_output=True, text=True)
     if listed.returncode != 0:
         raise StorageError(f"refusing to restore {file}: not a readable pg_dump archive ({why(listed)})")
-    kept = [line for line in listed.stdout.splitlines() if not _TOC_SCHEMA.match(line)]
+    kept = [line for line in listed.stdout.splitlines() if not _TOC_LEFT_OUT.match(line)]
     listing.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    return [line for line in kept if not line.startswith(";")]
 
 
-def _load(reader: list[str], loader: list[str], env: dict, scratch: Path, file: Path, location: str) -> None:
-    """Stream pg_restore's script into psql. psql's input is closed (letting it COMMIT) only
-    after pg_restore has finished successfully; otherwise psql is killed mid-transaction."""
+def _load(reader: list[str], loader: list[str], opening: str, closing: str, before_commit: Callable[[], None],
+          env: dict, scratch: Path, file: Path, location: str) -> None:
+    """Run the restore's transaction in psql: BEGIN and `opening`, pg_restore's script
+    streamed through, `closing`, then — only once pg_restore has finished successfully —
+    `before_commit()` and COMMIT. Stopped before that, psql's input ends inside the
+    transaction (or psql is killed), and the server rolls it back."""
     reader_err, loader_out = scratch / "pg_restore.err", scratch / "psql.out"
     with open(reader_err, "wb") as rerr, open(loader_out, "wb") as lout:
         source = subprocess.Popen(reader, stdout=subprocess.PIPE, stderr=rerr)
         sink = subprocess.Popen(loader, stdin=subprocess.PIPE, stdout=lout, stderr=subprocess.STDOUT, env=env)
         try:
-            stopped = False
-            for chunk in iter(lambda: source.stdout.read(1 << 16), b""):
-                try:
-                    sink.stdin.write(chunk)
-                except BrokenPipeError:
-                    stopped = True  # psql stopped at an error (ON_ERROR_STOP): it rolled back
-                    break
-            if stopped:
+            # A write that fails means psql stopped at an error (ON_ERROR_STOP): it rolled back.
+            sent = _send(sink, f"BEGIN;\n{opening}".encode()) and all(
+                _send(sink, chunk) for chunk in iter(lambda: source.stdout.read1(1 << 16), b""))
+            if not sent:
                 source.kill()
             source.stdout.close()
-            if source.wait() != 0 and not stopped:
+            if source.wait() != 0 and sent:
                 sink.kill()  # its transaction never reaches COMMIT: the server rolls it back
                 sink.wait()
                 raise StorageError(f"restore of {file} failed reading the dump "
                                    f"({first_error(reader_err.read_text('utf-8', 'replace'))}); "
                                    f"nothing was changed in {location}")
+            committing = sent and _send(sink, closing.encode())
+            if committing:
+                before_commit()
+                committing = _send(sink, b"COMMIT;\n")
             try:
                 sink.stdin.close()
             except BrokenPipeError:
                 pass
-            if sink.wait() != 0:
+            if sink.wait() != 0 or not committing:
                 detail = first_error(loader_out.read_text("utf-8", "replace"))
                 if "lock timeout" in detail:
                     detail += " (another process holds the store: stop every front and worker on it first)"
@@ -217,6 +259,16 @@ def _load(reader: list[str], loader: list[str], env: dict, scratch: Path, file: 
                 if process.poll() is None:
                     process.kill()
                     process.wait()
+
+
+def _send(sink: subprocess.Popen, data: bytes) -> bool:
+    """Write into psql's input; False if psql has stopped reading it."""
+    try:
+        sink.stdin.write(data)
+        sink.stdin.flush()
+        return True
+    except BrokenPipeError:
+        return False
 
 
 def _new_incarnation(conninfo: str, env: dict, location: str) -> int:

@@ -75,4 +75,4 @@ def first_error(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     chosen = next((line for line in lines if "error" in line.lower() or "fatal" in line.lower()),
                   lines[0] if lines else "no message")
-    return re.sub(r"^(pg_dump|pg_restore|psql)(:[^:\s]*)*:\s*(error:\s*)?", "", chosen)
+    return re.sub(r"^(pg_dump|pg_restore|psql)(:[^:\s]*)*:\s*((?i:error):\s*)?", "", chosen)

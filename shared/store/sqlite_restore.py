@@ -22,7 +22,7 @@ from typing import Iterator
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
-from shared.platform import PRIVATE_FILE, exclusive_file_lock, fsync_directory, private_folder
+from shared.platform import POSIX, PRIVATE_FILE, exclusive_file_lock, fsync_directory, private_folder
 from shared.sqlite_errors import BUSY, DAMAGED, LOCKED, primary_code
 from shared.store import runtime
 
@@ -116,6 +116,8 @@ def _held_alone(target: Path, busy_timeout_ms: int) -> Iterator[None]:
     try:
         if not _fold_and_lock(conn, target, busy_timeout_ms):
             _remove_journals(target)
+        if not POSIX:
+            conn.close()  # Windows renames nothing over a file this process has open
         yield
     finally:
         conn.close()

@@ -1,13 +1,14 @@
 """A restore killed at any moment leaves the store as it was or wholly restored, on both engines.
 
 `aokun restore` runs as a real process and is killed (SIGKILL) at points the test can see, not
-guess: on PostgreSQL while its transaction waits for the store's write lock (the test holds it)
-with part of the script already in psql's input, and while the server is held, by a lock the
-test holds, in the middle of copying the documents and the vectors, adding the primary keys
-and creating the indexes (a trigger on the restore's own statements waits for that lock); on
-SQLite while it copies the backup beside the store, while it waits for a process that has
-the store open, and just after its switch. Every table's rows, the keys and indexes, the
-process rows and the incarnation are compared, not only the documents.
+guess. On PostgreSQL: held by a lock the test holds — while its transaction waits for the
+store's write lock, in the middle of copying the documents, at the first index (a trigger on
+the restore's own statements waits for the test's lock) — with the script backed up into
+psql's input, and killed there; and with its script cut at a row of the documents, before the
+primary keys and among the indexes (a pg_restore that stops at the cut), killed once psql has
+run everything up to it. On SQLite: while it copies the backup beside the store, while it
+waits for a front that has the store open, and just after its switch. Every table's rows, the
+keys and indexes, the process rows and the incarnation are compared, not only the documents.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
 BIN = Path(sys.executable).parent
 NOW = 1_700_000_000.0
 MODEL = "test-model"
-MEMORIES = 300  # about 0.8 MB of script: far more than the pipes and buffers between the programs
+MEMORIES = 300  # about 1.2 MB of script: far more than the pipes and buffers between the programs
 PAUSE_KEY = 7_424_242  # the lock a paused restore waits for
 PROCESS_TABLES = ("workers", "fronts", "store_incarnation")
 

@@ -41,7 +41,7 @@ class RunRecord:
 def claim(data_dir: Path, front: str, panel: str) -> RunRecord | None:
     """Record this process as the data_dir's `aokun run`; or, when a live one is recorded
     already, change nothing and return its record."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    platform.private_folder(data_dir)
     with platform.exclusive_file_lock(data_dir / LOCK_NAME):
         running = _live_record(data_dir)
         if running is not None and running.pid != os.getpid():

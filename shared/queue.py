@@ -29,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from shared.config import QueueConfig, StorageConfig
 from shared.errors import StorageError
-from shared.platform import exclusive_file_lock
+from shared.platform import exclusive_file_lock, private_folder
 from shared.sqlite_errors import DAMAGED, primary_code
 
 log = logging.getLogger("aokun.queue")
@@ -45,7 +45,7 @@ def open_queue(storage: StorageConfig, queue: QueueConfig | None = None):
     from huey import SqliteHuey
 
     try:
-        storage.data_dir.mkdir(parents=True, exist_ok=True)
+        private_folder(storage.data_dir)
     except OSError as exc:
         raise StorageError(f"cannot create data_dir {storage.data_dir}: {exc.strerror}; create it "
                            "writable for this user or set storage.data_dir to a writable folder",

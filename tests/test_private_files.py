@@ -68,3 +68,20 @@ def test_a_restored_sqlite_store_is_its_owners_only(tmp_path):
     (tmp_path / "data" / "aokun.db").chmod(0o644)
     aokun(config, "restore", str(backup))
     assert mode(tmp_path / "data" / "aokun.db") == 0o600
+
+
+def test_an_export_is_its_owners_only(tmp_path):
+    """An export holds the memories it covers, as a backup does: JSONL and Markdown alike."""
+    config = write_config(tmp_path)
+    aokun(config, "import", "--format", "jsonl", str(_one_memory(tmp_path)))
+    jsonl_out, markdown_out = tmp_path / "out" / "all.jsonl", tmp_path / "md"
+    aokun(config, "export", str(jsonl_out))
+    aokun(config, "export", "--format", "markdown", str(markdown_out))
+    files = [jsonl_out, *markdown_out.glob("*.md")]
+    assert len(files) == 2 and [mode(path) for path in files] == [0o600, 0o600]
+
+
+def _one_memory(tmp_path: Path) -> Path:
+    rows = tmp_path / "in.jsonl"
+    rows.write_text('{"text": "my locker code is 4471"}\n', encoding="utf-8")
+    return rows

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterator, Sequence, TextIO
 
 from shared.errors import InvalidInput
+from shared.platform import PRIVATE_FILE
 from shared.store.documents import Document, DocumentFilter
 from shared.store.interface import Session, Store
 from shared.transfer import jsonl, render
@@ -80,11 +81,13 @@ def _atoms(s: Session, memory_id: int) -> list[dict]:
 
 @contextmanager
 def _replacing(path: Path) -> Iterator[TextIO]:
-    """A text file written beside path and renamed onto it once complete and synced."""
+    """A text file written beside path and renamed onto it once complete and synced; its
+    owner's only, as a backup is: an export holds the memories of every persona it covers."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(temporary, "w", encoding="utf-8", newline="\n") as out:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+        with open(descriptor, "w", encoding="utf-8", newline="\n") as out:
             yield out
             out.flush()
             os.fsync(out.fileno())

@@ -217,3 +217,12 @@ def store_sql(store, sql: str, params: tuple = ()) -> list:
         return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
+
+
+def leaves(error: BaseException):
+    """The exceptions inside an exception group (the client's task groups wrap its errors)."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from leaves(inner)
+    else:
+        yield error

@@ -7,7 +7,7 @@ import httpx2
 import pytest
 from mcp.client.streamable_http import streamable_http_client
 
-from helpers import free_port, http_server, mcp_session, write_config
+from helpers import free_port, http_server, leaves, mcp_session, write_config
 
 
 def test_http_tools_roundtrip(tmp_path):
@@ -97,12 +97,3 @@ def test_a_refused_token_is_told_why(tmp_path):
             with mcp_session(streamable_http_client(url, http_client=client)) as s:
                 s.tool_names()
         assert "this token was revoked" in repr(list(leaves(raised.value)))
-
-
-def leaves(error: BaseException):
-    """The exceptions inside an exception group (the client's task groups wrap its errors)."""
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            yield from leaves(inner)
-    else:
-        yield error

@@ -15,7 +15,7 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from helpers import free_port, http_server, mcp_session, wait_for, write_config
+from helpers import free_port, http_server, leaves, mcp_session, wait_for, write_config
 from test_access import add_user
 
 pytestmark = pytest.mark.slow
@@ -46,15 +46,6 @@ def open_session(url: str, token: str) -> str:
 
 def ping(url: str, token: str, session: str) -> httpx.Response:
     return httpx.post(url, headers=headers(token, session), json=PING, timeout=30)
-
-
-def leaves(error: BaseException):
-    """The exceptions inside an exception group (the client's task groups wrap its errors)."""
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            yield from leaves(inner)
-    else:
-        yield error
 
 
 def assert_refused_at_the_cap(refused: httpx.Response, held: int) -> None:

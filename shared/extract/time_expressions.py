@@ -9,14 +9,15 @@ the 14th, in two weeks, 3 days ago, a couple of days from now, in 3 hours.
 A week, weekend, month or year is due on its last day (a plan is valid until then) and named by
 its first; a span ("in two weeks") is due on its own day and named by the period it falls in.
 `past` says how to read what could go either way (a bare "Friday", "in May", "3月5日"): the last
-one before the anchor, for an event told, or the next one, for a plan. The words are in
+one before the anchor, for an event told, or the next one, for a plan. Days are counted on
+the anchor's clock, and every time found carries the anchor's tzinfo. The words are in
 time_words.py, the calendar arithmetic in time_calendar.py."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import MAXYEAR, MINYEAR, datetime, timedelta
+from datetime import MAXYEAR, MINYEAR, datetime, timedelta, timezone
 from typing import Iterator
 
 from shared.extract.time_calendar import (
@@ -97,8 +98,16 @@ def _hour_counts(text: str, anchor: datetime, past: bool) -> Iterator[TimeExpres
     counts = [(m, en_number(m.group(1))) for m in _EN_HOURS.finditer(text)]
     counts += [(m, zh_number(m.group(1))) for m in _ZH_HOURS.finditer(text)]
     for m, n in counts:
-        if n is not None and (moment := _counted(lambda: anchor + timedelta(hours=n))):
+        if n is not None and (moment := _counted(lambda: later(anchor, timedelta(hours=n)))):
             yield _found(m, "hours", moment, moment, "moment", plan_only=True)
+
+
+def later(anchor: datetime, elapsed: timedelta) -> datetime:
+    """The moment `elapsed` after the anchor, on the anchor's clock: counted in real time (an
+    hour across a DST change is an hour), where a day's arithmetic goes by the calendar."""
+    if anchor.tzinfo is None:
+        return anchor + elapsed
+    return (anchor.astimezone(timezone.utc) + elapsed).astimezone(anchor.tzinfo)
 
 
 def _spans(text: str, anchor: datetime, past: bool) -> Iterator[TimeExpression]:
@@ -149,12 +158,12 @@ def _dates(text: str, anchor: datetime, past: bool) -> Iterator[TimeExpression]:
     said += [(m, m.group(3), EN_MONTHS[m.group(1).lower()], int(m.group(2))) for m in _EN_MONTH_DAY.finditer(text)]
     said += [(m, m.group(3), EN_MONTHS[m.group(2).lower()], int(m.group(1))) for m in _EN_DAY_MONTH.finditer(text)]
     for m, year, month, day in said:
-        found = exact_date(int(year), month, day) if year else nearest_date(today, month, day, past)
+        found = exact_date(int(year), month, day, today.tzinfo) if year else nearest_date(today, month, day, past)
         if found is not None:
             yield _found(m, "date", found, found)
     for m in _ZH_DATE_OF_STEP.finditer(text):
         month = shift(today.replace(day=1), ZH_STEPS[m.group(1)], "month")
-        if (found := exact_date(month.year, month.month, zh_number(m.group(2)))) is not None:
+        if (found := exact_date(month.year, month.month, zh_number(m.group(2)), today.tzinfo)) is not None:
             yield _found(m, "date", found, found)
 
 
@@ -248,7 +257,8 @@ def _month(m: re.Match, anchor: datetime, month: int | None, year: int | None, r
            plan_only: bool) -> Iterator[TimeExpression]:
     """The month named, in the year said, else by `reading` (time_calendar.year_of_month)."""
     if month and 1 <= month <= 12 and (year is None or MINYEAR <= year <= MAXYEAR):
-        first, last = period(datetime(year or year_of_month(anchor, month, reading), month, 1), "month")
+        first_day = datetime(year or year_of_month(anchor, month, reading), month, 1, tzinfo=anchor.tzinfo)
+        first, last = period(first_day, "month")
         yield _found(m, "named_month", first, last, "month", plan_only)
 
 

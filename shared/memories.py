@@ -83,10 +83,11 @@ class MemoryService:
     def checked(self, content: str, fields: MemoryFields) -> tuple[str, MemoryFields]:
         """A new memory's content and fields as the service would store them, or InvalidInput
         (the length limit is server.max_content_chars as the process reads it now)."""
+        content = rules.check_content(content, self.live.current.server.max_content_chars)
         fields = rules.check_fields(fields)
         if fields.original_time is not None:
             fields = replace(fields, original_time=on_clock(fields.original_time, self.zone()))
-        return rules.check_content(content, self.live.current.server.max_content_chars), fields
+        return content, fields
 
     def zone(self) -> tzinfo:
         """The user's clock (memory.time_zone, read now): a time without an offset is read on

@@ -52,7 +52,8 @@ def month_day_forms(month: int, day: int) -> list[str]:
     suffix = {1: "st", 2: "nd", 3: "rd", 21: "st", 22: "nd", 23: "rd"}.get(day, "th")
     return [f"I'm moving to Berlin on {name} {day}", f"The wedding is on {name[:3]} {day}{suffix}",
             f"I fly out {day} {name}", f"the deadline is the {day}{suffix} of {name}",
-            f"我{month}月{day}日要去上海", f"我{month}月{day}号要去上海", f"{zh_count(month)}月{zh_count(day)}日交报告"]
+            f"我{month}月{day}日要去上海", f"我{month}月{day}号要去上海", f"{zh_count(month)}月{zh_count(day)}日交报告",
+            f"The report is due on {month}/{day}", f"我{month}/{day}号出发"]
 
 
 def next_on_or_after(local: date, month: int, day: int) -> date:

@@ -62,13 +62,21 @@ def next_on_or_after(local: date, month: int, day: int) -> date:
     return this_year if this_year >= local else date(local.year + 1, month, day)
 
 
-def anchored(local: datetime, zone: ZoneInfo, form: str) -> datetime:
+def given_as(local: datetime, zone: ZoneInfo, form: str) -> datetime | None:
     """The same local moment given the ways a caller gives it: naive (read in the zone), on the
-    zone's clock, or as the UTC moment a transcript's "Z" writes; each put on the clock the
-    callers put it on (time_zone.on_clock)."""
+    zone's clock, as the UTC moment a transcript's "Z" writes, or not at all ("none")."""
     on_zone = local.replace(tzinfo=zone)
-    given = {"naive": local, "zone": on_zone, "utc": on_zone.astimezone(timezone.utc)}[form]
-    return on_clock(given, zone)
+    return {"naive": local, "zone": on_zone, "utc": on_zone.astimezone(timezone.utc), "none": None}[form]
+
+
+def anchored(local: datetime, zone: ZoneInfo, form: str) -> datetime:
+    """given_as, put on the clock the callers put it on (time_zone.on_clock)."""
+    return on_clock(given_as(local, zone, form), zone)
+
+
+def z_time(moment: datetime) -> str:
+    """A time as Claude Code writes it: UTC, milliseconds, a Z."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 anchor_forms = st.sampled_from(("naive", "zone", "utc"))
@@ -185,8 +193,7 @@ def document(text: str, original_time: datetime | None, create_time: float) -> D
        st.sampled_from(sorted(PLANS)))
 def test_an_atoms_plan_is_due_on_the_users_day(rules, zone, local, form, text):
     on_zone = local.replace(tzinfo=zone)
-    original = None if form == "none" else {"naive": local, "zone": on_zone, "utc": on_zone.astimezone(timezone.utc)}[form]
-    [draft] = draft_atoms(document(text, original, on_zone.timestamp()), rules, AtomsConfig(), zone)
+    [draft] = draft_atoms(document(text, given_as(local, zone, form), on_zone.timestamp()), rules, AtomsConfig(), zone)
     assert draft.type == "planned", text
     days, clock = PLANS[text]
     said = datetime.fromtimestamp(on_zone.timestamp(), zone)  # the instant, on the user's clock
@@ -225,15 +232,13 @@ DATED_TURNS = [("Sam", "I'm moving to Berlin on January 15, I'm so excited about
 @given(zones, local_times.filter(lambda t: 1990 <= t.year <= 2150), st.sampled_from(("naive", "zone", "utc", "none")))
 def test_the_rules_summarizer_reads_dated_turns_on_the_users_clock(summarizer, zone, local, form):
     on_zone = local.replace(tzinfo=zone)
-    given_time = {"naive": local, "zone": on_zone, "utc": on_zone.astimezone(timezone.utc), "none": None}[form]
-    turns = dated([Turn(s, t, given_time) for s, t in DATED_TURNS], on_zone.astimezone(timezone.utc), zone)
+    said = [Turn(speaker, text, given_as(local, zone, form)) for speaker, text in DATED_TURNS]
+    turns = dated(said, on_zone.astimezone(timezone.utc), zone)
     assert all(t.time.tzinfo is zone for t in turns)
     memory = summarizer.summarize(turns, SummarizerConfig())
     berlin = next(f for f in memory.key_facts if "Berlin" in f)
-    said = datetime.fromtimestamp(on_zone.timestamp(), zone).date()
-    january = [date(said.year, 1, 15), date(said.year + 1, 1, 15)] if said != date(said.year, 1, 15) \
-        else [said]
-    assert any(f"15 January {d.year}" in berlin for d in january), berlin
+    day_said = datetime.fromtimestamp(on_zone.timestamp(), zone).date()  # on the user's clock
+    assert f"15 January {next_on_or_after(day_said, 1, 15).year}" in berlin, berlin
 
 
 def claude_line(kind: str, text: str, timestamp: str) -> dict:
@@ -247,8 +252,7 @@ def claude_line(kind: str, text: str, timestamp: str) -> dict:
 
 def claude_transcript(path: Path, start: datetime, turns: list[tuple[str, str]]) -> Path:
     """A Claude Code session file, its timestamps in UTC with a Z as Claude Code writes them."""
-    lines = [claude_line("user" if n % 2 == 0 else "assistant", text,
-                         (start + timedelta(seconds=40 * n)).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z")
+    lines = [claude_line("user" if n % 2 == 0 else "assistant", text, z_time(start + timedelta(seconds=40 * n)))
              for n, (_, text) in enumerate(turns)]
     path.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n", encoding="utf-8")
     return path

@@ -12,6 +12,7 @@ from pathlib import Path
 from shared.errors import InvalidInput
 from shared.summarize.transcript_lines import to_summarize
 from shared.summarize.transcripts import FORMATS, dated, hook_input, memory_fields, modified_time, read_transcript
+from shared.time_zone import user_zone
 
 # A progress bar for files this large, when stderr is a terminal (a hook's is not).
 PROGRESS_BYTES = 8 * 1024 * 1024
@@ -42,7 +43,7 @@ def cmd_ingest(admin, args) -> int:
         hook = hook_input(sys.stdin.read())
         path = Path(hook["transcript_path"]).expanduser()
         session = session or hook.get("session_id") or None
-    turns = dated(_read(path, args.format), modified_time(path))
+    turns = dated(_read(path, args.format), modified_time(path), user_zone(admin.config.memory.time_zone))
     if not turns:
         if args.from_hook:
             print(f"nothing to remember: {path} holds no conversation yet")

@@ -1,32 +1,33 @@
 """The one time zone every time on the panel is shown in.
 
-A memory's "happened" time keeps the offset it was given (+08:00, -05:00, or none), and stored
-times are epoch seconds; shown raw they would mix clocks in one column. So every time is
-converted to one zone the user sees named in the header and can change there:
+A memory's "happened" time keeps the offset it was given (+08:00, -05:00), and stored times
+are epoch seconds; shown raw they would mix clocks in one column. So every time is converted
+to one zone the user sees named in the header and can change there:
 
 - `aokun_tz` cookie: the zone the user chose (UTC, their browser's, or one seen in the data);
+- memory.time_zone, when the config names one: the user's zone, the one "3pm" and "tomorrow"
+  are read on (shared/time_zone.py);
 - `aokun_browser_tz` cookie: the browser's own zone, which panel.js reports on every page
-  (the server cannot know it otherwise); it is the default once known;
-- else UTC (the very first page, before the browser has said its zone).
+  (the server cannot know it otherwise);
+- else the machine's zone (the very first page, before the browser has said its zone).
 
 A zone is an IANA name ("Asia/Shanghai"), "UTC", or a fixed offset ("+08:00") as memories
-carry them. A plan's deadline is the one exception, on purpose: it is shown on the clock of the
-memory that said it, with that clock named (see pages/atoms.py: due()).
+carry them, read by shared/time_zone.parse. A plan's deadline is the one exception, on
+purpose: it is shown on the clock of the memory that said it, with that clock named (see
+pages/atoms.py: due()).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from urllib.parse import unquote
-from zoneinfo import ZoneInfo
+
+from shared import time_zone
+from shared.time_zone import UTC_NAME as UTC, offset_name
 
 CHOSEN_COOKIE = "aokun_tz"
 BROWSER_COOKIE = "aokun_browser_tz"
-UTC = "UTC"
-_OFFSET = re.compile(r"^(?:UTC)?([+-])(\d{2}):?(\d{2})$")
-MAX_NAME = 64  # no IANA name is longer; a longer cookie is no zone
 
 
 @dataclass(frozen=True)
@@ -47,34 +48,10 @@ class Zone:
 
 
 def parse(name: str | None) -> Zone | None:
-    """A zone from its name, or None when the name is no zone we know."""
-    if not name:
-        return None
-    name = unquote(name).strip()
-    if not name or len(name) > MAX_NAME:
-        return None
-    if name.upper() in ("UTC", "Z", "ETC/UTC"):
-        return Zone(UTC, timezone.utc)
-    offset = _OFFSET.match(name)
-    if offset:
-        sign, hours, minutes = offset.groups()
-        delta = timedelta(hours=int(hours), minutes=int(minutes))
-        if delta >= timedelta(hours=24):
-            return None
-        return Zone(offset_name(delta if sign == "+" else -delta), timezone(delta if sign == "+" else -delta))
-    try:
-        return Zone(name, ZoneInfo(name))
-    except (ValueError, KeyError, OSError):  # zoneinfo's errors for unknown or malformed names
-        return None
-
-
-def offset_name(delta: timedelta) -> str:
-    """timedelta(hours=8) -> "+08:00"; zero -> "UTC"."""
-    if not delta:
-        return UTC
-    minutes = int(delta.total_seconds() // 60)
-    sign = "+" if minutes >= 0 else "-"
-    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    """A zone from its name (as a cookie carries it, URL-quoted), or None when the name is no
+    zone we know."""
+    found = time_zone.parse(unquote(name)) if name else None
+    return Zone(*found) if found else None
 
 
 def zone_of(moment: datetime | None) -> str | None:
@@ -84,9 +61,18 @@ def zone_of(moment: datetime | None) -> str | None:
     return offset_name(moment.utcoffset())
 
 
-def chosen(cookies: dict) -> Zone:
-    """The request's zone: the user's choice, else the browser's, else UTC."""
-    return parse(cookies.get(CHOSEN_COOKIE)) or parse(cookies.get(BROWSER_COOKIE)) or Zone(UTC, timezone.utc)
+def chosen(cookies: dict, configured: str = "") -> Zone:
+    """The request's zone: the user's choice, else `configured` (memory.time_zone), else the
+    browser's, else the machine's."""
+    return (parse(cookies.get(CHOSEN_COOKIE)) or parse(configured) or parse(cookies.get(BROWSER_COOKIE))
+            or machine())
+
+
+def machine() -> Zone:
+    """The machine's zone, named by its IANA name where it has one."""
+    tz = time_zone.machine_zone()
+    name = getattr(tz, "key", None) or offset_name(datetime.now(tz).utcoffset() or timedelta(0))
+    return parse(name) or Zone(name, tz)
 
 
 def browser(cookies: dict) -> str | None:

@@ -7,6 +7,7 @@ the other way round.
 
 from __future__ import annotations
 
+from datetime import tzinfo
 from typing import Any, Protocol, Sequence
 
 from shared.config import AtomsConfig
@@ -77,13 +78,15 @@ class AtomsHandler:
     stage = "atoms"
     batch_size = 32
 
-    def __init__(self, rules: AtomRules, segmenter: Segmenter, config: AtomsConfig):
+    def __init__(self, rules: AtomRules, segmenter: Segmenter, config: AtomsConfig,
+                 zone: tzinfo | None = None):
         self.rules, self.segmenter, self.config = rules, segmenter, config
+        self.zone = zone  # the user's clock plans are read on (memory.time_zone; None: the machine's)
 
     def compute(self, documents: Sequence[Document]):
         return [[AtomRow(d.type, d.text, " ".join(self.segmenter.terms(d.text)), d.confidence,
                          d.subject, d.attribute, d.value, d.deadline, d.ttl_days)
-                 for d in draft_atoms(doc, self.rules, self.config)] for doc in documents]
+                 for d in draft_atoms(doc, self.rules, self.config, self.zone)] for doc in documents]
 
     def store(self, tx: Session, document: Document, result, now: float) -> None:
         f = document.fields

@@ -27,6 +27,7 @@ from shared.store.interface import Store
 from shared.store.vectors import KINDS
 from shared.queue import describe_queue, require_reachable
 from shared.tasks import Enqueuer
+from shared.time_zone import user_zone
 
 log = logging.getLogger("aokun.worker")
 
@@ -80,7 +81,8 @@ class WorkerService:
     def _handlers(self, config: AppConfig) -> dict:
         """The stage handlers built from live settings (the graph's are restart-only)."""
         return {"embed": EmbedHandler(self.embedder, config.queue.embed_batch_size, self.store),
-                "atoms": AtomsHandler(self.atom_rules, self.segmenter, config.atoms)}
+                "atoms": AtomsHandler(self.atom_rules, self.segmenter, config.atoms,
+                                      user_zone(config.memory.time_zone))}
 
     def _jobs(self, config: AppConfig) -> list[PeriodicJob]:
         lifecycle = self.lifecycle

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shared import time_zone
 from shared.errors import ConfigError
 from shared.units import DAY
 
@@ -136,6 +137,10 @@ class MemoryConfig:
     # turns; each within context_window_s of the next): shared/store/neighbours.py.
     context_turns: int = _opt(2, minimum=0, maximum=8)
     context_window_s: float = _opt(1800.0, minimum=0.0, maximum=30 * DAY)
+    # The user's clock (shared/time_zone.py): "3pm", "tomorrow", a date or time given without
+    # an offset are read on it, and times are shown on it. An IANA name (America/Los_Angeles),
+    # UTC, or an offset (+08:00); "" is the machine's own zone.
+    time_zone: str = _opt("")
 
 
 CHANNELS = ("bm25", "vector", "graph_keyword", "graph_vector")
@@ -636,6 +641,9 @@ def _check_cross_rules(config: AppConfig) -> None:
     summarizer = config.summarizer
     if summarizer.provider == "llm" and not (summarizer.base_url and summarizer.model):
         raise ConfigError("summarizer.provider llm needs summarizer.base_url and summarizer.model")
+    zone_problem = time_zone.problem(config.memory.time_zone)
+    if zone_problem:
+        raise ConfigError(f"memory.time_zone {zone_problem}; got {shown(config.memory.time_zone)}")
     _check_storage(config.storage)
     _check_queue(config.queue)
     bad_aliases = [a for a in config.graph.aliases if "=" not in a or not all(p.strip() for p in a.split("=", 1))]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
+from datetime import tzinfo
 from typing import Callable, Protocol, Sequence
 
 from shared import memory_rules as rules
@@ -39,6 +40,7 @@ from shared.store.interface import Session, Store
 from shared.store.stages import STAGES, StageKey
 from shared.atom_life import TtlFor, retract
 from shared.text.segment import Segmenter
+from shared.time_zone import on_clock, user_zone
 from shared.units import DAY
 
 log = logging.getLogger("aokun.memories")
@@ -81,8 +83,16 @@ class MemoryService:
     def checked(self, content: str, fields: MemoryFields) -> tuple[str, MemoryFields]:
         """A new memory's content and fields as the service would store them, or InvalidInput
         (the length limit is server.max_content_chars as the process reads it now)."""
-        return (rules.check_content(content, self.live.current.server.max_content_chars),
-                rules.check_fields(fields))
+        content = rules.check_content(content, self.live.current.server.max_content_chars)
+        fields = rules.check_fields(fields)
+        if fields.original_time is not None:
+            fields = replace(fields, original_time=on_clock(fields.original_time, self.zone()))
+        return content, fields
+
+    def zone(self) -> tzinfo:
+        """The user's clock (memory.time_zone, read now): a time without an offset is read on
+        it, and a memory without one is marked with its stored time on it."""
+        return user_zone(self.live.current.memory.time_zone)
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -101,7 +111,7 @@ class MemoryService:
         content, fields = self.checked(content, fields)
         now = self.clock()
         stored = history.create_time if history is not None else now
-        text = stored_text(content, fields.original_time, stored)
+        text = stored_text(content, fields.original_time, stored, self.zone())
         tokens = self.index_tokens(text, fields)
         with self.store.write() as tx:
             existing = tx.documents.find_by_source(fields.source_hash) if fields.source_hash else None
@@ -120,7 +130,7 @@ class MemoryService:
         prepared = []
         for content, fields in items:
             content, fields = self.checked(content, fields)
-            text = stored_text(content, fields.original_time, now)
+            text = stored_text(content, fields.original_time, now, self.zone())
             prepared.append((text, self.index_tokens(text, fields), fields))
         with self.store.write() as tx:
             ids = [self._insert(tx, text, tokens, fields, now) for text, tokens, fields in prepared]
@@ -136,6 +146,8 @@ class MemoryService:
         if content is not None:
             content = rules.check_content(content, self.live.current.server.max_content_chars)
         changes = rules.check_changes(changes)
+        if changes.get("original_time") is not None:
+            changes["original_time"] = on_clock(changes["original_time"], self.zone())
         if content is None and not changes:
             raise InvalidInput("nothing to change: give content and/or metadata")
         if "persona_id" in changes:
@@ -341,9 +353,9 @@ class MemoryService:
     def _edited_text(self, old: Document, content: str | None, fields: MemoryFields,
                      time_changed: bool) -> str:
         if content is not None:
-            return stored_text(content, fields.original_time, old.create_time)
+            return stored_text(content, fields.original_time, old.create_time, self.zone())
         if time_changed:
-            return stored_text(unmarked(old.text), fields.original_time, old.create_time)
+            return stored_text(unmarked(old.text), fields.original_time, old.create_time, self.zone())
         return old.text
 
     def _submit(self, docs: Sequence[Document]) -> None:

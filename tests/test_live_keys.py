@@ -18,6 +18,7 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
@@ -38,6 +39,7 @@ from shared.extract.atomize import ttl_days
 from shared.live_config import LiveConfig
 from shared.search.recall import RecallRequest
 from shared.store.documents import DocumentFilter, MemoryFields
+from shared.time_zone import user_zone
 
 RELOAD_S = 60.0  # a deadline for a saved change to arrive, not a speed
 WORD = "lantern"
@@ -267,6 +269,18 @@ def front_sessions(processes: Processes, key: str, value: Any) -> None:
     assert getattr(processes.front.config.server, key.split(".")[1]) == value
 
 
+def user_clock(services: Services, key: str, value: Any) -> None:
+    """A memory without an original time is marked with its stored time on the user's clock."""
+    assert services.memories.zone() == user_zone(value)
+    doc = services.memories.memorize("marked on the user's clock", MemoryFields(persona_id="clock"))
+    marked = datetime.fromtimestamp(doc.create_time, user_zone(value))
+    assert doc.text.startswith(f"[{marked:%Y-%m-%d %H:%M}]") or doc.text.startswith(f"[{marked:%Y-%m-%d}]")
+
+
+def worker_atoms_zone(processes: Processes, key: str, value: Any) -> None:
+    assert processes.worker.runner.parts.handlers["atoms"].zone == user_zone(value)
+
+
 def worker_idle_exit(processes: Processes, key: str, value: Any) -> None:
     assert processes.worker.config.worker.idle_exit_s == value
 
@@ -290,6 +304,7 @@ def probes_for(key: str) -> dict[str, Probe]:
         "memory.context_turns": on_services(context_follows, *WRITERS),
         "memory.context_window_s": on_services(context_follows, *WRITERS),
         "server.max_content_chars": on_services(content_limit, *WRITERS),
+        "memory.time_zone": {**on_services(user_clock, *WRITERS), "worker-handler": worker_atoms_zone},
         "server.exposed_tools": {"front": listed_tools},
         "server.log_level": on_services(log_level, "front", "panel"),
         "retrieval.access_reinforcement": {"front": reinforcement},
@@ -326,6 +341,7 @@ NEW_VALUES = {
     "memory.recall_max_k": 6,
     "memory.context_turns": 0,
     "memory.context_window_s": 60.0,
+    "memory.time_zone": "America/Los_Angeles",
     "retrieval.channels": ("bm25", "graph_keyword"),
     "backup.dir": "/tmp/aokun-live-keys-backups",
     "summarizer.provider": "llm",

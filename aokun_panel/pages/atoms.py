@@ -21,6 +21,7 @@ from shared.access import view_persona
 from shared.atom_life import time_factor
 from shared.errors import AccessDenied
 from shared.store.atoms import ATOM_STATES, ATOM_TYPES
+from shared.time_zone import on_clock, user_zone
 
 PAGE = Page("/atoms", "Atoms")
 PAGE_SIZE = 50
@@ -79,27 +80,29 @@ def chains(s, rows) -> dict[int, list[dict]]:
     return found
 
 
-def atoms_page(s, filters: dict, offset: int, now: float, lang: str = "en") -> dict:
-    """One page of atoms (newest first) with their chains, in one read session."""
+def atoms_page(s, filters: dict, offset: int, now: float, lang: str = "en", user: str = "") -> dict:
+    """One page of atoms (newest first) with their chains, in one read session; `user` is
+    memory.time_zone."""
     rows = s.atoms.page(filters["type"], filters["state"], filters["persona"], PAGE_SIZE + 1, offset)
     shown = rows[:PAGE_SIZE]
-    zones = memory_zones(s, [r["memory_id"] for r in shown if r["deadline"] is not None])
+    zones = memory_zones(s, [r["memory_id"] for r in shown if r["deadline"] is not None], user_zone(user))
     return {"atoms": [atom_view(r, now, zones.get(r["memory_id"]), lang) for r in shown],
             "chains": chains(s, shown), "more": len(rows) > PAGE_SIZE}
 
 
-def memory_zones(s, memory_ids: list[int]) -> dict[int, tzinfo]:
-    """{memory id: the time zone of its original time} for those that had one."""
+def memory_zones(s, memory_ids: list[int], user: tzinfo) -> dict[int, tzinfo]:
+    """{memory id: the clock its plans were read on}: its original time's own offset, or the
+    user's zone (shared/time_zone.py: on_clock)."""
     found = s.documents.get_many(memory_ids)
-    return {i: d.fields.original_time.tzinfo for i, d in found.items()
-            if d.fields.original_time is not None and d.fields.original_time.tzinfo is not None}
+    return {i: on_clock(d.fields.original_time, user).tzinfo if d.fields.original_time else user
+            for i, d in found.items()}
 
 
 def due(deadline: float | None, zone: tzinfo | None, lang: str = "en") -> str | None:
     """A plan's deadline as its memory meant it: "Fri 10 May 2024, 15:00 (UTC+08:00)". The
-    rules resolve "Friday at 3pm" on the clock of the memory's original time (UTC when it had
-    none), so it is shown on that clock, not converted; a plan for a day with no hour is due
-    at its end (23:59:59), shown as "end of Fri 10 May 2024"."""
+    rules resolve "Friday at 3pm" on the clock its memory was said on (memory_zones), so it is
+    shown on that clock, not converted; a plan for a day with no hour is due at its end
+    (23:59:59), shown as "end of Fri 10 May 2024"."""
     if deadline is None:
         return None
     moment = datetime.fromtimestamp(deadline, zone or timezone.utc)
@@ -161,7 +164,8 @@ def routes(ctx) -> list[Route]:
         principal = principal_of(request)
         try:  # a user sees one of its personas at a time, never the store's all
             filters["persona"] = view_persona(principal, filters["persona"])
-            data = await ctx.reader.run(atoms_page, filters, offset, time.time(), lang)
+            data = await ctx.reader.run(atoms_page, filters, offset, time.time(), lang,
+                                        ctx.config.memory.time_zone)
         except AccessDenied:
             problem, status = translate(lang, "access.persona_refused", persona=filters["persona"],
                                         personas=principal.listed()), 403

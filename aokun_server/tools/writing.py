@@ -17,6 +17,7 @@ from aokun_server.params import (Content, Metadata, MetadataChanges, MemoryId, N
 from aokun_server.tooling import conversation_turns, described
 from aokun_server.tools.deps import ToolDeps
 from shared.access import memorize_persona
+from shared.time_zone import user_zone
 
 
 @described("Remember")  # every call adds a memory: not idempotent
@@ -63,7 +64,8 @@ async def summarize_memory(deps: ToolDeps, conversation: Conversation, persona_i
 def summarized(deps: ToolDeps, conversation: Conversation, persona_id: str | None,
                session_id: str | None, store: bool, provider: str | None) -> SummarizeResult:
     """summarize_memory's work, in whichever thread it was given."""
-    turns = dated(conversation_turns(conversation), datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0))
+    turns = dated(conversation_turns(conversation), datetime.now(timezone.utc).replace(microsecond=0),
+                  user_zone(deps.live.current.memory.time_zone))
     memory = deps.summarizer.summarize(turns, provider)
     if not store:
         return SummarizeResult(**memory.model_dump(), persona_id=persona_id, session_id=session_id)

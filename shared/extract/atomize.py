@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from importlib import resources
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from shared.store.atoms import ATOM_TYPES
 from shared.store.documents import Document, unmarked
 from shared.extract.timeparse import deadline as find_deadline
 from shared.memory_rules import EARLIEST_YEAR, LATEST_YEAR
+from shared.time_zone import machine_zone, on_clock
 
 # The types rules can give (ATOM_TYPES without "unknown", which is what no rule gives).
 TYPES = tuple(t for t in ATOM_TYPES if t != "unknown")
@@ -200,10 +201,12 @@ def ttl_days(atom_type: str, importance: float, reinforcements: int, config: Ato
     return base * (0.5 + importance) * (1 + 0.5 * reinforcements)
 
 
-def draft_atoms(document: Document, rules: AtomRules, config: AtomsConfig) -> list[AtomDraft]:
-    """The atoms of one memory."""
+def draft_atoms(document: Document, rules: AtomRules, config: AtomsConfig,
+                zone: tzinfo | None = None) -> list[AtomDraft]:
+    """The atoms of one memory; a plan's time read on `zone`'s clock (the user's,
+    memory.time_zone; None: the machine's)."""
     speaker, facts = split_facts(document, rules)
-    anchor = document.fields.original_time or datetime.fromtimestamp(document.create_time, timezone.utc)
+    anchor = _anchor(document, zone or machine_zone())
     drafts = []
     for fact in facts:
         atom_type, confidence = rules.atom_type(fact)
@@ -216,15 +219,21 @@ def draft_atoms(document: Document, rules: AtomRules, config: AtomsConfig) -> li
     return drafts
 
 
+def _anchor(document: Document, zone: tzinfo) -> datetime:
+    """When the memory was said, on the clock its words are read on (shared/time_zone.py); the
+    time it was stored when it has none."""
+    when = document.fields.original_time or datetime.fromtimestamp(document.create_time, timezone.utc)
+    try:
+        return on_clock(when, zone)
+    except OverflowError:  # at the calendar's ends, where no expression is resolved anyway
+        return when
+
+
 def _deadline(fact: str, anchor: datetime) -> float | None:
     """When a plan falls due, as epoch seconds; None when it names no time, or one outside the
     years a memory's time may take (a plan "in 9000 years", or one of a memory stored before
     its time was checked): no deadline rather than one nothing downstream can show."""
-    due = find_deadline(fact, anchor.replace(tzinfo=None))
+    due = find_deadline(fact, anchor)
     if due is None or not EARLIEST_YEAR <= due.year <= LATEST_YEAR:
         return None
-    return _epoch(due, anchor)
-
-
-def _epoch(moment: datetime, anchor: datetime) -> float:
-    return moment.replace(tzinfo=anchor.tzinfo or timezone.utc).timestamp()
+    return due.timestamp()

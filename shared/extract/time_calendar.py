@@ -1,10 +1,13 @@
 """Calendar arithmetic for the time parser (time_expressions.py): days moved by weeks, months
-or years, the period a day is in, and the nearest day, weekday or month of a given name."""
+or years, the period a day is in, and the nearest day, weekday or month of a given name.
+
+Arithmetic is on the clock of the day it starts from: a day it makes carries that day's tzinfo
+(aware in, aware out; two days compared always share one clock)."""
 
 from __future__ import annotations
 
 import calendar
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 
 
 def midnight(moment: datetime) -> datetime:
@@ -34,10 +37,10 @@ def period(day: datetime, unit: str) -> tuple[datetime, datetime]:
     return day, day
 
 
-def exact_date(year: int, month: int | None, day: int | None) -> datetime | None:
-    """That day, or None when there is no such day (30 February)."""
+def exact_date(year: int, month: int | None, day: int | None, zone: tzinfo | None) -> datetime | None:
+    """Midnight of that day on `zone`'s clock, or None when there is no such day (30 February)."""
     try:
-        return datetime(year, month or 0, day or 0)
+        return datetime(year, month or 0, day or 0, tzinfo=zone)
     except (TypeError, ValueError):
         return None
 
@@ -45,11 +48,11 @@ def exact_date(year: int, month: int | None, day: int | None) -> datetime | None
 def nearest_date(today: datetime, month: int | None, day: int | None, past: bool) -> datetime | None:
     """A month and day without a year: the next such day from today on, or (past) the last one
     on or before today."""
-    found = exact_date(today.year, month, day)
+    found = exact_date(today.year, month, day, today.tzinfo)
     if found is not None and past and found > today:
-        return exact_date(today.year - 1, month, day)
+        return exact_date(today.year - 1, month, day, today.tzinfo)
     if found is not None and not past and found < today:
-        return exact_date(today.year + 1, month, day)
+        return exact_date(today.year + 1, month, day, today.tzinfo)
     return found
 
 

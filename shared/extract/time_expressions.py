@@ -4,19 +4,20 @@ text was said) to what it names: its first day, the day a plan on it falls due, 
 明天, 后天, 昨天, 下周三, 上周六, 周五, 这个周末, 下下周, 上个月, 下个月底, 月底, 明年, 去年三月,
 五月份, 3月5日, 下个月5号, 14号, 两天后, 三天前, 过两天, 两个小时后; tomorrow, yesterday, next
 Friday, last weekend, the week after next, end of next month, in May, March 5 / 5 March 2023,
-the 14th, in two weeks, 3 days ago, a couple of days from now, in 3 hours.
+the 14th, on 1/15, 1/15号, in two weeks, 3 days ago, a couple of days from now, in 3 hours.
 
 A week, weekend, month or year is due on its last day (a plan is valid until then) and named by
 its first; a span ("in two weeks") is due on its own day and named by the period it falls in.
 `past` says how to read what could go either way (a bare "Friday", "in May", "3月5日"): the last
-one before the anchor, for an event told, or the next one, for a plan. The words are in
+one before the anchor, for an event told, or the next one, for a plan. Days are counted on
+the anchor's clock, and every time found carries the anchor's tzinfo. The words are in
 time_words.py, the calendar arithmetic in time_calendar.py."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import MAXYEAR, MINYEAR, datetime, timedelta
+from datetime import MAXYEAR, MINYEAR, datetime, timedelta, timezone
 from typing import Iterator
 
 from shared.extract.time_calendar import (
@@ -97,8 +98,16 @@ def _hour_counts(text: str, anchor: datetime, past: bool) -> Iterator[TimeExpres
     counts = [(m, en_number(m.group(1))) for m in _EN_HOURS.finditer(text)]
     counts += [(m, zh_number(m.group(1))) for m in _ZH_HOURS.finditer(text)]
     for m, n in counts:
-        if n is not None and (moment := _counted(lambda: anchor + timedelta(hours=n))):
+        if n is not None and (moment := _counted(lambda: later(anchor, timedelta(hours=n)))):
             yield _found(m, "hours", moment, moment, "moment", plan_only=True)
+
+
+def later(anchor: datetime, elapsed: timedelta) -> datetime:
+    """The moment `elapsed` after the anchor, on the anchor's clock: counted in real time (an
+    hour across a DST change is an hour), where a day's arithmetic goes by the calendar."""
+    if anchor.tzinfo is None:
+        return anchor + elapsed
+    return (anchor.astimezone(timezone.utc) + elapsed).astimezone(anchor.tzinfo)
 
 
 def _spans(text: str, anchor: datetime, past: bool) -> Iterator[TimeExpression]:
@@ -132,6 +141,11 @@ _ZH_DATE_OF_STEP = re.compile(rf"{ZH_STEP}月{ZH_DAY_NUMBER}[日号]")  # 下个
 _EN_YEAR = r"(?:,?\s*(\d{4}))?"
 _EN_MONTH_DAY = re.compile(rf"\b{EN_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b{_EN_YEAR}", re.I)
 _EN_DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{EN_MONTH}\b{_EN_YEAR}", re.I)
+# 1/15, 15/1, 1/15/2026 after a word that makes it a date (on, by, until, 于, 在) or before 号/日: a
+# fraction, a score or 24/7 has none. Month first, unless the first number cannot be a month.
+_SLASH_DATE = re.compile(r"(?:\b(?:on|by|until|till|before|after|from|due|since)\s+|(?<=[于在到截至]))"
+                         r"(?P<a>\d{1,2})/(?P<b>\d{1,2})(?:/(?P<year>\d{4}))?(?![\d/])"
+                         r"|(?<![\d/.])(?P<a2>\d{1,2})/(?P<b2>\d{1,2})(?=[号日])", re.I)
 _ZH_WEEKDAY = re.compile(rf"(?<![每个])(?:{ZH_STEP})?{ZH_WEEK_WORD}{ZH_WEEKDAY}")  # not 每周三
 _EN_WEEKDAY = re.compile(  # not every Friday
     rf"\b(?<!every )(?<!each )(?:(last|next|this|on|coming|past)\s+)?({'|'.join(EN_WEEKDAYS)})\b", re.I)
@@ -142,20 +156,27 @@ _EN_DAY_ALONE = re.compile(rf"\bthe\s+(\d{{1,2}})(?:st|nd|rd|th)\b(?!\s+(?:of\s+
 
 
 def _dates(text: str, anchor: datetime, past: bool) -> Iterator[TimeExpression]:
-    """3月5日, 2023年5月12日, 下个月5号, March 5 / 5 March / the 5th of March (, 2023): in the
-    year said, or the next (a plan) or last (past) such day."""
+    """3月5日, 2023年5月12日, 下个月5号, March 5 / 5 March / the 5th of March (, 2023), on 3/5:
+    in the year said, or the next (a plan) or last (past) such day."""
     today = midnight(anchor)
     said = [(m, m.group(1), zh_number(m.group(2)), zh_number(m.group(3))) for m in _ZH_DATE.finditer(text)]
     said += [(m, m.group(3), EN_MONTHS[m.group(1).lower()], int(m.group(2))) for m in _EN_MONTH_DAY.finditer(text)]
     said += [(m, m.group(3), EN_MONTHS[m.group(2).lower()], int(m.group(1))) for m in _EN_DAY_MONTH.finditer(text)]
+    said += [(m, m.group("year"), *_slash_month_day(m)) for m in _SLASH_DATE.finditer(text)]
     for m, year, month, day in said:
-        found = exact_date(int(year), month, day) if year else nearest_date(today, month, day, past)
+        found = exact_date(int(year), month, day, today.tzinfo) if year else nearest_date(today, month, day, past)
         if found is not None:
             yield _found(m, "date", found, found)
     for m in _ZH_DATE_OF_STEP.finditer(text):
         month = shift(today.replace(day=1), ZH_STEPS[m.group(1)], "month")
-        if (found := exact_date(month.year, month.month, zh_number(m.group(2)))) is not None:
+        if (found := exact_date(month.year, month.month, zh_number(m.group(2)), today.tzinfo)) is not None:
             yield _found(m, "date", found, found)
+
+
+def _slash_month_day(m: re.Match) -> tuple[int, int]:
+    """(month, day) of 1/15 (month first) or 15/1 (a first number over 12 is the day)."""
+    a, b = int(m.group("a") or m.group("a2")), int(m.group("b") or m.group("b2"))
+    return (b, a) if a > 12 >= b else (a, b)
 
 
 def _weekdays(text: str, anchor: datetime, past: bool) -> Iterator[TimeExpression]:
@@ -248,7 +269,8 @@ def _month(m: re.Match, anchor: datetime, month: int | None, year: int | None, r
            plan_only: bool) -> Iterator[TimeExpression]:
     """The month named, in the year said, else by `reading` (time_calendar.year_of_month)."""
     if month and 1 <= month <= 12 and (year is None or MINYEAR <= year <= MAXYEAR):
-        first, last = period(datetime(year or year_of_month(anchor, month, reading), month, 1), "month")
+        first_day = datetime(year or year_of_month(anchor, month, reading), month, 1, tzinfo=anchor.tzinfo)
+        first, last = period(first_day, "month")
         yield _found(m, "named_month", first, last, "month", plan_only)
 
 

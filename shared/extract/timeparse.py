@@ -6,6 +6,10 @@
   clock time without a date means that time on the anchor's day.
 - date_mentions(): every expression naming a day, week, month or year and the date it names,
   for the summarizer's "yesterday (7 May 2023)".
+
+Both read on the anchor's clock and answer on it: an anchor in the user's zone (the callers
+put it there, shared/time_zone.py) gives "3pm tomorrow" as 15:00 of that zone's next day,
+aware; a naive anchor is a wall clock of no zone, and gives naive times.
 """
 
 from __future__ import annotations

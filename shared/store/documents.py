@@ -12,7 +12,7 @@ import json
 import re
 import sqlite3
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from typing import Literal, Sequence
 
 from shared.errors import MemoryNotFound
@@ -119,11 +119,12 @@ def epoch(moment: datetime | None) -> float | None:
     return moment.timestamp()
 
 
-def stored_text(content: str, original_time: datetime | None, create_time: float) -> str:
-    """The text kept for a memory: its content behind the time marker of when it happened,
-    or, without an original time, of when it was stored (UTC)."""
-    moment = original_time or datetime.fromtimestamp(create_time, timezone.utc).replace(
-        tzinfo=None, second=0, microsecond=0)
+def stored_text(content: str, original_time: datetime | None, create_time: float,
+                zone: tzinfo = timezone.utc) -> str:
+    """The text kept for a memory: its content behind the time marker of when it happened (on
+    its own clock), or, without an original time, of when it was stored (on `zone`'s, the
+    user's)."""
+    moment = original_time or datetime.fromtimestamp(create_time, zone).replace(second=0, microsecond=0)
     return marked_text(content, moment)
 
 

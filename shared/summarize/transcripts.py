@@ -21,7 +21,7 @@ import json
 import logging
 import re
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from itertools import chain
 from typing import TYPE_CHECKING, Iterable, Iterator
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 from shared.errors import InvalidInput
 from shared.memory_rules import check_time_range, lone_surrogate_problem
 from shared.store.documents import MemoryFields
+from shared.time_zone import on_clock
 from shared.summarize.conversation import Turn, parse_conversation, transcript
 from shared.summarize.transcript_lines import Advance, Warn, checked_size, file_lines
 
@@ -226,9 +227,9 @@ def _entry_text(entry: dict) -> str:
 
 
 def modified_time(path: Path) -> datetime | None:
-    """When a transcript file was last written (UTC, like every stored time)."""
+    """When a transcript file was last written (aware, UTC)."""
     try:
-        return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).replace(tzinfo=None, microsecond=0)
+        return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).replace(microsecond=0)
     except OSError:
         return None  # reading it will say what is wrong
 
@@ -250,13 +251,16 @@ def hook_input(raw: str) -> dict:
 # -- storing a summarized conversation ------------------------------------------------------
 
 
-def dated(turns: list[Turn], when: datetime | None) -> list[Turn]:
-    """A conversation in which no turn has a time took place `when` (the tool's call, the
-    file's last write), so that its "tomorrow" resolves to a date and its memory has a time.
-    A conversation with some times keeps them: the rules resolve against the latest known."""
-    if when is None or any(t.time is not None for t in turns):
-        return turns
-    return [replace(t, time=when) for t in turns]
+def dated(turns: list[Turn], when: datetime | None, zone: tzinfo) -> list[Turn]:
+    """The turns with their times on the clock they were said on (time_zone.on_clock: Claude
+    Code's "...Z" and a time without an offset on the user's, `zone`), so that a turn's
+    "tomorrow" or "January 15" is the speaker's day. A conversation in which no turn has
+    a time took place `when` (the tool's call, the file's last write), so that its dates
+    resolve and its memory has a time; one with some times keeps them, and the rules resolve
+    against the latest known."""
+    if when is not None and all(t.time is None for t in turns):
+        turns = [replace(t, time=when) for t in turns]
+    return [replace(t, time=on_clock(t.time, zone)) if t.time is not None else t for t in turns]
 
 
 def source_hash(turns: list[Turn], persona_id: str | None) -> str:

@@ -1,0 +1,116 @@
+"""Sessions that name dates, with Claude Code's "Z" timestamps, for a user in Los Angeles: the
+real `aokun ingest --from-hook` stores the memory and a real worker gives its plans their
+deadlines on the user's clock; summarize_memory over the official MCP client does the same."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from fake_openai import FakeEmbeddingsServer
+from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+
+BIN = Path(sys.executable).parent
+LA = ZoneInfo("America/Los_Angeles")
+# 06:30 on 20 December in UTC is 22:30 on the 19th in Los Angeles: "tomorrow" is the 20th there.
+START = datetime(2025, 12, 20, 6, 30, tzinfo=timezone.utc)
+TURNS = [("user", "I'm moving to Berlin on January 15, I can't wait."),
+         ("assistant", "That's exciting! Do you need help planning the move?"),
+         ("user", "我12月20日要去上海见我妈妈。"),
+         ("assistant", "Have a good trip to Shanghai."),
+         ("user", "Also I have a dentist appointment at 3pm tomorrow.")]
+LAST_SAID = START + timedelta(seconds=40 * (len(TURNS) - 1))
+
+
+def z_time(moment: datetime) -> str:
+    """A time as Claude Code writes it: UTC, milliseconds, a Z."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def claude_transcript(path: Path) -> Path:
+    lines = []
+    for n, (kind, text) in enumerate(TURNS):
+        message = {"role": kind, "content": text}
+        if kind == "assistant":
+            message.update(model="claude-sonnet", id=f"msg_{n}", type="message",
+                           content=[{"type": "text", "text": text}])
+        when = z_time(START + timedelta(seconds=40 * n))
+        lines.append({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/home/me",
+                      "sessionId": "berlin", "version": "2.1.12", "type": kind, "message": message,
+                      "uuid": f"u-{n}", "timestamp": when})
+    path.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n", encoding="utf-8")
+    return path
+
+
+def config_in_los_angeles(folder: Path, api) -> Path:
+    return write_config(folder, memory={"time_zone": "America/Los_Angeles"},
+                        embedding={"provider": "openai", "base_url": api.base_url, "model": "fake", "dimensions": 32},
+                        queue={"retry_base_s": 0.2},
+                        server={"exposed_tools": ["memorize", "summarize_memory", "search_atoms"]})
+
+
+def deadlines_on_the_users_clock(config: Path, memory_id: int) -> dict[str, datetime]:
+    rows = db_rows(config, "SELECT text, deadline FROM memory_atoms WHERE memory_id = ? AND type = 'planned'"
+                           " AND deadline IS NOT NULL", (memory_id,))
+    return {text: datetime.fromtimestamp(deadline, LA) for text, deadline in rows}
+
+
+def expected_plans(found: dict[str, datetime]) -> None:
+    dentist = [due for text, due in found.items() if "dentist" in text]
+    berlin = [due for text, due in found.items() if "Berlin" in text]
+    assert dentist == [datetime(2025, 12, 20, 15, 0, tzinfo=LA)], found
+    assert berlin == [datetime(2026, 1, 15, 23, 59, 59, tzinfo=LA)], found
+
+
+@pytest.mark.slow
+def test_ingest_from_hook_of_a_dated_claude_code_session(tmp_path):
+    with FakeEmbeddingsServer(dim=32) as api:
+        config = config_in_los_angeles(tmp_path, api)
+        transcript = claude_transcript(tmp_path / "session.jsonl")
+        hook = json.dumps({"session_id": "berlin", "transcript_path": str(transcript), "cwd": str(tmp_path),
+                           "hook_event_name": "SessionEnd", "reason": "exit"})
+        done = subprocess.run([BIN / "aokun", "ingest", "--from-hook", "--config", str(config)], input=hook,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+        memory_id = int(done.stdout.strip().splitlines()[-1])
+        [(text, original_time, key_facts)] = db_rows(
+            config, "SELECT text, original_time, key_facts FROM documents WHERE id = ?", (memory_id,))
+        # The session ended at 22:32 on the 19th on the user's clock; its dates are the user's.
+        assert text.startswith("[2025-12-19 22:32]") and original_time == "2025-12-19T22:32:40-08:00"
+        facts = " ".join(json.loads(key_facts))
+        assert "15 January 2026" in facts and "2025年12月20日" in facts and "20 December 2025" in facts, facts
+        worker = start_worker(config)
+        try:
+            wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE stage = 'atoms'"
+                                             " AND status = 'done'") == [(1,)], 60, what="the atoms stage")
+        finally:
+            stop(worker)
+        expected_plans(deadlines_on_the_users_clock(config, memory_id))
+
+
+@pytest.mark.slow
+def test_summarize_memory_with_z_times_and_a_dated_turn(tmp_path):
+    conversation = [{"speaker": "Sam" if kind == "user" else "Assistant", "text": text,
+                     "time": z_time(START + timedelta(seconds=40 * n))} for n, (kind, text) in enumerate(TURNS)]
+    with FakeEmbeddingsServer(dim=32) as api:
+        config = config_in_los_angeles(tmp_path, api)
+        worker = start_worker(config)
+        try:
+            with mcp_session(stdio_params(config)) as s:
+                shown = s.ok("summarize_memory", {"conversation": conversation})
+                stored = s.ok("summarize_memory", {"conversation": conversation, "store": True, "persona_id": "sam"})
+                wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE stage = 'atoms'"
+                                                 " AND status = 'done'") == [(1,)], 60, what="the atoms stage")
+        finally:
+            stop(worker)
+    assert shown["key_facts"] == stored["key_facts"]
+    facts = " ".join(stored["key_facts"])
+    assert "15 January 2026" in facts and "20 December 2025" in facts, facts
+    assert stored["stored"] and stored["text"].startswith("[2025-12-19 22:32]")
+    expected_plans(deadlines_on_the_users_clock(config, stored["id"]))

@@ -118,3 +118,12 @@ def temporal_factors(rows: Sequence, now: float) -> dict[int, float]:
         factor = time_factor(row, now) if row["state"] == "active" else 0.0
         factors[row["memory_id"]] = max(factor, factors.get(row["memory_id"], 0.0))
     return factors
+
+
+def superseded_memories(rows: Sequence) -> set[int]:
+    """Of the memories (rows: store.atoms.validity_rows), those a later statement replaced: some
+    atom superseded and none still active (a plan past its deadline is not replaced)."""
+    states: dict[int, set[str]] = {}
+    for row in rows:
+        states.setdefault(row["memory_id"], set()).add(row["state"])
+    return {memory for memory, seen in states.items() if "superseded" in seen and "active" not in seen}

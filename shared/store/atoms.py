@@ -16,6 +16,9 @@ from shared.store.match import any_of
 from shared.units import DAY
 
 ATOM_TYPES = ("episodic", "planned", "factual", "relational", "preference", "unknown")
+# The subject of an atom about the user themself (any other subject names a person:
+# shared/extract/subjects.py); an atom stored before subjects were read has none.
+SELF_SUBJECT = "self"
 ATOM_STATES = ("active", "expired", "forgotten", "purged", "dormant", "superseded")
 
 

@@ -120,10 +120,13 @@ def temporal_factors(rows: Sequence, now: float) -> dict[int, float]:
     return factors
 
 
-def superseded_memories(rows: Sequence) -> set[int]:
-    """Of the memories (rows: store.atoms.validity_rows), those a later statement replaced: some
-    atom superseded and none still active (a plan past its deadline is not replaced)."""
-    states: dict[int, set[str]] = {}
+def replaced_memories(rows: Sequence) -> dict[int, int]:
+    """Of the memories (rows: store.atoms.validity_rows), those a later statement replaced —
+    some atom superseded and none still active (a plan past its deadline is not replaced) —
+    each with the memory that replaced it."""
+    active = {row["memory_id"] for row in rows if row["state"] == "active"}
+    replaced: dict[int, int] = {}
     for row in rows:
-        states.setdefault(row["memory_id"], set()).add(row["state"])
-    return {memory for memory, seen in states.items() if "superseded" in seen and "active" not in seen}
+        if row["replaced_by"] is not None and row["memory_id"] not in active:
+            replaced.setdefault(row["memory_id"], row["replaced_by"])
+    return replaced

@@ -2,8 +2,8 @@
 through the official MCP client and a real worker.
 
 The old fact is memorized months back, the statement of change last week; the question, whose
-words the old memory matches best, gets the newer memory first, the older below it and
-explained as superseded. search_atoms shows each atom's subject; the session-start profile
+words the old memory matches best, gets the newer memory first, the older right below it and
+explained as replaced by it. search_atoms shows each atom's subject; the session-start profile
 (the real CLI) keeps other people's preferences and plans apart from the user's, named.
 """
 
@@ -74,8 +74,8 @@ def test_a_changed_fact_answers_with_the_newer_memory_first_in_both_languages(tm
                 results = s.ok("recall", {"query": question, "persona_id": persona, "k": 5, "explain": True})["results"]
                 texts = [r["text"].split("] ", 1)[-1] for r in results]
                 assert texts[:2] == [new[0], old[0]], (persona, texts)
-                superseded = [r["explain"]["parts"]["routes"]["superseded"] for r in results]
-                assert superseded[:2] == [False, True], persona
+                replaced_by = [r["explain"]["parts"]["routes"]["replaced_by"] for r in results]
+                assert replaced_by[:2] == [None, results[0]["id"]], persona
 
 
 @pytest.mark.slow

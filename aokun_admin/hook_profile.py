@@ -1,6 +1,6 @@
 """The profile `aokun hook session-start` prints: pinned memories, the user's own upcoming plans
-and strongest preferences, and other people's (each named: "Sarah (wife): ..."), read straight
-from the store (three SQL reads a persona: no segmenter,
+and strongest preferences, and other people's (each named: "Sarah (wife): ..."; whose a fact is
+is its atom's subject), read straight from the store (three SQL reads a persona: no segmenter,
 no embedder, no front needed) and fitted to a character budget.
 
 It covers the persona scopes it is given (the caller's: aokun_admin/caller.py), each read
@@ -74,9 +74,10 @@ def upcoming_plans(s, personas: tuple[str | None, ...], limit: int, now: float) 
 
 def _each_side(rows: list, limit: int) -> list:
     """The first `limit` rows of the user's own and the first `limit` of other people's, in order."""
-    own = [r for r in rows if _is_own(r["subject"])][:limit]
-    others = [r for r in rows if not _is_own(r["subject"])][:limit]
-    return [r for r in rows if r in own or r in others]
+    own = [r["id"] for r in rows if _is_own(r["subject"])][:limit]
+    others = [r["id"] for r in rows if not _is_own(r["subject"])][:limit]
+    kept = set(own) | set(others)
+    return [r for r in rows if r["id"] in kept]
 
 
 def strongest_preferences(s, personas: tuple[str | None, ...], limit: int,

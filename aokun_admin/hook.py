@@ -60,7 +60,8 @@ PROMPT_BUDGET = 2000
 PROFILE_BUDGET = 1200
 PROMPT_HEADER = "Possibly relevant memories (Aokun; [id · relevance 0-1], best first):"
 PROFILE_HEADER = "What Aokun remembers about the user:"
-SECTIONS = (("pinned", "Pinned:"), ("plans", "Upcoming plans:"), ("preferences", "Preferences:"))
+SECTIONS = (("pinned", "Pinned:"), ("plans", "Upcoming plans:"), ("preferences", "Preferences:"),
+            ("others", "About other people:"))
 MAX_PROMPT_CHARS = 100_000  # what the recall tool reads of a query
 
 

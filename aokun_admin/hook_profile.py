@@ -1,5 +1,6 @@
-"""The profile `aokun hook session-start` prints: pinned memories, upcoming plans and the
-strongest preferences, read straight from the store (three SQL reads a persona: no segmenter,
+"""The profile `aokun hook session-start` prints: pinned memories, the user's own upcoming plans
+and strongest preferences, and other people's (each named: "Sarah (wife): ..."; whose a fact is
+is its atom's subject), read straight from the store (three SQL reads a persona: no segmenter,
 no embedder, no front needed) and fitted to a character budget.
 
 It covers the persona scopes it is given (the caller's: aokun_admin/caller.py), each read
@@ -18,6 +19,7 @@ import re
 import time
 from datetime import datetime, timezone
 
+from shared.store.atoms import SELF_SUBJECT
 from shared.store.documents import DocumentFilter
 
 _BREAKS = re.compile(r"\s*[\r\n]+\s*")
@@ -30,10 +32,26 @@ def profile(store, personas: tuple[str | None, ...], per_section: int, budget: i
     nothing fits)."""
     now = time.time()
     with store.read() as s:
-        found = {"pinned": pinned(s, personas, per_section),
-                 "plans": upcoming_plans(s, personas, per_section, now),
-                 "preferences": strongest_preferences(s, personas, per_section, now)}
+        pinned_docs = pinned(s, personas, per_section)
+        plans = upcoming_plans(s, personas, per_section, now)
+        preferences = strongest_preferences(s, personas, per_section, now)
+    own_plans, others_plans = _split(plans)
+    own_preferences, others_preferences = _split(preferences)
+    found = {"pinned": pinned_docs, "plans": own_plans, "preferences": own_preferences,
+             "others": others_plans + others_preferences}
     return render(found, budget, header, sections)
+
+
+def _split(items: list[tuple[str | None, str]]) -> tuple[list[str], list[str]]:
+    """(the user's own lines, other people's lines named by whose they are): an atom's subject
+    is the self, or nobody stated (atoms stored before subjects were read), or another person."""
+    own = [line for subject, line in items if _is_own(subject)]
+    others = [f"{subject}: {line}" for subject, line in items if not _is_own(subject)]
+    return own, others
+
+
+def _is_own(subject: str | None) -> bool:
+    return subject is None or subject == SELF_SUBJECT
 
 
 def pinned(s, personas: tuple[str | None, ...], limit: int) -> list[str]:
@@ -44,32 +62,41 @@ def pinned(s, personas: tuple[str | None, ...], limit: int) -> list[str]:
     return [f"[id {d.id}] {_flat(d.text)}" for d in docs]
 
 
-def upcoming_plans(s, personas: tuple[str | None, ...], limit: int, now: float) -> list[str]:
-    """Still-valid planned atoms with a deadline, soonest first (search_atoms' order)."""
+def upcoming_plans(s, personas: tuple[str | None, ...], limit: int, now: float) -> list[tuple[str | None, str]]:
+    """Still-valid planned atoms with a deadline, soonest first (search_atoms' order), as
+    (subject, line); `limit` of the user's own and `limit` of other people's."""
     rows = [row for persona in personas
-            for row in s.atoms.still_valid_of_types(["planned"], persona, None, now, limit)
+            for row in s.atoms.still_valid_of_types(["planned"], persona, None, now, 4 * limit)
             if row["deadline"] is not None]
-    rows = sorted(rows, key=lambda r: (r["deadline"], -r["id"]))[:limit]
-    return [f"by {_day(row['deadline'])}: {_flat(row['text'])}" for row in rows]
+    rows = _each_side(sorted(rows, key=lambda r: (r["deadline"], -r["id"])), limit)
+    return [(row["subject"], f"by {_day(row['deadline'])}: {_flat(row['text'])}") for row in rows]
 
 
-def strongest_preferences(s, personas: tuple[str | None, ...], limit: int, now: float) -> list[str]:
+def _each_side(rows: list, limit: int) -> list:
+    """The first `limit` rows of the user's own and the first `limit` of other people's, in order."""
+    own = [r["id"] for r in rows if _is_own(r["subject"])][:limit]
+    others = [r["id"] for r in rows if not _is_own(r["subject"])][:limit]
+    kept = set(own) | set(others)
+    return [r for r in rows if r["id"] in kept]
+
+
+def strongest_preferences(s, personas: tuple[str | None, ...], limit: int,
+                          now: float) -> list[tuple[str | None, str]]:
     """Still-valid preference atoms, most confident first, then most important, most
-    reinforced, newest; the same text once."""
+    reinforced, newest; the same text once; as (subject, line), `limit` of the user's own and
+    `limit` of other people's."""
     rows = [row for persona in personas
             for row in s.atoms.still_valid_of_types(["preference"], persona, None, now, 500)]
     rows = sorted(rows, key=lambda r: (-r["confidence"], -r["importance"],
                                        -r["reinforcement_count"], -r["id"]))
-    seen, lines = set(), []
+    seen, kept = set(), []
     for row in rows:
         text = _flat(row["text"])
         if text.casefold() in seen:
             continue
         seen.add(text.casefold())
-        lines.append(text)
-        if len(lines) == limit:
-            break
-    return lines
+        kept.append(row)
+    return [(row["subject"], _flat(row["text"])) for row in _each_side(kept, limit)]
 
 
 def render(found: dict[str, list[str]], budget: int, header: str,

@@ -126,7 +126,7 @@ class GraphHandler:
         if not self._store.stages.is_done(document.id, "atoms", document.content_hash):
             raise AtomsNotReady(f"memory {document.id}: the atoms stage has not finished for this "
                                 "version yet; the graph stage waits for it")
-        return [StoredFact(row["id"], row["text"], row["confidence"])
+        return [StoredFact(row["id"], row["text"], row["confidence"], row["subject"])
                 for row in self._store.atoms.of_memory(document.id) if row["state"] in _GRAPHED_STATES]
 
     def store(self, tx: Session, document: Document, result, now: float) -> None:

@@ -118,3 +118,15 @@ def temporal_factors(rows: Sequence, now: float) -> dict[int, float]:
         factor = time_factor(row, now) if row["state"] == "active" else 0.0
         factors[row["memory_id"]] = max(factor, factors.get(row["memory_id"], 0.0))
     return factors
+
+
+def replaced_memories(rows: Sequence) -> dict[int, int]:
+    """Of the memories (rows: store.atoms.validity_rows), those a later statement replaced —
+    some atom superseded and none still active (a plan past its deadline is not replaced) —
+    each with the memory that replaced it."""
+    active = {row["memory_id"] for row in rows if row["state"] == "active"}
+    replaced: dict[int, int] = {}
+    for row in rows:
+        if row["replaced_by"] is not None and row["memory_id"] not in active:
+            replaced.setdefault(row["memory_id"], row["replaced_by"])
+    return replaced

@@ -140,6 +140,9 @@ def test_atoms_supersede_reinforce_and_reactivate(store):
         tx.atoms.insert(owner(store, new_memory), row("Paris"), NOW, state="dormant", superseded_by=old)
         tx.atoms.set_reinforcement(old, 2, 0.9, 60.0, NOW, restart=True)
     assert [(r["id"], r["state"]) for r in store.atoms.supersede_chain(new, "p")] == [(old, "superseded"), (new, "active")]
+    # Recall reads which memory replaced a superseded atom's (a dormant reinforcement row is no replacement).
+    assert {(r["memory_id"], r["state"], r["replaced_by"]) for r in store.atoms.validity_rows([old_memory, new_memory])} \
+        == {(old_memory, "superseded", new_memory), (new_memory, "active", None), (new_memory, "dormant", None)}
     assert [(r["id"], r["reinforcement_count"]) for r in store.atoms.reinforced_by(new_memory)] == [(old, 2)]
     assert store.atoms.reactivate_superseded_by(new_memory, NOW) == 1
     assert store.atoms.of_memory(old_memory)[0]["state"] == "active"

@@ -16,6 +16,7 @@ from shared.config import AtomsConfig
 from shared.errors import ConfigError
 from shared.store.atoms import ATOM_TYPES
 from shared.store.documents import Document, unmarked
+from shared.extract.subjects import subjects_of
 from shared.extract.timeparse import deadline as find_deadline
 from shared.memory_rules import EARLIEST_YEAR, LATEST_YEAR
 from shared.time_zone import machine_zone, on_clock
@@ -33,6 +34,13 @@ _SPEAKER = re.compile(r"^\s*([^:：\n]{1,40}?)\s*[:：]\s*(?=\S)")
 _SENTENCE = re.compile(r"(?<=[。！？!?；;])|(?<!\b[A-Z]\.)(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bSt\.)"
                        r"(?<!\bMrs\.)(?<!\bProf\.)(?<!\bvs\.)(?<!\be\.g\.)(?<!\bi\.e\.)"
                        r"(?<!\b[ap]\.m\.(?=\s[a-z]))(?<=\.)\s+|\n+")
+
+
+# A time said before a statement ("Last month, we moved ...", 上个月我们搬到了 ...): the slots
+# read the statement after it.
+_OPENING_TIME = re.compile(r"^\s*(?:(?:last|this|earlier this)\s+(?:week|month|year|spring|summer|autumn|fall|winter)"
+                           r"|(?:yesterday|today|recently|finally|so|well|also|and)\b)[\s,]*"
+                           r"|^\s*(?:上个?月|上周|上星期|去年|今年|昨天|前天|最近|刚刚|终于|前不久)[，,\s]*", re.I)
 
 
 @dataclass(frozen=True)
@@ -145,13 +153,14 @@ class AtomRules:
 
     def slots_of(self, fact: str, speaker: str | None) -> tuple[str, str, str] | None:
         """(subject, attribute, value) when a trusted pattern matches the fact, else None."""
+        fact = _OPENING_TIME.sub("", fact)
         for rule in self.slots:
             m = rule.pattern.search(fact.strip())
             if m:
                 groups = m.groupdict()
                 attribute = groups.get("attribute") or ""
                 attribute = f"{rule.attribute}:{attribute.strip().lower()}" if attribute else rule.attribute
-                value = re.sub(r"\s+", " ", groups["value"]).strip().lower()
+                value = re.sub(r"\s+", " ", groups["value"]).strip().rstrip(".").lower()
                 subject = (groups.get("subject") or speaker or "self").strip().lower()
                 return subject, attribute, value
         return None
@@ -208,12 +217,12 @@ def draft_atoms(document: Document, rules: AtomRules, config: AtomsConfig,
     speaker, facts = split_facts(document, rules)
     anchor = _anchor(document, zone or machine_zone())
     drafts = []
-    for fact in facts:
+    for fact, subject in zip(facts, subjects_of(facts, speaker)):
         atom_type, confidence = rules.atom_type(fact)
         slots = rules.slots_of(fact, speaker) or (None, None, None)
         drafts.append(AtomDraft(
             text=f"{speaker}: {fact}" if speaker else fact, type=atom_type, confidence=confidence,
-            subject=slots[0], attribute=slots[1], value=slots[2],
+            subject=subject, attribute=slots[1], value=slots[2],
             deadline=_deadline(fact, anchor) if atom_type == "planned" else None,
             ttl_days=ttl_days(atom_type, document.fields.importance, 0, config)))
     return drafts

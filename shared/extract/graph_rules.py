@@ -8,7 +8,8 @@ searchable entries. Zero model calls.
   Tomas" is Tomas -fiance-> Mei; the inverse is known from the vocabulary, not stored;
 - topics: the memory's topics plus its top keywords (jieba TF-IDF, nouns);
 - facts: one node per atom; edges: describes (entity or topic -> each fact that mentions it,
-  or every fact when none names it), mentioned_in (between the facts of one memory, in order),
+  or every fact when none names it; the user's node -> the user's own facts only, by the atom's
+  subject), mentioned_in (between the facts of one memory, in order),
   co_occurs_with (between the named entities and topics of one memory);
 - entries: "Fact: ... Summary: ..." per fact (the persona summary, else the memory's text),
   the text the graph channels search.
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from shared.config import GraphConfig
 from shared.extract.entities import IMPORTED_KINDS, PERSON, EntityFinder, Mention, self_spans
 from shared.extract.relations import Relation, find_relations
+from shared.store.atoms import SELF_SUBJECT
 from shared.store.documents import Document, unmarked
 from shared.store.graph import SELF_CANONICAL, EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
 from shared.text.segment import Segmenter
@@ -43,6 +45,7 @@ class StoredFact:
     atom_id: int
     text: str
     confidence: float
+    subject: str | None = None  # whose fact it is (shared/extract/subjects.py); None: not read
 
 
 def canonical(name: str, aliases: dict[str, str]) -> str:
@@ -93,6 +96,9 @@ class GraphBuilder:
         reading = _Reading(self, document, speaker)
         for index, fact in enumerate(facts_in):
             reading.read(index, fact.text)
+        # "My wife Sarah loves orchids" names the user ("my"), but is Sarah's: the user's node
+        # describes only the facts that are the user's own.
+        reading.self_named -= {i for i, f in enumerate(facts_in) if f.subject not in (None, SELF_SUBJECT)}
         entities = reading.entities()
         # A keyword that is a word of a name ("Acme" of "Acme Corp") is that entity already.
         taken = {n.canonical for n in entities} | {w for n in entities for w in n.canonical.split()}

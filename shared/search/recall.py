@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 from shared.config import RetrievalConfig
 from shared.decay import recency
 from shared.errors import AokunError
-from shared.atom_life import temporal_factors
+from shared.atom_life import replaced_memories, temporal_factors
 from shared.search import answer, calibration
 from shared.search.cache import RecallCache
 from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel
@@ -154,7 +154,8 @@ class Recaller:
         typed = holding_types(validity, wanted, now) if wanted else set()
         return _Fusion(self.config, documents, found, temporal_factors(validity, now),
                        self.store.graph.memory_confidence(list(documents)), now, request,
-                       self._pending(found, list(documents)), strongest, typed, related)
+                       self._pending(found, list(documents)), strongest, typed, related,
+                       replaced_memories(validity))
 
     def _related(self, found: _Found, query: Query, scope: DocumentFilter) -> dict[int, float]:
         """{memory: weight} about the entities the question's relations lead to, as the graph
@@ -223,12 +224,14 @@ class _Fusion:
     def __init__(self, config: RetrievalConfig, documents: dict[int, Document], found: _Found,
                  temporal: dict[int, float], confidence: dict[int, float], now: float,
                  request: RecallRequest, pending: dict[str, set[int]], strongest: dict[str, float],
-                 typed: set[int] = frozenset(), related: dict[int, float] | None = None):
+                 typed: set[int] = frozenset(), related: dict[int, float] | None = None,
+                 replaced: dict[int, int] | None = None):
         self.c, self.documents, self.found, self.temporal = config, documents, found, temporal
         self.confidence, self.now, self.request, self.pending = confidence, now, request, pending
         self.strongest = strongest  # per channel that answered: Channel.strength
         self.typed = typed  # memories holding an atom of a type the query asks about
         self.related = related or {}  # memories about what the query's relations lead to: weight
+        self.replaced = replaced or {}  # memory whose every atom a later one superseded: that one
         self.named: dict[str, bool] = {}  # speaker: whether the query names them
         self.parts: dict[int, dict] = {i: {} for i in documents}
 
@@ -257,7 +260,8 @@ class _Fusion:
             if graph_channels else set()
         routes = fuse_routes(self._document_route(), self._graph_route(), weights.document,
                              weights.graph, self.c.both_routes_bonus, graph_pending)
-        return ordered({i: max(0.0, s + self._shift(i)) for i, s in routes if i in self.documents})
+        return newer_first(ordered({i: max(0.0, s + self._shift(i)) for i, s in routes if i in self.documents}),
+                           self.replaced)
 
     def _shift(self, doc_id: int) -> float:
         """What a memory's atoms and turn add to its fused score (module docstring)."""
@@ -338,13 +342,25 @@ class _Fusion:
         parts["routes"] = {"document_weight": round(weights.document, 6),
                            "graph_weight": round(weights.graph, 6), "intents": list(weights.intents),
                            "both_routes_bonus": "document" in parts and "graph" in parts,
-                           "atom_type_boost": doc_id in self.typed,
+                           "atom_type_boost": doc_id in self.typed, "replaced_by": self.replaced.get(doc_id),
                            "relation": round(self.related.get(doc_id, 0.0), 6), "shift": round(self._shift(doc_id), 6)}
         parts["strongest"] = {c: round(v, 6) for c, v in self.strongest.items()}
         parts["not_indexed_by"] = sorted(n for n, ids in self.pending.items() if doc_id in ids)
         parts["final"] = round(final, 6)
         parts["query"] = self.request.query
         return {"channels": channels, "parts": parts}
+
+
+def newer_first(ranking: list[tuple[int, float]], replaced: dict[int, int]) -> list[tuple[int, float]]:
+    """The ranking with each memory a later one replaced right below that one when both are in
+    it: a newer memory ranked below the one it replaced takes its place and score."""
+    order = list(ranking)
+    for old, new in replaced.items():
+        place = {doc_id: n for n, (doc_id, _) in enumerate(order)}
+        if old in place and new in place and place[new] > place[old]:
+            order.pop(place[new])
+            order.insert(place[old], (new, order[place[old]][1]))
+    return order
 
 
 def fold_duplicates(ranking: list[tuple[int, float]], documents: dict[int, Document]

@@ -16,6 +16,9 @@ from shared.store.match import any_of
 from shared.units import DAY
 
 ATOM_TYPES = ("episodic", "planned", "factual", "relational", "preference", "unknown")
+# The subject of an atom about the user themself (any other subject names a person:
+# shared/extract/subjects.py); an atom stored before subjects were read has none.
+SELF_SUBJECT = "self"
 ATOM_STATES = ("active", "expired", "forgotten", "purged", "dormant", "superseded")
 
 
@@ -26,6 +29,9 @@ ATOM_STATES = ("active", "expired", "forgotten", "purged", "dormant", "supersede
 # derives the memory again, but no read shows them, worker or no worker. A test of the atom's
 # own row (`a`), so no read pays a join for it.
 CURRENT = "a.content_hash IS NOT NULL"
+# The memory whose atom superseded atom `a` (portable SQL; NULL unless `a` was superseded).
+REPLACED_BY = ("(SELECT n.memory_id FROM memory_atoms n WHERE n.id = a.superseded_by"
+               " AND a.state = 'superseded') AS replaced_by")
 
 
 @dataclass(frozen=True)
@@ -184,11 +190,12 @@ def still_valid_of_types(conn: sqlite3.Connection, types: Sequence[str], persona
 
 def validity_rows(conn: sqlite3.Connection, memory_ids: Sequence[int]) -> list[sqlite3.Row]:
     """What the time factor of the memories' current atoms depends on: memory_id, type,
-    state, ttl_days, deadline, create_time, state_time."""
+    state, ttl_days, deadline, create_time, state_time; and replaced_by, the memory whose
+    atom superseded a superseded one."""
     if not memory_ids:
         return []
     return conn.execute(
-        "SELECT a.memory_id, a.type, a.state, a.ttl_days, a.deadline, a.create_time, a.state_time"
+        f"SELECT a.memory_id, a.type, a.state, a.ttl_days, a.deadline, a.create_time, a.state_time, {REPLACED_BY}"
         f" FROM memory_atoms a WHERE a.memory_id IN (SELECT value FROM json_each(?)) AND {CURRENT}",
         (json.dumps(list(memory_ids)),)).fetchall()
 

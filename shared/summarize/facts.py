@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from shared.extract.atomize import AtomRules, sentences, word_count
+from shared.extract.subjects import ASSISTANT, role_of
 from shared.extract.timeparse import DateMention, date_mentions
 from shared.summarize.conversation import Turn
 from shared.summarize.rewrite import about_speaker
@@ -226,9 +227,11 @@ def is_fact(reading: TurnReading, weights: FactWeights) -> bool:
 def key_facts(readings: list[TurnReading], weights: FactWeights, limit: int) -> list[KeyFact]:
     """One key fact per stated fact of the turns that are facts (the best-scored turns' first,
     `limit` in all), in conversation order, each rewritten with its speaker as subject and its
-    dates resolved."""
+    dates resolved; none of a transcript's assistant."""
     speakers = list(dict.fromkeys(r.turn.speaker for r in readings))
-    scored = sorted(((score(r, weights), r) for r in readings if is_fact(r, weights)),
+    # What an assistant says (suggestions, checklists, "Noted") is no fact about the user.
+    scored = sorted(((score(r, weights), r) for r in readings
+                     if is_fact(r, weights) and role_of(r.turn.speaker) != ASSISTANT),
                     key=lambda p: (-p[0], p[1].index))
     facts = [fact for value, reading in scored for fact in _facts_of(reading, value, speakers)][:limit]
     return sorted(facts, key=lambda f: f.turn_index)  # stable: a turn's facts keep their order

@@ -27,6 +27,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from shared.errors import InvalidInput
+from shared.extract.subjects import ASSISTANT, fact_subject, role_of
 from shared.memory_rules import check_time_range, lone_surrogate_problem
 from shared.store.documents import MemoryFields
 from shared.time_zone import on_clock
@@ -279,10 +280,12 @@ def memory_fields(memory: StructuredMemory, turns: list[Turn], persona_id: str |
                   session_id: str | None) -> MemoryFields:
     """The summary's fields as memorize takes them, with the conversation's source hash and
     its end as original_time. The memory service checks them when they are stored (or by
-    MemoryService.checked), as it checks every memory's."""
+    MemoryService.checked), as it checks every memory's. A transcript's roles ("user",
+    "assistant") are no participants (no person nodes), and a key fact of the assistant's is
+    none about the user."""
     return MemoryFields(
-        topics=tuple(memory.topics), participants=tuple(memory.participants),
-        key_facts=tuple(memory.key_facts), sentiment=memory.sentiment,
+        topics=tuple(memory.topics), participants=tuple(p for p in memory.participants if role_of(p) is None),
+        key_facts=tuple(f for f in memory.key_facts if fact_subject(f) != ASSISTANT), sentiment=memory.sentiment,
         importance=float(memory.importance), persona_summary=memory.persona_summary,
         persona_id=persona_id, session_id=session_id, original_time=last_time(turns),
         source_hash=source_hash(turns, persona_id))

@@ -116,7 +116,7 @@ def validity_rows(conn: PgConnection, memory_ids: Sequence[int]) -> list[Record]
     if not memory_ids:
         return []
     return conn.sql(
-        "SELECT a.memory_id, a.type, a.state, a.ttl_days, a.deadline, a.create_time, a.state_time"
+        f"SELECT a.memory_id, a.type, a.state, a.ttl_days, a.deadline, a.create_time, a.state_time, {atoms.REPLACED_BY}"
         f" FROM memory_atoms a WHERE a.memory_id = ANY(%s) AND {atoms.CURRENT} ORDER BY a.memory_id, a.id",
         (list(memory_ids),)).fetchall()
 

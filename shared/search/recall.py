@@ -150,7 +150,7 @@ class Recaller:
         asked = self._time_question(request, now)
         found = self._run_channels(query, request.scope, max(self.config.candidate_depth, request.k))
         related = self._related(found, query, request.scope)
-        listed = self._listed(asked, request.scope)
+        listed = self._listed(asked, request.scope, now)
         candidates = sorted({i for r in found.rankings.values() for i, _ in r} | set(related) | set(listed))
         documents = self.store.documents.get_many(candidates)
         if not documents:
@@ -175,7 +175,7 @@ class Recaller:
             return timeframe.explicit(request.happens_after, request.happens_before, request.query, terms_of, now)
         return timeframe.read(request.query, terms_of, now, self.config.plan_cues)
 
-    def _listed(self, asked: timeframe.TimeQuestion | None, scope: DocumentFilter) -> list[int]:
+    def _listed(self, asked: timeframe.TimeQuestion | None, scope: DocumentFilter, now: float) -> list[int]:
         """For an agenda question or the caller's window, what happens inside it whether or not
         a channel found it: its dated plans soonest first, and, for a window that reaches
         before now, the memories told in it."""
@@ -184,7 +184,7 @@ class Recaller:
         window, depth = asked.window, self.config.candidate_depth
         ids = [row["memory_id"] for row in self.store.atoms.plans_due_between(
             window.start, window.end, scope.persona_id, scope.session_id, depth)]
-        if window.start is None or window.start < self.clock():
+        if window.start is None or window.start < now:
             told = replace(scope, since=_bound(max, scope.since, window.start),
                            until=_bound(min, scope.until, window.end))
             ids += [d.id for d in self.store.documents.list(depth, 0, told)[0]]

@@ -25,6 +25,7 @@ from shared.extract.time_expressions import find_expressions
 from shared.extract.time_words import EN_COUNT, ZH_COUNT, ZH_UNIT, ZH_UNITS, en_number, zh_number
 from shared.search.intent import has_cue
 
+MAX_QUESTION_CHARS = 2000  # a question's time words are in its first lines (a long query is a transcript)
 RECENT_DAYS = 30  # "recently": about a month, either way
 FEW = 3  # "the next few days", "the coming weeks", 接下来几天
 
@@ -112,11 +113,14 @@ def read(question: str, terms_of: Callable[[str], list[str]], now: float,
     """The window a question's time words name (several: the stretch from the first to the last),
     or None when it names none. plan_cues: words of a question about plans ("recently" then
     looks ahead)."""
+    question = question[:MAX_QUESTION_CHARS]
     anchor = anchor_of(now)
     past = bool(_PAST.search(question))
     taken: list[tuple[int, int]] = []
     spans = _counted(question, anchor, taken)
     named = [e for e in find_expressions(question, anchor, past) if e.precision != "moment"]
+    if not (spans or named or _FROM_NOW_ON.search(question) or _RECENT.search(question)):
+        return None
     agenda = _is_agenda(question, taken + [(e.start, e.end) for e in named], terms_of)
     for e in named:
         if (agenda or not e.plan_only) and _free(taken, e.start, e.end):

@@ -38,14 +38,16 @@ AGENDA_WORDS = frozenset((
     "todo", "tasks", "task", "reminders", "remind", "lined", "done", "list",
     "做", "干", "干嘛", "啥", "哪些", "事", "事情", "安排", "计划", "打算", "日程", "行程", "忙", "空",
     "活动", "待办", "发生", "约", "有事", "要事", "做些", "干些", "哪些事", "什么事", "我要", "要去", "去哪",
-    "去哪儿", "哪儿", "哪里"))
+    "去哪儿", "哪儿", "哪里", "还有", "有空", "事要"))
 
 _AMOUNT_EN = rf"(?P<n>{EN_COUNT[1:-1]}|few|several)"
 _UNIT_EN = r"(?P<unit>day|week|month|year)"
 _AMOUNT_ZH = rf"(?P<n>{ZH_COUNT[1:-1]}|几)"
 _UNIT_ZH = rf"(?P<unit>{ZH_UNIT[1:-1]})"
-# (pattern, which way from now). Plural units only where a singular is a named period (next week).
+# (pattern, which way from now: 0 both, 这几天). Plural units only where a singular is a named
+# period (next week).
 _COUNTED = (
+    (re.compile(rf"这{_AMOUNT_ZH}\s*(?P<unit>天|日)"), 0),
     (re.compile(rf"\b(?:the\s+)?(?:past|last|previous)\s+(?:{_AMOUNT_EN}\s+)?{_UNIT_EN}s\b", re.I), -1),
     (re.compile(rf"\b(?:in|over|during|within)\s+the\s+past\s+(?P<n>){_UNIT_EN}\b", re.I), -1),
     (re.compile(rf"(?:过去|最近|近|前)的?\s*{_AMOUNT_ZH}\s*{_UNIT_ZH}"), -1),
@@ -152,10 +154,9 @@ def _counted(question: str, anchor: datetime, taken: list[tuple[int, int]]) -> l
             taken.append(m.span())
             n, unit = _amount(m.group("n")), ZH_UNITS.get(m.group("unit")) or m.group("unit").lower()
             today = midnight(anchor)
-            if way > 0:
-                spans.append((epoch_of(anchor), epoch_of(shift(today, n, unit) + timedelta(days=1))))
-            else:
-                spans.append((epoch_of(shift(today, -n, unit)), epoch_of(anchor)))
+            start = anchor if way > 0 else shift(today, -n, unit)
+            end = anchor if way < 0 else shift(today, n, unit) + timedelta(days=1)
+            spans.append((epoch_of(start), epoch_of(end)))
     return spans
 
 

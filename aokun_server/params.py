@@ -79,6 +79,11 @@ Since = _optional(str, "only memories that happened at or after this: an ISO-860
                   "date-time (naive = UTC), e.g. 2024-05-08 or 2024-05-08T13:56:00")
 Until = _optional(str, "only memories that happened at or before this: an ISO-8601 date or "
                   "date-time (naive = UTC)")
+HappensAfter = _optional(str, "only memories of what happens at or after this — a plan's date, "
+                         "an event's date — not when it was told: an ISO-8601 date or date-time "
+                         "(naive = UTC), e.g. 2024-05-13")
+HappensBefore = _optional(str, "only memories of what happens before this (a date: up to the end "
+                          "of that day): an ISO-8601 date or date-time (naive = UTC)")
 IncludeArchived = _flag("also search archived memories (old, unimportant ones left out by "
                         "default)")
 Explain = _flag("add, per result, the channels that found it and the parts of its score")

@@ -22,6 +22,7 @@ from shared.api.models import (MAX_CONVERSATION_CHARS, MAX_CONVERSATION_TURNS, p
 from shared.errors import AokunError, InvalidInput
 from shared.memory_rules import check_scope_id
 from shared.store.documents import epoch
+from shared.units import DAY
 from shared.summarize.conversation import Turn, parse_conversation
 from shared.summarize.transcripts import in_range
 
@@ -174,6 +175,14 @@ def time_bound(value: str | None, name: str) -> float | None:
         return None
     reject_lone_surrogates(name, value)
     return epoch(parse_iso(value, name))
+
+
+def day_end_bound(value: str | None, name: str) -> float | None:
+    """An optional ISO-8601 end bound as epoch seconds: a date alone means the end of that day."""
+    bound = time_bound(value, name)
+    if bound is not None and "T" not in value.strip() and len(value.strip()) <= 10:
+        bound += DAY
+    return bound
 
 
 def conversation_turns(conversation) -> list[Turn]:

@@ -113,6 +113,25 @@ def test_atoms_insert_search_and_read(store):
     assert [(r["memory_id"], r["type"]) for r in store.atoms.validity_rows([memory_id])] == [(memory_id, "preference")]
 
 
+def test_plans_due_between_lists_memories_by_their_plans_deadline(store):
+    dentist, trip, other = (add(store, text, persona_id=persona) for text, persona in
+                            (("dentist", "p"), ("trip", "p"), ("dentist", "q")))
+    with store.write() as tx:
+        for memory_id, due in ((dentist, NOW + 2 * DAY), (dentist, NOW + 9 * DAY), (trip, NOW + DAY),
+                               (other, NOW + 2 * DAY)):
+            tx.atoms.insert(owner(store, memory_id, "q" if memory_id == other else "p"),
+                            AtomRow("planned", "plan", "plan", 0.9, deadline=due), NOW)
+        tx.atoms.insert(owner(store, trip), AtomRow("factual", "fact", "fact", 0.9, ttl_days=30), NOW)
+    due = lambda start, end, persona="p": [(r["memory_id"], r["deadline"]) for r in  # noqa: E731
+                                           store.atoms.plans_due_between(start, end, persona, None, 10)]
+    assert due(NOW, NOW + 3 * DAY) == [(trip, NOW + DAY), (dentist, NOW + 2 * DAY)]
+    assert due(NOW + 3 * DAY, None) == [(dentist, NOW + 9 * DAY)]
+    assert due(None, NOW + 2 * DAY) == [(trip, NOW + DAY)]  # the end is not in it
+    assert due(None, None, "q") == [(other, NOW + 2 * DAY)]
+    store.atoms.expire(NOW + 5 * DAY)  # a plan past its deadline still says when it happened
+    assert due(None, NOW + 3 * DAY) == [(trip, NOW + DAY), (dentist, NOW + 2 * DAY)]
+
+
 def test_atoms_expire_then_are_forgotten_then_purged(store):
     memory_id = add(store, "dentist on Friday", persona_id="p")
     with store.write() as tx:

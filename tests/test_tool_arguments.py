@@ -11,7 +11,7 @@ from helpers import mcp_session, stdio_params, write_config
 from shared.config import ALL_TOOLS
 
 RECALL_TAKES = ("query, k, session_id, persona_id, include_archived, since, until, explain, "
-                "min_score, max_chars")
+                "min_score, max_chars, happens_after, happens_before")
 
 
 def bounds(schema: dict) -> tuple:

@@ -10,10 +10,10 @@ from mcp.types import CallToolResult, TextContent
 
 from shared.api.models import (AtomOut, AtomsResult, ListResult, MemoryOut, RecallHit,
                                  RecallResult, reject_lone_surrogates)
-from aokun_server.params import (AtomQuery, AtomTypes, Explain, IncludeArchived, ListLimit,
-                                 MaxChars, MinScore, Offset, PersonaFilter, Query, SessionFilter,
-                                 Since, Until)
-from aokun_server.tooling import checked_id, described, time_bound
+from aokun_server.params import (AtomQuery, AtomTypes, Explain, HappensAfter, HappensBefore,
+                                 IncludeArchived, ListLimit, MaxChars, MinScore, Offset,
+                                 PersonaFilter, Query, SessionFilter, Since, Until)
+from aokun_server.tooling import checked_id, described, day_end_bound, time_bound
 from aokun_server.tools.deps import ToolDeps
 from shared.access import read_personas
 from shared.errors import InvalidInput
@@ -34,7 +34,8 @@ K = Annotated[int | None, "replaced by k_param when registered"]
 def recall(deps: ToolDeps, query: Query, k: K = None, session_id: SessionFilter = None,
            persona_id: PersonaFilter = None, include_archived: IncludeArchived = False,
            since: Since = None, until: Until = None, explain: Explain = False,
-           min_score: MinScore = None, max_chars: MaxChars = None
+           min_score: MinScore = None, max_chars: MaxChars = None,
+           happens_after: HappensAfter = None, happens_before: HappensBefore = None
            ) -> Annotated[CallToolResult, RecallResult]:
     """Look up what you were told in earlier conversations. Call it before answering
     whenever the user refers to their past, people, preferences or plans, or when context
@@ -45,9 +46,13 @@ def recall(deps: ToolDeps, query: Query, k: K = None, session_id: SessionFilter 
     structured answer has every field. The same text stored twice comes back once, the
     other ids in duplicates.
 
-    Filter by session_id or persona_id to stay within one conversation or one user;
-    since / until bound when the memory happened (original_time). max_chars keeps the text
-    answer within a budget. explain=true adds, per result, the channels that found it and
+    For a question about when things happen — plans, appointments, what is coming up, what
+    the user did last week — pass its dates as happens_after / happens_before (they read a
+    plan's date and an event's date); use since / until only to bound when a memory was told
+    (original_time). Time words in the query itself ("next week", 明天, "recently") are read
+    the same way when you give no window: what happens then ranks first, plans soonest
+    first. Filter by session_id or persona_id to stay within one conversation or one user.
+    max_chars keeps the text answer within a budget. explain=true adds, per result, the channels that found it and
     the score parts."""
     live = deps.live
     reject_lone_surrogates("query", query)
@@ -56,13 +61,16 @@ def recall(deps: ToolDeps, query: Query, k: K = None, session_id: SessionFilter 
     start, end = time_bound(since, "since"), time_bound(until, "until")
     if start is not None and end is not None and start > end:
         raise InvalidInput(f"since ({since}) is after until ({until})")
+    after, before = time_bound(happens_after, "happens_after"), day_end_bound(happens_before, "happens_before")
+    if after is not None and before is not None and after >= before:
+        raise InvalidInput(f"happens_after ({happens_after}) is not before happens_before ({happens_before})")
     personas = read_personas(deps.principal(), checked_id(persona_id, "persona_id"))
     scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
                            include_archived=include_archived, since=start, until=end)
     floor = floors(live.current.retrieval, min_score)
     hits = recall_in(deps, RecallRequest(
         query[:MAX_QUERY_CHARS], k or live.current.memory.recall_top_k, scope, explain,
-        max_chars=max_chars, **floor), personas)
+        max_chars=max_chars, happens_after=after, happens_before=before, **floor), personas)
     deps.reinforcer.touch([h.document.id for h in hits])
     return recall_answer(hits, floor["min_score"], max_chars)
 

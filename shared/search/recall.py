@@ -17,7 +17,9 @@ plan cues) adds atom_type_boost to the memories holding a still-valid preference
 atom; a question that names an entity and a relation (Tomas's fiancée, 王芳的丈夫) adds
 relation_boost to the memories about the entity it leads to; a turn by someone the question
 names gains named_speaker_boost; a turn that asks loses question_turn_penalty (the turn
-answering it states the fact). MMR re-ranking is available and off
+answering it states the fact). A question about a window of time (next week, 明天, recently) or
+a window the caller gives ranks what happens inside it first (shared/search/happening.py).
+MMR re-ranking is available and off
 by default (mmr_enabled); RRF is an alternative fusion. Every weight comes from
 RetrievalConfig; shared/assembly.py rebuilds the Recaller when those settings change.
 """
@@ -34,7 +36,7 @@ from shared.config import RetrievalConfig
 from shared.decay import recency
 from shared.errors import AokunError
 from shared.atom_life import replaced_memories, temporal_factors
-from shared.search import answer, calibration
+from shared.search import answer, calibration, happening, timeframe
 from shared.search.cache import RecallCache
 from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel
 from shared.search.focus import asks, focus, speaker
@@ -65,6 +67,10 @@ class RecallRequest:
     min_score: float = 0.0
     max_chars: int | None = None
     min_best_score: float = 0.0
+    # when what is recalled happens (epoch seconds, [after, before), None: open); both None: the
+    # window the query's own time words name, if any
+    happens_after: float | None = None
+    happens_before: float | None = None
 
 
 def floors(config: RetrievalConfig, min_score: float | None) -> dict[str, float]:
@@ -140,22 +146,50 @@ class Recaller:
         if self.config.query_focus:
             request = replace(request, query=focus(request.query))
         query = Query(request.query, self.segmenter, self.embed)
+        now = self.clock()
+        asked = self._time_question(request, now)
         found = self._run_channels(query, request.scope, max(self.config.candidate_depth, request.k))
         related = self._related(found, query, request.scope)
-        candidates = sorted({i for r in found.rankings.values() for i, _ in r} | set(related))
+        listed = self._listed(asked, request.scope, now)
+        candidates = sorted({i for r in found.rankings.values() for i, _ in r} | set(related) | set(listed))
         documents = self.store.documents.get_many(candidates)
         if not documents:
             return None
-        now = self.clock()
         strongest = {name: found.channels[name].strength(query, ranking)
                      for name, ranking in found.rankings.items()}
         validity = self.store.atoms.validity_rows(list(documents))
         wanted = wanted_atom_types(request.query, self.config) if self.config.atom_type_boost > 0 else ()
         typed = holding_types(validity, wanted, now) if wanted else set()
-        return _Fusion(self.config, documents, found, temporal_factors(validity, now),
-                       self.store.graph.memory_confidence(list(documents)), now, request,
-                       self._pending(found, list(documents)), strongest, typed, related,
-                       replaced_memories(validity))
+        fusion = _Fusion(self.config, documents, found, temporal_factors(validity, now),
+                         self.store.graph.memory_confidence(list(documents)), now, request,
+                         self._pending(found, list(documents)), strongest, typed, related,
+                         replaced_memories(validity))
+        if asked is not None:
+            fusion.asked, fusion.listed = asked, [i for i in listed if i in documents]
+            fusion.within = happening.inside(asked, documents, validity)
+        return fusion
+
+    def _time_question(self, request: RecallRequest, now: float) -> timeframe.TimeQuestion | None:
+        """The window on when things happen: the caller's, else the one the query names."""
+        terms_of = self.segmenter.unique_terms
+        if request.happens_after is not None or request.happens_before is not None:
+            return timeframe.explicit(request.happens_after, request.happens_before, request.query, terms_of, now)
+        return timeframe.read(request.query, terms_of, now, self.config.plan_cues)
+
+    def _listed(self, asked: timeframe.TimeQuestion | None, scope: DocumentFilter, now: float) -> list[int]:
+        """For an agenda question or the caller's window, what happens inside it whether or not
+        a channel found it: its dated plans soonest first, and, for a window that reaches
+        before now, the memories told in it."""
+        if asked is None or not (asked.agenda or asked.explicit):
+            return []
+        window, depth = asked.window, self.config.candidate_depth
+        ids = [row["memory_id"] for row in self.store.atoms.plans_due_between(
+            window.start, window.end, scope.persona_id, scope.session_id, depth)]
+        if window.start is None or window.start < now:
+            told = replace(scope, since=_bound(max, scope.since, window.start),
+                           until=_bound(min, scope.until, window.end))
+            ids += [d.id for d in self.store.documents.list(depth, 0, told)[0]]
+        return sorted(self.store.documents.filter_ids(ids, scope), key=ids.index)
 
     def _related(self, found: _Found, query: Query, scope: DocumentFilter) -> dict[int, float]:
         """{memory: weight} about the entities the question's relations lead to, as the graph
@@ -233,6 +267,9 @@ class _Fusion:
         self.related = related or {}  # memories about what the query's relations lead to: weight
         self.replaced = replaced or {}  # memory whose every atom a later one superseded: that one
         self.named: dict[str, bool] = {}  # speaker: whether the query names them
+        self.asked: timeframe.TimeQuestion | None = None  # the window on when things happen
+        self.within: dict[int, float] = {}  # the candidates happening inside it: when, first
+        self.listed: list[int] = []  # found for the window alone, by date
         self.parts: dict[int, dict] = {i: {} for i in documents}
 
     def hits(self, terms_of: Callable) -> list[Hit]:
@@ -240,7 +277,11 @@ class _Fusion:
         Scores are probabilities of relevance (shared/search/calibration.py), in fused order."""
         weights = route_weights(self.request.query, self.c)
         fused = normalise(self.fused(weights))
+        if self.asked is not None:
+            fused = happening.arranged(fused, self.within, self.asked, self.listed)
         score = calibration.default().probabilities(fused, self.strongest)
+        if self.asked is not None:
+            score = happening.lifted(score, self.within, self.asked)
         if not fused or score[fused[0][0]] < self.request.min_best_score:
             return []
         ranked = [(i, score[i]) for i, _ in fused if score[i] >= self.request.min_score]
@@ -345,6 +386,10 @@ class _Fusion:
                            "atom_type_boost": doc_id in self.typed, "replaced_by": self.replaced.get(doc_id),
                            "relation": round(self.related.get(doc_id, 0.0), 6), "shift": round(self._shift(doc_id), 6)}
         parts["strongest"] = {c: round(v, 6) for c, v in self.strongest.items()}
+        if self.asked is not None:
+            parts["window"] = {"start": self.asked.window.start, "end": self.asked.window.end,
+                               "agenda": self.asked.agenda, "inside": doc_id in self.within,
+                               "happens": self.within.get(doc_id)}
         parts["not_indexed_by"] = sorted(n for n, ids in self.pending.items() if doc_id in ids)
         parts["final"] = round(final, 6)
         parts["query"] = self.request.query
@@ -377,6 +422,12 @@ def fold_duplicates(ranking: list[tuple[int, float]], documents: dict[int, Docum
         first[key] = doc_id
         kept.append((doc_id, score))
     return kept, {i: tuple(ids) for i, ids in folded.items()}
+
+
+def _bound(pick: Callable, *bounds: float | None) -> float | None:
+    """The tighter of two optional bounds (pick: max for a start, min for an end)."""
+    given = [b for b in bounds if b is not None]
+    return pick(given) if given else None
 
 
 def _rank_of(name: str, ranking, doc_id: int) -> dict:

@@ -188,6 +188,36 @@ def still_valid_of_types(conn: sqlite3.Connection, types: Sequence[str], persona
         " ORDER BY a.deadline IS NULL, a.deadline, a.id DESC LIMIT ?", (*params, limit)).fetchall()
 
 
+# The atom states whose plan still tells when something happens: a plan past its deadline is
+# expired, and still says it happened then.
+DATED_STATES = ("active", "expired")
+
+
+def plans_due_between(conn: sqlite3.Connection, start: float | None, end: float | None,
+                      persona_id: str | None, session_id: str | None, limit: int) -> list[sqlite3.Row]:
+    """Memories with a current plan (active or expired) due at or after `start` and before
+    `end` (either may be open): memory_id and its earliest such deadline, soonest first.
+    Portable SQL (both engines)."""
+    clauses, params = _plans_due_clauses(start, end, "?")
+    _scoped(clauses, params, persona_id, session_id)
+    return conn.execute(
+        f"SELECT a.memory_id, MIN(a.deadline) AS deadline FROM memory_atoms a WHERE {' AND '.join(clauses)}"
+        " GROUP BY a.memory_id ORDER BY MIN(a.deadline), a.memory_id LIMIT ?", (*params, limit)).fetchall()
+
+
+def _plans_due_clauses(start: float | None, end: float | None, mark: str) -> tuple[list[str], list]:
+    clauses = ["a.type = 'planned'", CURRENT, "a.deadline IS NOT NULL",
+               f"a.state IN ({', '.join(repr(s) for s in DATED_STATES)})"]
+    params: list = []
+    if start is not None:
+        clauses.append(f"a.deadline >= {mark}")
+        params.append(start)
+    if end is not None:
+        clauses.append(f"a.deadline < {mark}")
+        params.append(end)
+    return clauses, params
+
+
 def validity_rows(conn: sqlite3.Connection, memory_ids: Sequence[int]) -> list[sqlite3.Row]:
     """What the time factor of the memories' current atoms depends on: memory_id, type,
     state, ttl_days, deadline, create_time, state_time; and replaced_by, the memory whose

@@ -232,6 +232,10 @@ class Atoms(Protocol):
     def still_valid_of_types(self, types: Sequence[str], persona_id: str | None, session_id: str | None,
                              now: float, limit: int, exclude: Sequence[int] = ()) -> list[Record]: ...
     def validity_rows(self, memory_ids: Sequence[int]) -> list[Record]: ...
+    def plans_due_between(self, start: float | None, end: float | None, persona_id: str | None,
+                          session_id: str | None, limit: int) -> list[Record]:
+        """Memories with a current plan due in [start, end) (either open): memory_id, deadline
+        (its earliest there), soonest first."""
     def counts_by_type_and_state(self) -> list[Record]:
         """(type, state, count)."""
     def page(self, atom_type: str | None, state: str | None, persona_id: str | None, limit: int,

@@ -314,6 +314,10 @@ class SqliteAtoms(_Aggregate):
     def validity_rows(self, memory_ids: Sequence[int]) -> list[Record]:
         return self._run.rows(atoms.validity_rows, memory_ids)
 
+    def plans_due_between(self, start: float | None, end: float | None, persona_id: str | None,
+                          session_id: str | None, limit: int) -> list[Record]:
+        return self._run.rows(atoms.plans_due_between, start, end, persona_id, session_id, limit)
+
     def counts_by_type_and_state(self) -> list[Record]:
         return self._run.rows(atoms.counts_by_type_and_state)
 

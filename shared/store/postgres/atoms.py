@@ -112,6 +112,19 @@ def still_valid_of_types(conn: PgConnection, types: Sequence[str], persona_id: s
         " ORDER BY a.deadline IS NULL, a.deadline, a.id DESC LIMIT %s", [*params, limit]).fetchall()
 
 
+def plans_due_between(conn: PgConnection, start: float | None, end: float | None,
+                      persona_id: str | None, session_id: str | None, limit: int) -> list[Record]:
+    """As atoms.plans_due_between."""
+    clauses, params = atoms._plans_due_clauses(start, end, "%s")
+    for column, wanted in (("persona_id", persona_id), ("session_id", session_id)):
+        if wanted is not None:
+            clauses.append(f"a.{column} = %s")
+            params.append(wanted)
+    return conn.sql(
+        f"SELECT a.memory_id, MIN(a.deadline) AS deadline FROM memory_atoms a WHERE {' AND '.join(clauses)}"
+        " GROUP BY a.memory_id ORDER BY MIN(a.deadline), a.memory_id LIMIT %s", [*params, limit]).fetchall()
+
+
 def validity_rows(conn: PgConnection, memory_ids: Sequence[int]) -> list[Record]:
     if not memory_ids:
         return []
@@ -180,6 +193,9 @@ class PostgresAtoms(SqliteAtoms):
 
     def validity_rows(self, memory_ids):
         return self._run.rows(validity_rows, memory_ids)
+
+    def plans_due_between(self, start, end, persona_id, session_id, limit):
+        return self._run.rows(plans_due_between, start, end, persona_id, session_id, limit)
 
     def supersede_chain(self, atom_id, persona_id, max_steps=20):
         return self._run.rows(supersede_chain, atom_id, persona_id, max_steps)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass
+from datetime import timezone, tzinfo
 from typing import Annotated, Any, Callable, TypeVar, get_origin
 
 from mcp.server.mcpserver import MCPServer
@@ -22,6 +23,7 @@ from shared.api.models import (MAX_CONVERSATION_CHARS, MAX_CONVERSATION_TURNS, p
 from shared.errors import AokunError, InvalidInput
 from shared.memory_rules import check_scope_id
 from shared.store.documents import epoch
+from shared.time_zone import in_zone
 from shared.units import DAY
 from shared.summarize.conversation import Turn, parse_conversation
 from shared.summarize.transcripts import in_range
@@ -169,17 +171,18 @@ def checked_id(value: str | None, name: str) -> str | None:
     return check_scope_id(name, value)
 
 
-def time_bound(value: str | None, name: str) -> float | None:
-    """An optional ISO-8601 bound as epoch seconds (naive times are UTC)."""
+def time_bound(value: str | None, name: str, zone: tzinfo = timezone.utc) -> float | None:
+    """An optional ISO-8601 bound as epoch seconds; a time without an offset is on the user's
+    clock (zone)."""
     if value is None:
         return None
     reject_lone_surrogates(name, value)
-    return epoch(parse_iso(value, name))
+    return epoch(in_zone(parse_iso(value, name), zone))
 
 
-def day_end_bound(value: str | None, name: str) -> float | None:
+def day_end_bound(value: str | None, name: str, zone: tzinfo = timezone.utc) -> float | None:
     """An optional ISO-8601 end bound as epoch seconds: a date alone means the end of that day."""
-    bound = time_bound(value, name)
+    bound = time_bound(value, name, zone)
     if bound is not None and "T" not in value.strip() and len(value.strip()) <= 10:
         bound += DAY
     return bound

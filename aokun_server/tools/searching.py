@@ -21,6 +21,7 @@ from shared.search import answer
 from shared.search.atom_search import AtomHit
 from shared.search.recall import Hit, RecallRequest, floors
 from shared.store.documents import DocumentFilter
+from shared.time_zone import user_zone
 
 MAX_QUERY_CHARS = 100_000
 # k's type as registered is built per server (register_tools: bounded by memory.recall_max_k);
@@ -58,10 +59,12 @@ def recall(deps: ToolDeps, query: Query, k: K = None, session_id: SessionFilter 
     reject_lone_surrogates("query", query)
     if not query.strip():
         raise InvalidInput("query is empty: say what to look for")
-    start, end = time_bound(since, "since"), time_bound(until, "until")
+    zone = user_zone(live.current.memory.time_zone)
+    start, end = time_bound(since, "since", zone), time_bound(until, "until", zone)
     if start is not None and end is not None and start > end:
         raise InvalidInput(f"since ({since}) is after until ({until})")
-    after, before = time_bound(happens_after, "happens_after"), day_end_bound(happens_before, "happens_before")
+    after = time_bound(happens_after, "happens_after", zone)
+    before = day_end_bound(happens_before, "happens_before", zone)
     if after is not None and before is not None and after >= before:
         raise InvalidInput(f"happens_after ({happens_after}) is not before happens_before ({happens_before})")
     personas = read_personas(deps.principal(), checked_id(persona_id, "persona_id"))
@@ -70,7 +73,7 @@ def recall(deps: ToolDeps, query: Query, k: K = None, session_id: SessionFilter 
     floor = floors(live.current.retrieval, min_score)
     hits = recall_in(deps, RecallRequest(
         query[:MAX_QUERY_CHARS], k or live.current.memory.recall_top_k, scope, explain,
-        max_chars=max_chars, happens_after=after, happens_before=before, **floor), personas)
+        max_chars=max_chars, happens_after=after, happens_before=before, zone=zone, **floor), personas)
     deps.reinforcer.touch([h.document.id for h in hits])
     return recall_answer(hits, floor["min_score"], max_chars)
 

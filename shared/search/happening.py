@@ -15,7 +15,7 @@ also leaves out what does not happen inside it.
 
 from __future__ import annotations
 
-from datetime import timezone
+from datetime import tzinfo
 from typing import Iterable, Mapping, Sequence
 
 from shared.extract.timeparse import date_mentions
@@ -23,6 +23,7 @@ from shared.extract.time_calendar import period
 from shared.search.timeframe import TimeQuestion, epoch_of
 from shared.store.atoms import DATED_STATES
 from shared.store.documents import Document, epoch, unmarked
+from shared.time_zone import on_clock
 
 # A memory that happens inside the window an agenda question asks about is what it asks for,
 # though it shares none of its words: its score (a probability of relevance) is at least this.
@@ -39,8 +40,9 @@ def plan_dates(validity: Iterable) -> dict[int, list[float]]:
     return dates
 
 
-def spans_of(document: Document, plans: Sequence[float]) -> list[tuple[float, float]]:
-    """When a memory happens, as [first, end) spans (a moment: a span of none)."""
+def spans_of(document: Document, plans: Sequence[float], zone: tzinfo) -> list[tuple[float, float]]:
+    """When a memory happens, as [first, end) spans (a moment: a span of none); the dates its
+    text states are read on the clock it was told on (zone: the user's)."""
     if plans:
         return [(t, t) for t in sorted(plans)]
     told = document.fields.original_time
@@ -48,19 +50,19 @@ def spans_of(document: Document, plans: Sequence[float]) -> list[tuple[float, fl
     spans = [(said, said)]
     if told is None:
         return spans
-    anchor = told.astimezone(timezone.utc).replace(tzinfo=None) if told.tzinfo else told
-    for mention in date_mentions(unmarked(document.text), anchor, past=True):
+    for mention in date_mentions(unmarked(document.text), on_clock(told, zone), past=True):
         last = period(mention.day, mention.precision)[1] if mention.precision in _PERIOD_DAYS else mention.day
         spans.append((epoch_of(mention.day), epoch_of(last) + 86_400.0))
     return spans
 
 
-def inside(asked: TimeQuestion, documents: Mapping[int, Document], validity: Iterable) -> dict[int, float]:
+def inside(asked: TimeQuestion, documents: Mapping[int, Document], validity: Iterable,
+           zone: tzinfo) -> dict[int, float]:
     """{memory: the first moment it happens inside the window} for the memories that do."""
     plans = plan_dates(validity)
     found = {}
     for doc_id, document in documents.items():
-        moments = [first for first, end in spans_of(document, plans.get(doc_id, ()))
+        moments = [first for first, end in spans_of(document, plans.get(doc_id, ()), zone)
                    if (asked.window.holds(first) if end == first else asked.window.covers(first, end))]
         if moments:
             found[doc_id] = min(moments)

@@ -30,6 +30,7 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from datetime import timezone, tzinfo
 from typing import Callable, Sequence
 
 from shared.config import RetrievalConfig
@@ -71,6 +72,7 @@ class RecallRequest:
     # window the query's own time words name, if any
     happens_after: float | None = None
     happens_before: float | None = None
+    zone: tzinfo = timezone.utc  # the user's clock, on which the query's time words are read
 
 
 def floors(config: RetrievalConfig, min_score: float | None) -> dict[str, float]:
@@ -166,15 +168,16 @@ class Recaller:
                          replaced_memories(validity))
         if asked is not None:
             fusion.asked, fusion.listed = asked, [i for i in listed if i in documents]
-            fusion.within = happening.inside(asked, documents, validity)
+            fusion.within = happening.inside(asked, documents, validity, request.zone)
         return fusion
 
     def _time_question(self, request: RecallRequest, now: float) -> timeframe.TimeQuestion | None:
         """The window on when things happen: the caller's, else the one the query names."""
         terms_of = self.segmenter.unique_terms
         if request.happens_after is not None or request.happens_before is not None:
-            return timeframe.explicit(request.happens_after, request.happens_before, request.query, terms_of, now)
-        return timeframe.read(request.query, terms_of, now, self.config.plan_cues)
+            return timeframe.explicit(request.happens_after, request.happens_before, request.query, terms_of, now,
+                                      request.zone)
+        return timeframe.read(request.query, terms_of, now, self.config.plan_cues, request.zone)
 
     def _listed(self, asked: timeframe.TimeQuestion | None, scope: DocumentFilter, now: float) -> list[int]:
         """For an agenda question or the caller's window, what happens inside it whether or not

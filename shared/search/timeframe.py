@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Callable, Sequence
 
 from shared.extract.time_calendar import midnight, period, shift
@@ -91,32 +91,32 @@ class TimeQuestion:
     explicit: bool = False
 
 
-def anchor_of(now: float) -> datetime:
-    """The moment a question is asked, as the time parser reads it: naive, on the clock the
-    atoms stage reads plans on (naive times are UTC, shared/store/documents.epoch)."""
-    return datetime.fromtimestamp(now, timezone.utc).replace(tzinfo=None)
+def anchor_of(now: float, zone: tzinfo = timezone.utc) -> datetime:
+    """The moment a question is asked, on the user's clock (shared/time_zone.py): "tomorrow"
+    and "next week" are the user's, as the atoms stage reads plans on it."""
+    return datetime.fromtimestamp(now, zone)
 
 
 def epoch_of(moment: datetime) -> float:
-    """A parser's time as epoch seconds (naive: UTC, as anchor_of)."""
+    """A parser's time as epoch seconds (an aware one as it says; naive: UTC)."""
     return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
 
 
 def explicit(after: float | None, before: float | None, question: str, terms_of: Callable[[str], list[str]],
-             now: float) -> TimeQuestion:
+             now: float, zone: tzinfo = timezone.utc) -> TimeQuestion:
     """The caller's window on when things happen, with what the question asks of it."""
-    asked = read(question, terms_of, now)
+    asked = read(question, terms_of, now, zone=zone)
     agenda = asked.agenda if asked is not None else _is_agenda(question, [], terms_of)
     return TimeQuestion(Window(after, before), agenda, _ahead(before, now), True)
 
 
 def read(question: str, terms_of: Callable[[str], list[str]], now: float,
-         plan_cues: Sequence[str] = ()) -> TimeQuestion | None:
+         plan_cues: Sequence[str] = (), zone: tzinfo = timezone.utc) -> TimeQuestion | None:
     """The window a question's time words name (several: the stretch from the first to the last),
     or None when it names none. plan_cues: words of a question about plans ("recently" then
-    looks ahead)."""
+    looks ahead); zone: the user's clock."""
     question = question[:MAX_QUESTION_CHARS]
-    anchor = anchor_of(now)
+    anchor = anchor_of(now, zone)
     past = bool(_PAST.search(question))
     taken: list[tuple[int, int]] = []
     spans = _counted(question, anchor, taken)

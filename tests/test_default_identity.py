@@ -90,7 +90,8 @@ def test_mcp_ingest_hooks_and_the_graph_share_the_default_identity(tmp_path):
 
 
 def test_a_named_default_persona_is_where_unnamed_writes_go(tmp_path):
-    config = write_config(tmp_path, memory={"default_persona": "me"})
+    config = write_config(tmp_path, memory={"default_persona": "me"},
+                          server={"exposed_tools": ["memorize", "summarize_memory", "recall"]})
     with mcp_session(stdio_params(config)) as model:
         assert model.ok("memorize", {"content": PEANUTS})["persona_id"] == "me"
         stored = model.ok("summarize_memory", {"conversation": SESSION, "store": True})

@@ -19,12 +19,17 @@ from __future__ import annotations
 
 import hmac
 import os
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from shared.access import ADMIN, Principal, principal_of, token_hash
 from shared.config import LOCAL_TOKEN_ENV, AppConfig
 from shared.errors import AccessDenied
-from shared.store.interface import Store
+
+if TYPE_CHECKING:
+    from shared.access import Principal
+    from shared.store.interface import Store
+
+# Lazy imports: the access rules (and the store's types under them) only where a token is
+# resolved against the store; `aokun hook` takes caller_token alone when a front answers.
 
 
 def caller_token(config: AppConfig, env: Mapping[str, str] = os.environ) -> tuple[str | None, str]:
@@ -34,8 +39,10 @@ def caller_token(config: AppConfig, env: Mapping[str, str] = os.environ) -> tupl
     return (config.server.token or None), "server.token"
 
 
-def caller(store: Store, config: AppConfig, env: Mapping[str, str] = os.environ) -> Principal:
+def caller(store: "Store", config: AppConfig, env: Mapping[str, str] = os.environ) -> "Principal":
     """The principal this command runs as, looked up now (a revoke applies at once)."""
+    from shared.access import ADMIN
+
     token, source = caller_token(config, env)
     if token is None:
         if store.users.any_active():
@@ -45,9 +52,11 @@ def caller(store: Store, config: AppConfig, env: Mapping[str, str] = os.environ)
     return token_principal(store, token, source, config.server.token)
 
 
-def token_principal(store: Store, token: str, source: str, admin_token: str) -> Principal:
+def token_principal(store: "Store", token: str, source: str, admin_token: str) -> "Principal":
     """The principal of a token given in `source` (named in the refusal): an active user's
     token is that user, the admin's server.token the admin; anything else is refused."""
+    from shared.access import ADMIN, principal_of, token_hash
+
     holder = store.users.holder_of(token_hash(token)) if token else None
     if holder is not None and not holder.revoked:
         return principal_of(holder)

@@ -26,19 +26,24 @@ a token it cannot resolve (revoked, unknown) or a --persona the token does not h
 nothing and one line on stderr, whether a front or the store would have answered. Without a
 token, on a store without users, the hook reads every persona, as it always did.
 
-Where recall runs: a prompt goes to a running HTTP front of this store when there is one (its
-heartbeat row says so and holds the endpoint it listens on), with the caller's token, as a
-plain JSON-RPC POST (hook_front.py): the front has jieba and the embedder loaded already. A
-front that refuses is the answer: nothing is printed, and the store is not read instead.
-Without a front (or one that cannot be reached), recall opens the store read-only in this
-process (no migrations, no writes, no access counts; a front's recall records them), from
-BM25 and graph keywords without vectors (see recall_here for the measurement), once per
-persona the caller may read, merged by score as the recall tool merges them. A session-start
-profile is a few SQL reads per persona and needs neither segmenter nor embedder, so it always
-reads the store directly.
+Where recall runs: a prompt goes to a running HTTP front of this store when there is one, with
+the caller's token, as a plain JSON-RPC POST (hook_front.py): the front has jieba and the
+embedder loaded already. The front is found by the note it keeps in data_dir
+(shared/serving.announce_endpoint), so when it answers no store is opened here at all: the
+front resolves the token against the store's users, as caller.py does. A front that refuses
+is the answer: nothing is printed, and the store is not read instead; the store is read only
+to say the refusal in the words the store path would use (a persona the token lacks, a
+revoked token), so the line does not depend on who answered. Without a note, the store is
+opened and its fronts' heartbeat rows say where one listens. Without a front (or one that
+cannot be reached), recall opens the store read-only in this process (no migrations, no
+writes, no access counts; a front's recall records them), from BM25 and graph keywords
+without vectors (see recall_here for the measurement), once per persona the caller may read,
+merged by score as the recall tool merges them. A session-start profile is a few SQL reads
+per persona and needs neither segmenter nor embedder, so it always reads the store directly.
 
-Cold start: this module imports only the standard library at import time; everything heavier
-is imported by the path that needs it, because a hook runs on every prompt.
+Cold start: this module imports only the standard library at import time, and `aokun`'s entry
+point (main.py) nothing else before a hook; everything heavier is imported by the path that
+needs it, because a hook runs on every prompt.
 """
 
 from __future__ import annotations
@@ -276,6 +281,15 @@ def prompt_context(config, prompt: str, args) -> tuple[str, str]:
     room = budget - len(PROMPT_HEADER) - 1
     if room <= 0:
         return "", "nowhere (budget smaller than the header)"
+    asked = None
+    if not args.no_front:
+        from shared.serving import announced_endpoints
+
+        # The front's note in data_dir: no store is opened when the front answers.
+        for asked in announced_endpoints(config.storage)[:1]:
+            hits = ask_front(config, asked, prompt, k, room, args, None)
+            if hits is not None:
+                return _lines(hits), f"the front at {asked}"
     store = open_existing(config)
     try:
         # Checked here first, so a persona out of the token's reach is refused in the same
@@ -285,28 +299,63 @@ def prompt_context(config, prompt: str, args) -> tuple[str, str]:
             return "", "nowhere (the token holds no persona)"
         url = None if args.no_front else front_url(config, store)
         hits, source = None, ""
-        if url is not None:
-            from aokun_admin.caller import caller_token
-            from aokun_admin.hook_front import FrontClient
-
-            try:  # a refusal (FrontRefused) ends the hook: the store is not read instead
-                hits = FrontClient(url, caller_token(config)[0]).recall(prompt, k, args.persona,
-                                                                        args.min_score, room)
-                source = f"the front at {url}"
-            except FrontUnreachable as exc:
-                if args.verbose:
-                    print(f"aokun hook: the front did not answer ({exc}); reading the store",
-                          file=sys.stderr)
+        if url is not None and url != asked:
+            hits = ask_front(config, url, prompt, k, room, args, store)
+            source = f"the front at {url}"
         if hits is None:
             hits, source = recall_here(config, store, prompt, k, personas, args.min_score, room)
     finally:
         store.close()
-    # Both recalls left out what scores below the floors and fitted the lines to `room`.
+    return _lines(hits), source
+
+
+def ask_front(config, url: str, prompt: str, k: int, room: int, args, store) -> list | None:
+    """The front's recall as the caller (its token: the front resolves it against the store's
+    users, as aokun_admin/caller.py does), or None when no front answered there. A refusal
+    ends the hook (the store is not read instead); it is said as the store path would say it
+    when the caller's own check refuses too, so the words do not depend on who answered."""
+    from aokun_admin.caller import caller_token
+    from aokun_admin.hook_front import FrontClient, FrontRefused
+
+    try:
+        return FrontClient(url, caller_token(config)[0]).recall(prompt, k, args.persona, args.min_score, room)
+    except FrontRefused:
+        own_check(config, args.persona, store)
+        raise
+    except FrontUnreachable as exc:
+        if args.verbose:
+            print(f"aokun hook: the front did not answer ({exc}); reading the store", file=sys.stderr)
+        return None
+
+
+def own_check(config, persona: str | None, store) -> None:
+    """The caller's scope checked against the store (AccessDenied when it refuses); nothing
+    when the store cannot be read: the front's refusal is then the word."""
+    from shared.errors import AccessDenied
+
+    try:
+        if store is not None:
+            readable_personas(config, store, persona)
+            return
+        opened = open_existing(config)
+        try:
+            readable_personas(config, opened, persona)
+        finally:
+            opened.close()
+    except AccessDenied:
+        raise
+    except Exception:  # noqa: BLE001 - no store here to word it: the front's refusal stands
+        return
+
+
+def _lines(hits) -> str:
+    """The header and one line a memory; "" for none. Both recalls left out what scores
+    below the floors and fitted the lines to the budget."""
     from shared.search import answer
 
     if not hits:
-        return "", source
-    return "\n".join([PROMPT_HEADER, *(answer.line(h) for h in hits)]), source
+        return ""
+    return "\n".join([PROMPT_HEADER, *(answer.line(h) for h in hits)])
 
 
 def front_url(config, store) -> str | None:

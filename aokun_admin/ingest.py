@@ -9,6 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from aokun_admin.caller import caller
+from shared.access import memorize_persona
 from shared.errors import InvalidInput
 from shared.summarize.transcript_lines import to_summarize
 from shared.summarize.transcripts import FORMATS, dated, hook_input, memory_fields, modified_time, read_transcript
@@ -25,7 +27,8 @@ def ingest_parser(parser: argparse.ArgumentParser) -> None:
                         help='a "Name: text" transcript, JSON turns, or a Claude Code session JSONL')
     parser.add_argument("--from-hook", action="store_true",
                         help="read the transcript path (and session id) from a host hook's JSON on stdin")
-    parser.add_argument("--persona", help="persona_id of the memory")
+    parser.add_argument("--persona", help="persona_id of the memory (default: memory.default_persona, "
+                                           "or a user token's one persona)")
     parser.add_argument("--session", help="session_id of the memory (with --from-hook, default: the hook's)")
     parser.add_argument("--format", choices=FORMATS, default="auto",
                         help="jsonl: JSON turns or Claude Code JSONL; text: Name: text lines (default: auto)")
@@ -56,8 +59,9 @@ def cmd_ingest(admin, args) -> int:
     for warning in memory.warnings:
         print(f"aokun ingest: {warning}", file=sys.stderr)
     service = admin.memories(queued=not args.dry_run)  # a dry run opens no queue
+    persona = ingest_persona(admin, args.persona)
     # The service's own rule, a dry run included: what it prints could be stored.
-    summary, fields = service.checked(memory.summary, memory_fields(memory, turns, args.persona, session))
+    summary, fields = service.checked(memory.summary, memory_fields(memory, turns, persona, session))
     if args.dry_run:
         print(memory.model_dump_json(indent=2))
         return 0
@@ -68,6 +72,15 @@ def cmd_ingest(admin, args) -> int:
     print(f"stored {len(turns)} turns as one memory ({memory.provider}, {len(memory.key_facts)} key facts)")
     print(doc.id)
     return 0
+
+
+def ingest_persona(admin, persona: str | None) -> str | None:
+    """Whose the memory is, as memorize decides it for the caller (aokun_admin/caller.py, as
+    `aokun hook` reads): --persona if the caller holds it, else memory.default_persona, else a
+    user's one persona; so a hook wired without --persona stores where the model's own
+    memorize calls and the prompt hook look."""
+    principal = caller(admin.store, admin.config)
+    return memorize_persona(principal, persona, admin.config.memory.default_persona_id)
 
 
 def _read(path: Path, fmt: str):

@@ -13,7 +13,8 @@ from aokun_server.app import build_front
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
 from shared.logs import configure_logging
-from shared.serving import bind_listener, describe_start_failure, http_url, interrupt_on_stop_signals
+from shared.serving import (announce_endpoint, bind_listener, describe_start_failure, http_url,
+                            interrupt_on_stop_signals, withdraw_endpoint)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -89,13 +90,18 @@ def serve_http(config: AppConfig, host: str, port: int) -> int:
     listener = bind_listener(host, port)
     interrupt_on_stop_signals()
     try:
-        # Where clients reach this front, as bound: its heartbeat row tells them.
+        # Where clients reach this front, as bound: its heartbeat row tells them, and a note in
+        # data_dir tells a prompt hook without a store read.
         front = start_front(config, "http", http_url(host, port))
+        note = None
         try:
+            note = announce_endpoint(config.storage, http_url(host, port))
             print(f"aokun-server: MCP over streamable HTTP at http://{host}:{port}/mcp",
                   file=sys.stderr, flush=True)
             http.serve_http(front, listener, host)
         finally:
+            if note is not None:
+                withdraw_endpoint(note)
             front.close()
     except KeyboardInterrupt:
         pass  # Ctrl-C or a stop signal, while serving or still starting: a clean exit

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Benchmark: `aokun hook` latency, the wall clock of the whole process as a host sees it.
 
-Seeds a store of --memories LoCoMo turns (persona "me") through the memory service, lets a
-real worker embed them and build their atoms and graph (skip with --no-worker), then runs the
-hook --runs times per case, each with a different LoCoMo question as the prompt:
+Seeds a store of --memories LoCoMo turns (no persona: the default identity, as the README
+wires the hooks) through the memory service, lets a real worker embed them and build their
+atoms and graph (skip with --no-worker), then runs `aokun hook` as the README wires it --runs
+times per case, each with a different LoCoMo question as the prompt:
 
 - prompt, no front: recall in the hook's own process (BM25 + graph keywords; jieba loads);
-- prompt, with a running HTTP front (`aokun hook` and `python -m aokun_admin.hook`);
+- prompt, with a running HTTP front (found by its note in data_dir; no store opened);
 - session-start (the profile: SQL reads only).
+
+It ends with the two prompt figures the issue sets goals for (p50 with a front, without one)
+and the machine's load average while it ran.
 
     .venv/bin/python scripts/bench_hook.py [--memories 300] [--runs 7] [--no-worker]
 """
@@ -66,7 +70,7 @@ def seed(config: Path, texts: list[str]) -> None:
     store = open_store(cfg.storage)
     service = Services(LiveConfig(cfg), store, queued=False).memories
     for i, text in enumerate(texts):
-        service.memorize(text, MemoryFields(persona_id="me", pinned=i < 3, session_id=f"s{i // 20}"))
+        service.memorize(text, MemoryFields(pinned=i < 3, session_id=f"s{i // 20}"))
     store.close()
 
 
@@ -100,7 +104,7 @@ def timed(command: list[str], stdin: str) -> tuple[float, str]:
     return elapsed, done.stderr
 
 
-def case(name: str, command: list[str], prompts: list[str], event: str) -> None:
+def case(name: str, command: list[str], prompts: list[str], event: str) -> float:
     times, sources = [], set()
     for prompt in prompts:
         stdin = json.dumps({"session_id": "bench", "hook_event_name": event, "prompt": prompt,
@@ -111,6 +115,7 @@ def case(name: str, command: list[str], prompts: list[str], event: str) -> None:
                        for line in err.splitlines() if " chars from " in line)
     print(f"{name:<48} min {min(times):6.0f} ms  median {statistics.median(times):6.0f} ms  "
           f"max {max(times):6.0f} ms   ({'; '.join(sorted(sources))})")
+    return statistics.median(times)
 
 
 def free_port() -> int:
@@ -132,35 +137,30 @@ def main() -> int:
         port = free_port()
         config = write_config(folder, port)
         seed(config, texts)
-        print(f"store: {len(texts)} memories (3 pinned), persona 'me'")
+        print(f"store: {len(texts)} memories (3 pinned), no persona")
         if not args.no_worker:
             print(f"worker: every stage done in {process(config, len(texts)):.0f} s")
         aokun = [str(BIN / "aokun"), "hook"]
-        module = [sys.executable, "-m", "aokun_admin.hook"]
-        common = ["--persona", "me", "--verbose"]
+        prompt = aokun + ["prompt", "--config", str(config), "--verbose"]
+        start = aokun + ["session-start", "--config", str(config), "--verbose"]
         print(f"{args.runs} runs each, wall clock of the whole hook process:")
-        case("prompt, no front", aokun + ["prompt", "--config", str(config)] + common,
-             prompts, "UserPromptSubmit")
-        case("session-start, aokun hook", aokun + ["session-start", "--config", str(config)] + common,
-             prompts, "SessionStart")
-        case("session-start, python -m aokun_admin.hook", module + ["session-start", "--config", str(config)]
-             + common, prompts, "SessionStart")
+        without = case("prompt, no front", prompt, prompts, "UserPromptSubmit")
+        case("session-start", start, prompts, "SessionStart")
         front = subprocess.Popen([str(BIN / "aokun-server"), "--config", str(config), "--transport", "http"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                  env={**os.environ})
         try:
             wait_for_front(config, port)
-            timed(aokun + ["prompt", "--config", str(config)] + common, json.dumps({"prompt": "warm up"}))
-            case("prompt, running front, aokun hook", aokun + ["prompt", "--config", str(config)] + common,
-                 prompts, "UserPromptSubmit")
-            case("prompt, running front, python -m aokun_admin.hook",
-                 module + ["prompt", "--config", str(config)] + common, prompts, "UserPromptSubmit")
+            timed(prompt, json.dumps({"prompt": "warm up"}))
+            with_front = case("prompt, running front", prompt, prompts, "UserPromptSubmit")
         finally:
             front.terminate()
             front.wait(30)
         imports = [sys.executable, "-c", "import aokun_admin.main"]
         case("(floor) python -c 'import aokun_admin.main'", imports, prompts[:3], "UserPromptSubmit")
         case("(floor) python -c pass", [sys.executable, "-c", "pass"], prompts[:3], "UserPromptSubmit")
+    print(f"p50 prompt with a running front: {with_front:.0f} ms (goal 150); without one: "
+          f"{without:.0f} ms (goal 1000); load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 
@@ -173,7 +173,7 @@ def wait_for_front(config: Path, port: int, timeout: float = 60.0) -> None:
             conn = sqlite3.connect(db, timeout=30)
             beating = conn.execute("SELECT COUNT(*) FROM fronts WHERE transport = 'http'").fetchone()[0]
             conn.close()
-            if beating:
+            if beating and any(db.parent.glob("front-*.endpoint")):
                 return
         except OSError:
             pass

@@ -9,7 +9,8 @@ without AOKUN_TOKEN; every persona, and the memories without one) or a user (a t
   shows;
 - a read without persona_id covers the principal's personas (`read_personas`: recall runs
   once per persona and merges by score);
-- a memorize without persona_id goes to the principal's one persona (`memorize_persona`);
+- a memorize without persona_id goes to the default persona (memory.default_persona; none
+  by default) when the principal holds it, else to a user's one persona (`memorize_persona`);
 - what covers the whole store (statistics, upkeep) is the admin's (`check_admin`).
 
 Tokens are random (secrets.token_urlsafe(32), 256 bits) and kept only as their SHA-256: a
@@ -99,8 +100,12 @@ def read_personas(principal: Principal, persona_id: str | None) -> tuple[str | N
     return (None,) if principal.admin else tuple(sorted(principal.personas))
 
 
-def memorize_persona(principal: Principal, persona_id: str | None) -> str | None:
-    """The persona a new memory goes to: the one named (if held), else the principal's only one."""
+def memorize_persona(principal: Principal, persona_id: str | None, default: str | None = None) -> str | None:
+    """The persona a new memory goes to: the one named (if held); else the default persona
+    (memory.default_persona; None: no persona) when the principal holds it, so one who never
+    names a persona keeps every memory in one place; else a user's only persona."""
+    if persona_id is None and principal.holds(default):
+        persona_id = default
     if persona_id is not None or principal.admin:
         check_persona(principal, persona_id)
         return persona_id
@@ -160,16 +165,17 @@ def check_personas(personas: Iterable[str], admin: bool) -> tuple[str, ...]:
 
 # -- views of one persona at a time (the panel) ----------------------------------------------
 
-def view_persona(principal: Principal, persona_id: str | None) -> str | None:
+def view_persona(principal: Principal, persona_id: str | None, default: str | None = None) -> str | None:
     """The persona a one-persona view (the panel's lists, atoms, graph) shows: the one named
-    (if held); without one, everything for the admin (None) and the user's first persona, so a
-    user's page never spans what a store filter cannot bound to its personas."""
+    (if held); without one, everything for the admin (None) and for a user the default persona
+    (memory.default_persona) if held, else its first, so a user's page never spans what a store
+    filter cannot bound to its personas."""
     if persona_id or principal.admin:
         check_persona(principal, persona_id or None)
         return persona_id or None
     if not principal.personas:
         raise AccessDenied("this token holds no persona: ask the admin to give it one")
-    return min(principal.personas)
+    return default if principal.holds(default) else min(principal.personas)
 
 
 def shown_personas(principal: Principal, stored: Callable[[], list[str]]) -> list[str]:

@@ -53,6 +53,7 @@ ALL_TOOLS = (
 MAX_TEXT_CHARS = 2_000
 MAX_LIST_CHARS = 100_000
 MAX_PATH_CHARS = 4_096
+MAX_ID_CHARS = 200  # the longest session_id or persona_id (shared/memory_rules.py)
 # How much of a refused value a message shows.
 SHOWN_CHARS = 60
 
@@ -141,6 +142,16 @@ class MemoryConfig:
     # an offset are read on it, and times are shown on it. An IANA name (America/Los_Angeles),
     # UTC, or an offset (+08:00); "" is the machine's own zone.
     time_zone: str = _opt("")
+    # Whose a memory is when a write names no persona (memorize, summarize_memory, aokun
+    # ingest), and the persona the panel's graph opens on: "" is no persona, where a store
+    # whose memories never named one already keeps them. Reads without a persona cover every
+    # persona the caller holds, this one included (shared/access.py).
+    default_persona: str = _opt("")
+
+    @property
+    def default_persona_id(self) -> str | None:
+        """default_persona as a persona_id (None: no persona)."""
+        return self.default_persona or None
 
 
 CHANNELS = ("bm25", "vector", "graph_keyword", "graph_vector")
@@ -649,10 +660,19 @@ def _check_cross_rules(config: AppConfig) -> None:
     bad_aliases = [a for a in config.graph.aliases if "=" not in a or not all(p.strip() for p in a.split("=", 1))]
     if bad_aliases:
         raise ConfigError(f"graph.aliases entries must look like alias=name; got {cut(', '.join(bad_aliases))}")
+    _check_default_persona(config.memory.default_persona)
     if config.memory.recall_top_k > config.memory.recall_max_k:
         raise ConfigError(
             f"memory.recall_top_k ({config.memory.recall_top_k}) must not exceed "
             f"memory.recall_max_k ({config.memory.recall_max_k})")
+
+
+def _check_default_persona(persona: str) -> None:
+    """A default persona is a name as memorize takes one (its "null"-word rule is checked where
+    a memory is written), or "" for none."""
+    if persona and (persona != persona.strip() or len(persona) > MAX_ID_CHARS):
+        raise ConfigError(f"memory.default_persona must be a persona name of 1 to {MAX_ID_CHARS} "
+                          f"characters without surrounding spaces, or \"\" for none; got {shown(persona)}")
 
 
 def _check_storage(storage: StorageConfig) -> None:

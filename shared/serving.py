@@ -1,14 +1,23 @@
 """What the processes that serve (the MCP front over HTTP, the panel) share: binding their
-port early, stopping cleanly on a signal, and one line for a failure to start."""
+port early, stopping cleanly on a signal, one line for a failure to start, and an HTTP
+front's note of where it listens, for `aokun hook` to find it without opening the store."""
 
 from __future__ import annotations
 
 import errno
+import json
+import os
 import signal
 import socket
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from shared import platform
+from shared.config import StorageConfig
 from shared.errors import ConfigError
+
+# An HTTP front's note in data_dir of where it listens (announce_endpoint).
+ENDPOINT_PREFIX, ENDPOINT_SUFFIX = "front-", ".endpoint"
 
 
 def bind_listener(host: str, port: int, owner: str = "aokun-server",
@@ -54,3 +63,55 @@ def describe_start_failure(exc: BaseException) -> str:
         where = f" ({exc.filename})" if exc.filename else ""
         return f"cannot start: {exc.strerror}{where}"
     return str(exc)
+
+
+def store_address(storage: StorageConfig) -> str:
+    """Which store a config names, the same from any config file naming it (no password)."""
+    if storage.backend == "postgresql":
+        url = urlsplit(storage.url)
+        return f"postgresql://{url.hostname}:{url.port or 5432}{url.path}"
+    return str(storage.db_path)
+
+
+def announce_endpoint(storage: StorageConfig, endpoint: str) -> Path:
+    """Note in data_dir where this HTTP front listens and which store it serves. Its heartbeat
+    row says the same, but reading that opens the store, which costs a prompt hook more than
+    its whole answer; the note is a file read. Removed at a clean exit (withdraw_endpoint); one
+    a killed front left names a dead process and is passed over."""
+    path = storage.data_dir / f"{ENDPOINT_PREFIX}{os.getpid()}{ENDPOINT_SUFFIX}"
+    note = {"endpoint": endpoint, "pid": os.getpid(), "host": socket.gethostname(),
+            "store": store_address(storage)}
+    temp = path.with_name(f".{path.name}.writing")
+    temp.write_text(json.dumps(note), encoding="utf-8")
+    temp.replace(path)
+    return path
+
+
+def withdraw_endpoint(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass  # gone already, or data_dir unwritable now: a dead pid's note is passed over
+
+
+def announced_endpoints(storage: StorageConfig) -> list[str]:
+    """The endpoints of the live HTTP fronts of this store on this machine that left a note in
+    data_dir, newest first; [] when there is none (or data_dir cannot be read)."""
+    found: list[tuple[float, str]] = []
+    try:
+        notes = [entry for entry in os.scandir(storage.data_dir)
+                 if entry.name.startswith(ENDPOINT_PREFIX) and entry.name.endswith(ENDPOINT_SUFFIX)]
+    except OSError:
+        return []
+    here, address = socket.gethostname(), store_address(storage)
+    for entry in notes:
+        try:
+            note = json.loads(Path(entry.path).read_text(encoding="utf-8"))
+            written = entry.stat().st_mtime
+            pid = int(note["pid"])
+            endpoint = str(note["endpoint"])
+        except (OSError, ValueError, TypeError, KeyError):
+            continue  # being replaced, or not ours
+        if note.get("host") == here and note.get("store") == address and platform.pid_alive(pid):
+            found.append((written, endpoint))
+    return [endpoint for _, endpoint in sorted(found, reverse=True)]

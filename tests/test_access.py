@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from helpers import (BIN, all_processed, db_rows, free_port, http_server, mcp_session, start_worker,
                      stdio_params, stop, wait_for, write_config)
-from shared.access import ADMIN, Principal, memorize_persona, read_personas
+from shared.access import ADMIN, Principal, memorize_persona, read_personas, view_persona
 from shared.config import ALL_TOOLS
 from shared.errors import AccessDenied
 
@@ -266,3 +266,21 @@ def test_the_rules_read_as_documented():
                     lambda: memorize_persona(alice, "bob")):
         with pytest.raises(AccessDenied):
             refused()
+
+
+def test_a_write_without_a_persona_goes_to_the_default_its_writer_holds():
+    """memory.default_persona: the admin's unnamed writes go there; a user's when the token
+    holds it, else to its one persona (a user with several must name one); a named persona
+    is still the one written, and the panel's view of a user opens on the default if held."""
+    alice = Principal("alice", admin=False, personas=frozenset({"home", "work"}))
+    bob = Principal("bob", False, frozenset({"bob"}))
+    assert memorize_persona(ADMIN, None, "me") == "me"
+    assert memorize_persona(ADMIN, "work", "me") == "work"
+    assert memorize_persona(alice, None, "work") == "work"
+    assert memorize_persona(alice, "home", "work") == "home"
+    assert memorize_persona(bob, None, "me") == "bob"
+    with pytest.raises(AccessDenied):
+        memorize_persona(alice, None, "me")
+    assert view_persona(alice, None, "work") == "work"
+    assert view_persona(alice, None, "me") == "home"
+    assert view_persona(ADMIN, None, "me") is None, "the admin's lists span every persona"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from aokun_admin.main import build_parser
+from aokun_admin.commands import build_parser
 from helpers import BIN, free_port, mcp_session, stdio_params, write_config
 from shared import __version__
 from shared.platform import pid_alive

@@ -40,6 +40,7 @@ from shared.live_config import LiveConfig
 from shared.search.recall import RecallRequest
 from shared.store.documents import DocumentFilter, MemoryFields
 from shared.time_zone import user_zone
+from shared.store.graph import MemoryGraph, NodeSpec
 
 RELOAD_S = 60.0  # a deadline for a saved change to arrive, not a speed
 WORD = "lantern"
@@ -188,6 +189,29 @@ def _moment(epoch: float):
     return datetime.fromtimestamp(epoch, timezone.utc)
 
 
+def front_default_persona(processes: Processes, key: str, value: Any) -> None:
+    with mcp_session(processes.front.server) as session:
+        stored = session.ok("memorize", {"content": f"a {WORD} with no persona named"})
+    assert stored["persona_id"] == value
+
+
+def panel_graph_opens_on_default(processes: Processes, key: str, value: Any) -> None:
+    """The graph page opens on the default persona's graph (one persona's, with fewer
+    memories than the seeded one's)."""
+    from starlette.testclient import TestClient
+
+    store = processes.panel.services.store
+    memory = processes.panel.services.memories.memorize(f"{WORD} kept by Ada", MemoryFields(persona_id=value))
+    ada = NodeSpec("person", "Ada", "ada")
+    with store.write() as tx:
+        tx.graph.replace_for_memory(memory.id, value, MemoryGraph([ada], [], []), "h", 1.0)
+    with TestClient(processes.panel_app, base_url=f"http://127.0.0.1:{PANEL_PORT}") as client:
+        client.get(f"/?token={PANEL_TOKEN}")
+        page = client.get("/graph")
+    assert page.status_code == 200
+    assert f'<option value="{value}" selected>' in page.text
+
+
 def content_limit(services: Services, key: str, value: Any) -> None:
     services.memories.memorize("x" * value, MemoryFields(persona_id="limit"))
     with pytest.raises(InvalidInput, match=str(value)):
@@ -303,6 +327,7 @@ def probes_for(key: str) -> dict[str, Probe]:
         "memory.recall_max_k": {"front": front_max_k},
         "memory.context_turns": on_services(context_follows, *WRITERS),
         "memory.context_window_s": on_services(context_follows, *WRITERS),
+        "memory.default_persona": {"front": front_default_persona, "panel": panel_graph_opens_on_default},
         "server.max_content_chars": on_services(content_limit, *WRITERS),
         "memory.time_zone": {**on_services(user_clock, *WRITERS), "worker-handler": worker_atoms_zone},
         "server.exposed_tools": {"front": listed_tools},

@@ -13,7 +13,7 @@ import pytest
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from aokun_admin.main import Admin, _with_config
+from aokun_admin.commands import Admin, _with_config
 from aokun_admin.mcp_config import add_parser, cmd_mcp_config, http_url
 from helpers import db_rows, free_port, http_server, mcp_session, wait_for, write_config
 from servers import pg_url  # noqa: F401 (the fixture)

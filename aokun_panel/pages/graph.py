@@ -148,12 +148,16 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def personas_and_busiest(s, choose: bool) -> tuple[list[str], str]:
-    """The personas with a graph, and (when the page must choose) the one with the most
-    memories: the graph a user most likely came to see. Each count stops at COUNT_CAP and only
-    the first PERSONAS_COUNTED personas are counted, so opening the page never reads a whole
-    table; a tie goes to the first in name order; '' (no persona) only when it is all there is."""
+def personas_and_busiest(s, choose: bool, default: str = "") -> tuple[list[str], str]:
+    """The personas with a graph, and (when the page must choose) the default persona's
+    (memory.default_persona, '' for no persona: where memories that name none are) when it
+    has one, else the one with the most memories: the graph a user most likely came to see.
+    Each count stops at COUNT_CAP and only the first PERSONAS_COUNTED personas are counted, so
+    opening the page never reads a whole table; a tie goes to the first in name order; ''
+    (no persona) only when it is all there is."""
     personas = s.graph_browse.graph_personas(PERSONAS_SHOWN)
+    if choose and default in personas:
+        return personas, default
     named = [p for p in personas[:PERSONAS_COUNTED] if p]
     if not choose or not named:
         return personas, personas[0] if personas else ""
@@ -186,13 +190,14 @@ def routes(ctx) -> list[Route]:
         status = 400 if problem else 200
         principal = principal_of(request)
         if principal.admin:
-            personas, busiest = await ctx.reader.run(personas_and_busiest, chosen is None)
+            personas, busiest = await ctx.reader.run(personas_and_busiest, chosen is None,
+                                                     ctx.config.memory.default_persona)
             if chosen is None:
                 chosen = busiest
-        else:  # a user's own personas only, the first unless one is asked for
+        else:  # a user's own personas only, the default or the first unless one is asked for
             personas = sorted(principal.personas)
             try:
-                chosen = view_persona(principal, chosen)
+                chosen = view_persona(principal, chosen, ctx.config.memory.default_persona_id)
             except AccessDenied:
                 problem, status = translate(lang, "access.persona_refused", persona=chosen,
                                             personas=principal.listed()), 403
@@ -210,7 +215,7 @@ def routes(ctx) -> list[Route]:
         principal = principal_of(request)
         if not principal.admin:  # "" is the memories without a persona: the admin's
             try:
-                persona = view_persona(principal, persona or None)
+                persona = view_persona(principal, persona or None, ctx.config.memory.default_persona_id)
             except AccessDenied:
                 return JSONResponse({"error": translate(language_of(request), "access.persona_refused",
                                                         persona=persona, personas=principal.listed())},

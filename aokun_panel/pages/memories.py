@@ -127,7 +127,7 @@ def routes(ctx) -> list[Route]:
         filters, scope, offset, problem = read_filters(request, lang)
         status = 400 if problem else 200
         try:  # a user's list is one of its personas at a time (the filter bounds one persona)
-            persona = view_persona(principal, filters["persona"] or None)
+            persona = view_persona(principal, filters["persona"] or None, ctx.config.memory.default_persona_id)
         except AccessDenied:
             return _persona_refused(ctx, request, principal, filters)
         filters["persona"] = persona or ""

@@ -29,11 +29,13 @@ def memorize(deps: ToolDeps, content: Content, metadata: Metadata = MemoryMetada
 
     metadata (all optional): topics, participants, key_facts (lists of strings);
     sentiment (positive | neutral | negative); importance (0.0-1.0, default 0.5);
-    pinned (never decays); session_id; persona_id (whose memory this is);
+    pinned (never decays); session_id; persona_id (whose memory this is; leave it out
+    for the user's own, the default);
     original_time (ISO-8601, when it happened); persona_summary.
     The memory is committed before this returns."""
     fields = metadata.to_fields()
-    fields = replace(fields, persona_id=memorize_persona(deps.principal(), fields.persona_id))
+    fields = replace(fields, persona_id=memorize_persona(deps.principal(), fields.persona_id,
+                                                       deps.live.current.memory.default_persona_id))
     doc = deps.memories.memorize(content, fields)
     return MemorizeResult(id=doc.id, text=doc.text, persona_id=doc.fields.persona_id,
                           session_id=doc.fields.session_id)
@@ -52,7 +54,7 @@ async def summarize_memory(deps: ToolDeps, conversation: Conversation, persona_i
     it (the same conversation stored twice stays one memory) and returns the receipt.
     conversation: a list of turns {speaker, text, time?} or one "Name: text" transcript."""
     if store:  # here, in the request's context: the pools below do not carry it
-        persona_id = memorize_persona(deps.principal(), persona_id)
+        persona_id = memorize_persona(deps.principal(), persona_id, deps.live.current.memory.default_persona_id)
     work = partial(summarized, deps, conversation, persona_id, session_id, store, provider)
     if deps.summarizer.uses_model(provider):
         # It may wait on the model for its whole timeout: in the model's own bounded pool,

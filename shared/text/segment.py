@@ -3,6 +3,14 @@
 jieba splits Chinese (FTS5's own tokenizers do not); English words are lower-cased; stop words
 of both languages are dropped. The jieba dictionary loads lazily, once per process, on the
 first call or on an explicit warm_up() from a background thread.
+
+Loading it takes about a second, which a process that reads a few English queries (the
+prompt hook, without a front) should not pay: jieba's dictionary shapes only text with Han
+characters (its default pattern's range); elsewhere only its few entries without one (C++,
+AT&T, ...: resources/jieba_latin_words.txt, held equal to the dictionary's by a test) and the
+user words can join characters, and every other cut is by character classes alone. So until
+the full dictionary is loaded, text without a Han character is cut by a tokenizer whose
+dictionary holds just those entries and the same user words: the same terms, in milliseconds.
 """
 
 from __future__ import annotations
@@ -17,6 +25,10 @@ from shared.config import TextConfig
 # A term must hold at least one letter, digit or CJK character; punctuation, emoji and
 # whitespace never become terms, so nothing odd reaches an FTS5 query.
 _TERM_CHAR = re.compile(r"[^\W_]", re.UNICODE)
+# The characters jieba's default pattern reads as Han: the only text its dictionary shapes
+# beyond LATIN_WORDS.
+_HAN = re.compile("[\u4E00-\u9FD5]")
+LATIN_WORDS = "jieba_latin_words.txt"
 
 
 def _read_resource_lines(name: str) -> list[str]:
@@ -31,6 +43,7 @@ class Segmenter:
         self._config = config
         self._lock = threading.Lock()
         self._tokenizer = None
+        self._latin_tokenizer = None
         self.stop_words = frozenset(
             w.lower() for w in _read_resource_lines("stopwords_en.txt")
             + _read_resource_lines("stopwords_zh.txt") + list(config.stop_words))
@@ -56,6 +69,9 @@ class Segmenter:
         jieba.setLogLevel(logging.WARNING)
         tokenizer = jieba.Tokenizer()
         tokenizer.initialize()
+        return self._with_user_words(tokenizer)
+
+    def _with_user_words(self, tokenizer):
         for line in _read_resource_lines("user_words.txt"):
             word, *rest = line.split()
             tokenizer.add_word(word, int(rest[0]) if rest and rest[0].isdigit() else None)
@@ -63,10 +79,30 @@ class Segmenter:
             tokenizer.add_word(word.strip())
         return tokenizer
 
+    def _cutter(self, text: str):
+        """The full tokenizer once loaded, or for text with Han; else the Latin one."""
+        if self._tokenizer is not None or _HAN.search(text):
+            return self._jieba()
+        if self._latin_tokenizer is None:
+            with self._lock:
+                if self._latin_tokenizer is None:
+                    self._latin_tokenizer = self._load_latin()
+        return self._latin_tokenizer
+
+    def _load_latin(self):
+        import jieba
+
+        jieba.setLogLevel(logging.WARNING)
+        words = resources.files("shared.resources").joinpath(LATIN_WORDS)
+        with resources.as_file(words) as path:
+            tokenizer = jieba.Tokenizer(str(path))
+            tokenizer.initialize()
+        return self._with_user_words(tokenizer)
+
     def terms(self, text: str) -> list[str]:
         """Index terms of text in order, stop words and punctuation removed, duplicates kept."""
         out = []
-        for token in self._jieba().cut_for_search(text):
+        for token in self._cutter(text).cut_for_search(text):
             token = token.strip().lower()
             if token and token not in self.stop_words and _TERM_CHAR.search(token):
                 out.append(token)

@@ -190,12 +190,13 @@ def run(args) -> tuple[str, str]:
     read_hook_json(args)
     config = load_config(args.config)
     from aokun_admin.hook_profile import profile
+    from shared.time_zone import user_zone
 
     store = open_existing(config)
     try:
         personas = readable_personas(config, store, args.persona)
         text = profile(store, personas, args.k or 5, args.budget or PROFILE_BUDGET, PROFILE_HEADER,
-                       SECTIONS)
+                       SECTIONS, user_zone(config.memory.time_zone))
     finally:
         store.close()
     return text, f"the store ({_where(config)})"
@@ -385,6 +386,7 @@ def recall_here(config, store, prompt: str, k: int, personas: tuple[str | None, 
     from shared.search.recall import Recaller, RecallRequest, floors
     from shared.store.documents import DocumentFilter
     from shared.text.segment import Segmenter
+    from shared.time_zone import user_zone
 
     channels = tuple(c for c in config.retrieval.channels if c in ("bm25", "graph_keyword"))
     if not channels:
@@ -395,8 +397,9 @@ def recall_here(config, store, prompt: str, k: int, personas: tuple[str | None, 
                         build_channels(ChannelParts(store, retrieval, None, None, config.graph)), None, retrieval)
     floor = floors(config.retrieval, min_score)
     try:
+        zone = user_zone(config.memory.time_zone)
         runs = [recaller.recall(RecallRequest(prompt, k, DocumentFilter(persona_id=persona),
-                                              max_chars=room, **floor)) for persona in personas]
+                                              max_chars=room, zone=zone, **floor)) for persona in personas]
     finally:
         recaller.executor.shutdown(wait=False)
     # Scores are probabilities of relevance, comparable across personas: the best k of all.

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 
 from shared.store.atoms import SELF_SUBJECT
 from shared.store.documents import DocumentFilter
@@ -27,13 +27,13 @@ MIN_LINE = 80
 
 
 def profile(store, personas: tuple[str | None, ...], per_section: int, budget: int, header: str,
-            sections: tuple[tuple[str, str], ...]) -> str:
+            sections: tuple[tuple[str, str], ...], zone: tzinfo = timezone.utc) -> str:
     """The profile's text over the persona scopes ("" when there is nothing to say, or
-    nothing fits)."""
+    nothing fits); plans' days are on the user's clock (zone)."""
     now = time.time()
     with store.read() as s:
         pinned_docs = pinned(s, personas, per_section)
-        plans = upcoming_plans(s, personas, per_section, now)
+        plans = upcoming_plans(s, personas, per_section, now, zone)
         preferences = strongest_preferences(s, personas, per_section, now)
     own_plans, others_plans = _split(plans)
     own_preferences, others_preferences = _split(preferences)
@@ -62,14 +62,15 @@ def pinned(s, personas: tuple[str | None, ...], limit: int) -> list[str]:
     return [f"[id {d.id}] {_flat(d.text)}" for d in docs]
 
 
-def upcoming_plans(s, personas: tuple[str | None, ...], limit: int, now: float) -> list[tuple[str | None, str]]:
+def upcoming_plans(s, personas: tuple[str | None, ...], limit: int, now: float,
+                   zone: tzinfo = timezone.utc) -> list[tuple[str | None, str]]:
     """Still-valid planned atoms with a deadline, soonest first (search_atoms' order), as
     (subject, line); `limit` of the user's own and `limit` of other people's."""
     rows = [row for persona in personas
             for row in s.atoms.still_valid_of_types(["planned"], persona, None, now, 4 * limit)
             if row["deadline"] is not None]
     rows = _each_side(sorted(rows, key=lambda r: (r["deadline"], -r["id"])), limit)
-    return [(row["subject"], f"by {_day(row['deadline'])}: {_flat(row['text'])}") for row in rows]
+    return [(row["subject"], f"by {_day(row['deadline'], zone)}: {_flat(row['text'])}") for row in rows]
 
 
 def _each_side(rows: list, limit: int) -> list:
@@ -135,5 +136,5 @@ def _cut(line: str, longest: int) -> str:
     return line if len(line) <= longest else line[:longest - 1].rstrip() + "…"
 
 
-def _day(deadline: float) -> str:
-    return datetime.fromtimestamp(deadline, timezone.utc).strftime("%Y-%m-%d")
+def _day(deadline: float, zone: tzinfo) -> str:
+    return datetime.fromtimestamp(deadline, zone).strftime("%Y-%m-%d")

@@ -12,7 +12,7 @@ import os
 import re
 import subprocess
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -134,13 +134,16 @@ def test_an_empty_store_has_no_profile(tmp_path):
 
 @pytest.mark.slow
 def test_session_start_prints_pinned_memories_plans_and_preferences(tmp_path):
+    """On the user's clock: a plan due at the end of a day in Los Angeles is that day's there
+    (in UTC it is the next morning)."""
     now = datetime.now(timezone.utc).replace(second=0, microsecond=0, tzinfo=None)
     memories = ["I have a dentist appointment in three weeks", "I love hiking in the mountains",
                 "My passport number ends in 4471", "It rained a lot today"]
     with FakeEmbeddingsServer(dim=32) as api:
         config = write_config(
             tmp_path, embedding={"provider": "openai", "base_url": api.base_url, "model": "fake",
-                                 "dimensions": 32}, queue={"retry_base_s": 0.2})
+                                 "dimensions": 32}, queue={"retry_base_s": 0.2},
+            memory={"time_zone": "America/Los_Angeles"})
         worker = start_worker(config)
         try:
             with mcp_session(stdio_params(config)) as s:
@@ -157,7 +160,8 @@ def test_session_start_prints_pinned_memories_plans_and_preferences(tmp_path):
     text = done.stdout
     assert text.startswith("What Aokun remembers about the user:\n")
     assert f"Pinned:\n- [id {ids[2]}] [" in text and "My passport number ends in 4471" in text
-    assert "Upcoming plans:\n- by " in text and "dentist appointment in three weeks" in text
+    due = (now + timedelta(weeks=3)).date().isoformat()  # original_time without an offset: on LA's clock
+    assert f"Upcoming plans:\n- by {due}: " in text and "dentist appointment in three weeks" in text
     assert "Preferences:\n- " in text and "I love hiking in the mountains" in text
     assert "rained" not in text and len(text.rstrip("\n")) <= 600
     other = hook(config, "session-start", "--persona", "someone-else", stdin=session_start_json("resume"))

@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import shlex
+import sqlite3
 
 import httpx2
 import pytest
@@ -139,6 +140,15 @@ def test_team_mode_passwords_and_a_users_token_are_passed_as_references(tmp_path
 
 
 @pytest.mark.slow
+def front_endpoints(config) -> list:
+    """The fronts' endpoints; none while the starting front has not yet migrated the store
+    (the fronts table may stand there without its endpoint column for a moment)."""
+    try:
+        return db_rows(config, "SELECT endpoint FROM fronts")
+    except sqlite3.OperationalError:
+        return []
+
+
 def test_http_entry_names_the_running_front_when_a_saved_port_differs(tmp_path, capsys, monkeypatch):
     """server.port saved after the front started (a restart-only key): the entry reaches the
     front that runs, and stderr says in one line which port was written and why."""
@@ -147,7 +157,7 @@ def test_http_entry_names_the_running_front_when_a_saved_port_differs(tmp_path, 
     running, saved = free_port(), free_port()
     config = write_config(tmp_path, server={"port": running})
     with http_server(config, running) as served:
-        wait_for(lambda: db_rows(config, "SELECT endpoint FROM fronts") == [(served,)], 30,
+        wait_for(lambda: front_endpoints(config) == [(served,)], 30,
                  what="the front's heartbeat with its endpoint")
         block, err = mcp_config(capsys, "--config", str(config), "--transport", "http")
         assert block["mcpServers"]["aokun"]["url"] == served and "running front" not in err

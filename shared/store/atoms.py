@@ -198,14 +198,16 @@ def plans_due_between(conn: sqlite3.Connection, start: float | None, end: float 
     """Memories with a current plan (active or expired) due at or after `start` and before
     `end` (either may be open): memory_id and its earliest such deadline, soonest first.
     Portable SQL (both engines)."""
-    clauses, params = _plans_due_clauses(start, end, "?")
+    clauses, params = plans_due_clauses(start, end, "?")
     _scoped(clauses, params, persona_id, session_id)
     return conn.execute(
         f"SELECT a.memory_id, MIN(a.deadline) AS deadline FROM memory_atoms a WHERE {' AND '.join(clauses)}"
         " GROUP BY a.memory_id ORDER BY MIN(a.deadline), a.memory_id LIMIT ?", (*params, limit)).fetchall()
 
 
-def _plans_due_clauses(start: float | None, end: float | None, mark: str) -> tuple[list[str], list]:
+def plans_due_clauses(start: float | None, end: float | None, mark: str) -> tuple[list[str], list]:
+    """The conditions of a dated plan due in [start, end), portable SQL for both engines (mark:
+    the engine's parameter marker), with their parameters."""
     clauses = ["a.type = 'planned'", CURRENT, "a.deadline IS NOT NULL",
                f"a.state IN ({', '.join(repr(s) for s in DATED_STATES)})"]
     params: list = []

@@ -83,10 +83,7 @@ def atom_search(conn: PgConnection, terms: Sequence[str], persona_id: str | None
     source, params = fulltext.ranked_join("atoms", "memory_atoms", "a", terms,
                                   None if persona_id is None else [persona_id], session_id)
     clauses, where_params = ["a.state = 'active'", atoms.CURRENT], []
-    for column, wanted in (("persona_id", persona_id), ("session_id", session_id)):
-        if wanted is not None:
-            clauses.append(f"a.{column} = %s")
-            where_params.append(wanted)
+    _add_scope(clauses, where_params, persona_id, session_id)
     if types:
         clauses.append("a.type = ANY(%s)")
         where_params.append(list(types))
@@ -103,10 +100,7 @@ def still_valid_of_types(conn: PgConnection, types: Sequence[str], persona_id: s
     clauses = ["a.state = 'active'", atoms.CURRENT, "a.type = ANY(%s)",
                f"NOT ({atoms._EXPIRED_SQL.replace('?', '%s')})", "NOT (a.id = ANY(%s))"]
     params: list = [list(types), now, DAY, now, list(exclude)]
-    for column, wanted in (("persona_id", persona_id), ("session_id", session_id)):
-        if wanted is not None:
-            clauses.append(f"a.{column} = %s")
-            params.append(wanted)
+    _add_scope(clauses, params, persona_id, session_id)
     return conn.sql(
         f"SELECT a.* FROM memory_atoms a WHERE {' AND '.join(clauses)}"
         " ORDER BY a.deadline IS NULL, a.deadline, a.id DESC LIMIT %s", [*params, limit]).fetchall()
@@ -115,11 +109,8 @@ def still_valid_of_types(conn: PgConnection, types: Sequence[str], persona_id: s
 def plans_due_between(conn: PgConnection, start: float | None, end: float | None,
                       persona_id: str | None, session_id: str | None, limit: int) -> list[Record]:
     """As atoms.plans_due_between."""
-    clauses, params = atoms._plans_due_clauses(start, end, "%s")
-    for column, wanted in (("persona_id", persona_id), ("session_id", session_id)):
-        if wanted is not None:
-            clauses.append(f"a.{column} = %s")
-            params.append(wanted)
+    clauses, params = atoms.plans_due_clauses(start, end, "%s")
+    _add_scope(clauses, params, persona_id, session_id)
     return conn.sql(
         f"SELECT a.memory_id, MIN(a.deadline) AS deadline FROM memory_atoms a WHERE {' AND '.join(clauses)}"
         " GROUP BY a.memory_id ORDER BY MIN(a.deadline), a.memory_id LIMIT %s", [*params, limit]).fetchall()
@@ -199,3 +190,11 @@ class PostgresAtoms(SqliteAtoms):
 
     def supersede_chain(self, atom_id, persona_id, max_steps=20):
         return self._run.rows(supersede_chain, atom_id, persona_id, max_steps)
+
+
+def _add_scope(clauses: list[str], params: list, persona_id: str | None, session_id: str | None) -> None:
+    """The persona and session an atom read keeps to (None: any)."""
+    for column, wanted in (("persona_id", persona_id), ("session_id", session_id)):
+        if wanted is not None:
+            clauses.append(f"a.{column} = %s")
+            params.append(wanted)

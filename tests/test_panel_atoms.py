@@ -79,3 +79,6 @@ def test_plans_show_their_deadline_on_their_own_clock(plans):
             page.locator("#atoms tr.atom").evaluate_all("els => els.map(e => e.id)"))
         page.goto(f"{url}/atoms")
         assert page.locator("#atoms .deadline").count() == 2
+        # Whose each atom is; an attribute and value only where the atom has them.
+        subjects = page.locator("#atoms tr.atom .muted").all_inner_texts()
+        assert "self" in subjects and not any("None" in line for line in subjects)

@@ -61,7 +61,12 @@ def principal_of(user: UserRow) -> Principal:
 # -- tokens -----------------------------------------------------------------------------------
 
 def new_token() -> str:
-    return secrets.token_urlsafe(32)
+    """256 random bits; never starting with "-", which a command line would read as an option
+    (`aokun export --token -x...` is refused by argparse)."""
+    while True:
+        token = secrets.token_urlsafe(32)
+        if not token.startswith("-"):
+            return token
 
 
 def token_hash(token: str) -> str:

@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from helpers import (BIN, all_processed, db_rows, free_port, http_server, mcp_session, start_worker,
                      stdio_params, stop, wait_for, write_config)
-from shared.access import ADMIN, Principal, memorize_persona, read_personas, view_persona
+from shared.access import ADMIN, Principal, memorize_persona, new_token, read_personas, view_persona
 from shared.config import ALL_TOOLS
 from shared.errors import AccessDenied
 
@@ -284,3 +284,11 @@ def test_a_write_without_a_persona_goes_to_the_default_its_writer_holds():
     assert view_persona(alice, None, "work") == "work"
     assert view_persona(alice, None, "me") == "home"
     assert view_persona(ADMIN, None, "me") is None, "the admin's lists span every persona"
+
+
+def test_a_new_token_never_reads_as_a_command_line_option():
+    """`aokun export --token TOKEN` takes a token starting with "-" for an option: one token in
+    64 did. A thousand tokens would hold such a one by chance almost surely."""
+    tokens = {new_token() for _ in range(1000)}
+    assert len(tokens) == 1000 and not any(t.startswith("-") for t in tokens)
+    assert all(len(t) == 43 for t in tokens)

@@ -206,7 +206,7 @@ def exported(path: Path) -> tuple[dict, list[dict]]:
 
 def test_export_with_a_users_token_holds_only_its_personas(site, tmp_path):
     mine = tmp_path / "amy.jsonl"
-    done = aokun(site.config, "export", str(mine), "--token", site.amy)
+    done = aokun(site.config, "export", str(mine), f"--token={site.amy}")
     assert done.returncode == 0, done.stderr
     _, rows = exported(mine)
     assert {row["persona_id"] for row in rows} == {"amy-home", "amy-work"}
@@ -222,7 +222,7 @@ def test_export_with_a_users_token_holds_only_its_personas(site, tmp_path):
     assert "Porto" in text and not any(word in text for word in BEN_WORDS)
     # Ben's persona named with Amy's token: refused, nothing written.
     theirs = tmp_path / "ben.jsonl"
-    refused = aokun(site.config, "export", str(theirs), "--persona", BEN, "--token", site.amy)
+    refused = aokun(site.config, "export", str(theirs), "--persona", BEN, f"--token={site.amy}")
     assert refused.returncode != 0 and not theirs.exists() and "amy-home" in refused.stderr
     bad = aokun(site.config, "export", str(theirs), "--token", "not-a-token")
     assert bad.returncode != 0 and not theirs.exists()

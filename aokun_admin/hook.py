@@ -10,8 +10,8 @@ context. So:
   one line a memory as shared/search/answer.py renders them, fitted to --budget characters)
   under a short header, and nothing at all when nothing is relevant enough;
 - `aokun hook session-start` prints a short profile within --budget: pinned memories,
-  upcoming plans (planned atoms with a deadline ahead, soonest first) and the strongest
-  preferences; nothing when there is none.
+  upcoming plans (planned atoms with a deadline ahead, soonest first), the strongest
+  preferences, and other people's plans and preferences, each named; nothing when there is none.
 
 Plain form, for any host that can run a command: `aokun hook prompt "text"`, or the text on
 stdin with `--plain`.
@@ -35,15 +35,16 @@ is the answer: nothing is printed, and the store is not read instead; the store 
 to say the refusal in the words the store path would use (a persona the token lacks, a
 revoked token), so the line does not depend on who answered. Without a note, the store is
 opened and its fronts' heartbeat rows say where one listens. Without a front (or one that
-cannot be reached), recall opens the store read-only in this process (no migrations, no
-writes, no access counts; a front's recall records them), from BM25 and graph keywords
-without vectors (see recall_here for the measurement), once per persona the caller may read,
-merged by score as the recall tool merges them. A session-start profile is a few SQL reads
-per persona and needs neither segmenter nor embedder, so it always reads the store directly.
+cannot be reached), recall runs in this process on the store opened read-only (hook_store.py).
+A session-start profile (hook_profile.py) always reads the store directly.
 
-Cold start: this module imports only the standard library at import time, and `aokun`'s entry
-point (main.py) nothing else before a hook; everything heavier is imported by the path that
-needs it, because a hook runs on every prompt.
+The parts: the arguments and stdin (hook_input.py), a front's client (hook_front.py), the
+store and recall without a front (hook_store.py), the session-start profile (hook_profile.py);
+this module runs one hook and says what it found, or why not, without failing the host.
+
+Cold start: the hook modules import only the standard library at import time, and `aokun`'s
+entry point (main.py) nothing else before a hook; everything heavier is imported by the path
+that needs it, because a hook runs on every prompt.
 """
 
 from __future__ import annotations
@@ -58,46 +59,16 @@ import sys
 import time
 
 from aokun_admin.hook_front import FrontUnreachable, HookError
+from aokun_admin.hook_input import (PROFILE_BUDGET, PROMPT_BUDGET, HookParser, add_arguments, checked,
+                                    read_hook_json, read_prompt)
+from aokun_admin.hook_store import front_url, open_existing, own_check, readable_personas, recall_here, where
 
-EVENTS = ("prompt", "session-start")
 CLAUDE_EVENT_NAMES = {"prompt": "UserPromptSubmit", "session-start": "SessionStart"}
-PROMPT_BUDGET = 2000
-PROFILE_BUDGET = 1200
 PROMPT_HEADER = "Possibly relevant memories (Aokun; [id · relevance 0-1], best first):"
 PROFILE_HEADER = "What Aokun remembers about the user:"
 SECTIONS = (("pinned", "Pinned:"), ("plans", "Upcoming plans:"), ("preferences", "Preferences:"),
             ("others", "About other people:"))
 MAX_PROMPT_CHARS = 100_000  # what the recall tool reads of a query
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse would exit 2: a hook's host reads that as "block"
-        raise HookError(message)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument("event", choices=EVENTS,
-                        help="prompt (UserPromptSubmit) or session-start (SessionStart)")
-    parser.add_argument("text", nargs="?",
-                        help="the prompt itself (plain form); default: the hook's JSON on stdin")
-    parser.add_argument("--plain", action="store_true",
-                        help="stdin is the prompt's text, not a hook's JSON")
-    parser.add_argument("--budget", type=int, metavar="CHARS",
-                        help=f"most characters printed (default {PROMPT_BUDGET} for a prompt, "
-                             f"{PROFILE_BUDGET} at session start)")
-    parser.add_argument("--persona", help="only this persona's memories (default: every persona)")
-    parser.add_argument("--min-score", type=float,
-                        help="leave out memories scoring below this (default: retrieval.min_score)")
-    parser.add_argument("--k", type=int,
-                        help="most memories (a prompt; default memory.recall_top_k) or items a "
-                             "section (session start; default 5)")
-    parser.add_argument("--json", action="store_true",
-                        help="print Claude Code's JSON form (hookSpecificOutput.additionalContext)")
-    parser.add_argument("--no-front", action="store_true",
-                        help="do not use a running front; read the store in this process")
-    parser.add_argument("--verbose", action="store_true",
-                        help="say on stderr where the memories came from and how long it took")
-    return parser
 
 
 def add_parser(commands, with_config) -> argparse.ArgumentParser:
@@ -127,7 +98,7 @@ def main(argv: list[str]) -> int:
     verbose = "--verbose" in argv
     started = time.perf_counter()
     try:
-        parser = add_arguments(_Parser(prog="aokun hook", description=__doc__.split("\n\n")[0]))
+        parser = add_arguments(HookParser(prog="aokun hook", description=__doc__.split("\n\n")[0]))
         parser.add_argument("--config", help="config file (default: $AOKUN_CONFIG, else ./config.yaml)")
         args = parser.parse_args(argv)
         _quiet_logs(args.verbose)
@@ -175,12 +146,7 @@ def run(args) -> tuple[str, str]:
     """(what to print, where it came from)."""
     from shared.config import load_config
 
-    if args.budget is not None and args.budget < 1:
-        raise HookError(f"--budget must be at least 1, got {args.budget}")
-    if args.k is not None and args.k < 1:
-        raise HookError(f"--k must be at least 1, got {args.k}")
-    if args.min_score is not None and not 0.0 <= args.min_score <= 1.0:
-        raise HookError(f"--min-score must be between 0 and 1, got {args.min_score}")
+    checked(args)
     if args.event == "prompt":
         prompt = read_prompt(args)  # before the config: a host's stdin is read either way
         config = load_config(args.config)
@@ -199,77 +165,7 @@ def run(args) -> tuple[str, str]:
                        SECTIONS, user_zone(config.memory.time_zone))
     finally:
         store.close()
-    return text, f"the store ({_where(config)})"
-
-
-# -- input ----------------------------------------------------------------------------------
-
-
-def read_prompt(args) -> str:
-    if args.text is not None:
-        return args.text
-    raw = sys.stdin.read()
-    if args.plain:
-        return raw
-    data = _hook_json(raw)
-    prompt = data.get("prompt")
-    if not isinstance(prompt, str):
-        raise HookError("the hook's JSON on stdin has no prompt (use --plain for text on stdin)")
-    return prompt
-
-
-def read_hook_json(args) -> dict:
-    """Session start needs nothing from the hook's JSON; read it so the host's pipe is drained,
-    and check it only when something was sent."""
-    if args.text is not None or args.plain or sys.stdin is None or sys.stdin.isatty():
-        return {}
-    raw = sys.stdin.read()
-    return _hook_json(raw) if raw.strip() else {}
-
-
-def _hook_json(raw: str) -> dict:
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise HookError(f"stdin is not the hook's JSON ({exc.msg}); use --plain for text") from None
-    if not isinstance(data, dict):
-        raise HookError("the hook's JSON on stdin is not an object")
-    return data
-
-
-# -- the store ------------------------------------------------------------------------------
-
-
-def open_existing(config):
-    """The store, opened for reading as it is: never created, never migrated."""
-    from shared.errors import StorageError
-    from shared.store.schema import open_store
-
-    try:
-        return open_store(config.storage, migrate=False)
-    except StorageError as exc:
-        if exc.kind != "cannot_open":
-            raise
-        raise HookError(f"no memory store at {_where(config)} (check storage in the config)") from None
-
-
-def readable_personas(config, store, persona: str | None) -> tuple[str | None, ...]:
-    """The persona scopes the caller may read here (shared/access.read_personas: the one named,
-    if held; else each of a user's personas; (None,) for the admin: every persona), or
-    AccessDenied, printed as the hook's one line."""
-    from aokun_admin.caller import caller
-    from shared.access import read_personas
-
-    return read_personas(caller(store, config), persona)
-
-
-def _where(config) -> str:
-    """Where the config's store is, for messages (never a password)."""
-    if config.storage.backend == "postgresql":
-        from shared.store.postgres.connection import where
-
-        return f"postgresql {where(config.storage.url)}"
-    return str(config.storage.db_path)
+    return text, f"the store ({where(config)})"
 
 
 # -- a prompt -------------------------------------------------------------------------------
@@ -329,26 +225,6 @@ def ask_front(config, url: str, prompt: str, k: int, room: int, args, store) -> 
         return None
 
 
-def own_check(config, persona: str | None, store) -> None:
-    """The caller's scope checked against the store (AccessDenied when it refuses); nothing
-    when the store cannot be read: the front's refusal is then the word."""
-    from shared.errors import AccessDenied
-
-    try:
-        if store is not None:
-            readable_personas(config, store, persona)
-            return
-        opened = open_existing(config)
-        try:
-            readable_personas(config, opened, persona)
-        finally:
-            opened.close()
-    except AccessDenied:
-        raise
-    except Exception:  # noqa: BLE001 - no store here to word it: the front's refusal stands
-        return
-
-
 def _lines(hits) -> str:
     """The header and one line a memory; "" for none. Both recalls left out what scores
     below the floors and fitted the lines to the budget."""
@@ -357,55 +233,6 @@ def _lines(hits) -> str:
     if not hits:
         return ""
     return "\n".join([PROMPT_HEADER, *(answer.line(h) for h in hits)])
-
-
-def front_url(config, store) -> str | None:
-    """The endpoint of a live HTTP front of this store on this machine, or None. Fronts beat
-    in the store with the endpoint they listen on: the config's server.host/port when one
-    listens there, else the newest front's (started with --port, or before a restart-only
-    port was saved)."""
-    from aokun_admin.mcp_config import running_endpoints
-    from shared.serving import http_url
-
-    running = running_endpoints(config, store)
-    saved = http_url(config.server.host, config.server.port)
-    return saved if saved in running else (running[0] if running else None)
-
-
-def recall_here(config, store, prompt: str, k: int, personas: tuple[str | None, ...],
-                min_score: float | None, room: int) -> tuple[list, str]:
-    """Recall in this process from BM25 and the graph's keyword channel, without vectors:
-    measured with scripts/bench_hook.py on 300 memories, loading the embedder and both vector
-    indexes put the hook's median from 2.6 s to 3.6 s (a busy 2-core machine), on top of
-    jieba's dictionary (~1 s) that the keyword channels need anyway. Recall without vectors
-    is what a front serves while its embedder is down; a running front serves every channel."""
-    from dataclasses import replace
-
-    from shared.search import answer
-    from shared.search.channels import ChannelParts, build_channels
-    from shared.search.recall import Recaller, RecallRequest, floors
-    from shared.store.documents import DocumentFilter
-    from shared.text.segment import Segmenter
-    from shared.time_zone import user_zone
-
-    channels = tuple(c for c in config.retrieval.channels if c in ("bm25", "graph_keyword"))
-    if not channels:
-        raise HookError("retrieval.channels has neither bm25 nor graph_keyword, which recall "
-                        "without a running front needs")
-    retrieval = replace(config.retrieval, channels=channels, cache_enabled=False)
-    recaller = Recaller(store, Segmenter(config.text),
-                        build_channels(ChannelParts(store, retrieval, None, None, config.graph)), None, retrieval)
-    floor = floors(config.retrieval, min_score)
-    try:
-        zone = user_zone(config.memory.time_zone)
-        runs = [recaller.recall(RecallRequest(prompt, k, DocumentFilter(persona_id=persona),
-                                              max_chars=room, zone=zone, **floor)) for persona in personas]
-    finally:
-        recaller.executor.shutdown(wait=False)
-    # Scores are probabilities of relevance, comparable across personas: the best k of all.
-    hits = runs[0] if len(runs) == 1 else answer.fit(
-        sorted((hit for run in runs for hit in run), key=lambda hit: -hit.score)[:k], room)
-    return hits, f"the store ({'+'.join(channels)})"
 
 
 if __name__ == "__main__":  # `python -m aokun_admin.hook prompt ...`: skips the admin CLI's imports

@@ -90,8 +90,8 @@ Explain = _flag("add, per result, the channels that found it and the parts of it
 MinScore = Annotated[float | None, Field(
     strict=True, ge=0.0, le=1.0, allow_inf_nan=False,
     description="leave out results scoring below this, 0 to 1 (a score is the probability that a "
-                "memory is relevant); default retrieval.min_score, with nothing at all when the best "
-                "scores below retrieval.min_best_score")]
+                "memory is relevant); without it, retrieval.min_score, and nothing at all when the "
+                "store likely holds no answer (retrieval.min_answerable)")]
 MaxChars = Annotated[int | None, Field(
     strict=True, ge=MIN_ANSWER_CHARS, le=MAX_ANSWER_CHARS,
     description="a character budget for the text answer: the best results whose lines fit, "

@@ -109,12 +109,12 @@ def config_of(settings: dict[str, object], data_dir: Path) -> AppConfig:
     return build_config(raw, ROOT)
 
 
-def load_user(services, memories: list[dict], now: datetime) -> dict[str, int]:
+def load_user(services, memories: list[dict], now: datetime, persona: str = PERSONA) -> dict[str, int]:
     """The memories stored oldest first, and every stage run: {key: memory id}."""
     ids = {}
     for memory in sorted(memories, key=lambda m: -float(m["said_days_ago"])):
         said = now - timedelta(days=float(memory["said_days_ago"]))
-        fields = MemoryFields(persona_id=PERSONA, original_time=said)
+        fields = MemoryFields(persona_id=persona, original_time=said)
         ids[memory["key"]] = services.memories.memorize(memory_text(memory, now.date()), fields).id
     config = services.config
     handlers = {

@@ -183,7 +183,8 @@ class LiveRecaller:
 
     def _build(self, config) -> Recaller:
         channels = build_channels(replace(self.parts, config=config))
-        return Recaller(self.store, self.segmenter, channels, self.embed, config, self.executor)
+        space = self.parts.document_index.model if self.parts.document_index is not None else None
+        return Recaller(self.store, self.segmenter, channels, self.embed, config, self.executor, space=space)
 
     def _settings_changed(self, old: AppConfig, new: AppConfig) -> None:
         if old.retrieval != new.retrieval:

@@ -11,7 +11,7 @@ import pytest
 from shared.assembly import open_services
 from shared.config import AppConfig, StorageConfig, TextConfig
 from shared.search.bm25 import Bm25Channel
-from shared.search.calibration import Calibration, default
+from shared.search.calibration import Calibration, for_space, resource
 from shared.search.query import Query
 from shared.store.documents import DocumentFilter, MemoryFields
 from shared.text.segment import Segmenter
@@ -20,6 +20,9 @@ MODELS = {"models": [
     {"channels": ["bm25"], "intercept": -2.0, "weights": {"fused": 1.0, "place": -1.0, "bm25": 0.5}},
     {"channels": ["bm25", "vector"], "intercept": -3.0,
      "weights": {"fused": 1.0, "place": -1.0, "bm25": 0.5, "vector": 2.0}},
+], "answerable": [
+    {"channels": ["bm25"], "intercept": -3.0, "weights": {"bm25": 4.0}},
+    {"channels": ["bm25", "vector"], "intercept": -9.0, "weights": {"bm25": 4.0, "vector": 8.0}},
 ]}
 
 
@@ -47,9 +50,37 @@ def test_a_channel_that_did_not_answer_falls_back_to_the_model_without_it():
     assert p[1] == pytest.approx(sigmoid(-2.0 + 1.0))
 
 
-def test_the_shipped_calibration_has_a_model_for_every_set_of_channels():
-    models = default().models
-    assert len(models) == 15  # every non-empty set of the four channels
+def test_the_shipped_calibration_has_models_for_every_set_of_channels_in_every_space():
+    spaces = resource()["spaces"]
+    assert resource()["default_space"] in spaces
+    for space in spaces:
+        calibration = for_space(space)
+        # every set of the four channels for candidates (none: the fusion alone, when no
+        # channel's evidence can be read), every non-empty one for questions
+        assert len(calibration.models) == 16 and len(calibration.answerable_models) == 15
+
+
+def test_whether_a_question_is_answerable_reads_only_its_strongest_evidence():
+    calibration = Calibration.from_dict(MODELS)
+    assert calibration.answerable({"bm25": 1.0, "vector": 0.9}) == pytest.approx(sigmoid(-9.0 + 4.0 + 7.2))
+    assert calibration.answerable({"bm25": 0.0, "vector": 0.8}) < calibration.answerable({"bm25": 1.0, "vector": 0.8})
+    # a channel without a model of its own falls back to the model of the channels within
+    assert calibration.answerable({"bm25": 0.5, "graph_keyword": 1.0}) == pytest.approx(sigmoid(-3.0 + 2.0))
+    assert calibration.answerable({"graph_keyword": 1.0}) == 1.0  # no model: no evidence to refuse on
+
+
+def test_an_embedder_never_fitted_refuses_no_question_on_its_cosines():
+    fitted = for_space(resource()["default_space"])
+    unknown = for_space("openai:some-model")
+    weak = {"bm25": 0.0, "vector": 0.1, "graph_keyword": 0.0, "graph_vector": 0.1}
+    assert fitted.answerable(weak) < 0.01
+    assert unknown.answerable(weak) == 1.0
+    # its candidates are scored by the default space's model of the other channels
+    readable = {"bm25": 0.0, "graph_keyword": 0.0}
+    assert unknown.probabilities([(1, 1.0)], weak) == fitted.probabilities([(1, 1.0)], readable)
+    assert unknown.probabilities([(1, 1.0)], {"vector": 0.1})[1] > 0  # the fusion alone
+    # without an embedder the default space's question model applies as it is
+    assert for_space(None).answerable({"bm25": 0.0, "graph_keyword": 0.0}) < 0.1
 
 
 def test_bm25_strength_is_the_share_of_the_query_a_memory_holds_at_any_store_size(tmp_path):

@@ -74,7 +74,10 @@ def recall(deps: ToolDeps, query: Query, k: K = None, session_id: SessionFilter 
     hits = recall_in(deps, RecallRequest(
         query[:MAX_QUERY_CHARS], k or live.current.memory.recall_top_k, scope, explain,
         max_chars=max_chars, happens_after=after, happens_before=before, zone=zone, **floor), personas)
-    deps.reinforcer.touch([h.document.id for h in hits])
+    # Only what the host was given above the configured floor grows stronger: a caller that
+    # asks with min_score=0 gets filler too, and filler must not be kept from fading.
+    given = floors(live.current.retrieval, None)["min_score"]
+    deps.reinforcer.touch([h.document.id for h in hits if h.score >= given])
     return recall_answer(hits, floor["min_score"], max_chars)
 
 

@@ -33,6 +33,7 @@ class Channel(Protocol):
     def indexed(self, ids: Sequence[int]) -> set[int]:
         """Those of `ids` this channel has taken in (so could have found)."""
 
-    def strength(self, query: Query, ranking: Ranking) -> float:
+    def strength(self, query: Query, ranking: Ranking) -> float | None:
         """How strong the query's best evidence in this channel is, on a scale that does not
-        depend on the other candidates or on the store's size (score calibration's input)."""
+        depend on the other candidates or on the store's size (score calibration's input);
+        None when the channel can say nothing (its evidence is then left out)."""

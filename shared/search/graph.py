@@ -181,9 +181,9 @@ class GraphVectorChannel:
         admitted = self.store.documents.filter_ids(list(best), scope)
         return [(m, s) for m, s in ordered(best) if m in admitted][:limit]
 
-    def strength(self, query: Query, ranking: Sequence[tuple[int, float]]) -> float:
-        """The best entry's cosine."""
-        return max((2.0 * s - 1.0 for _, s in ranking), default=0.0)
+    def strength(self, query: Query, ranking: Sequence[tuple[int, float]]) -> float | None:
+        """The best entry's cosine; None while no entry in scope has a vector yet."""
+        return max((2.0 * s - 1.0 for _, s in ranking), default=None)
 
     def indexed(self, ids: Sequence[int]) -> set[int]:
         return graph_taken_in(self.store, ids)

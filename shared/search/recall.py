@@ -58,8 +58,9 @@ log = logging.getLogger("aokun.recall")
 @dataclass(frozen=True)
 class RecallRequest:
     """One recall. min_score: leave out results scoring below it; min_best_score: answer
-    nothing when the best result scores below it; max_chars: the best results whose answer
-    lines (shared/search/answer.py) fit."""
+    nothing when the best result scores below it; min_answerable: answer nothing when the
+    store is less likely than this to hold an answer at all (calibration.answerable);
+    max_chars: the best results whose answer lines (shared/search/answer.py) fit."""
 
     query: str
     k: int
@@ -68,6 +69,7 @@ class RecallRequest:
     min_score: float = 0.0
     max_chars: int | None = None
     min_best_score: float = 0.0
+    min_answerable: float = 0.0
     # when what is recalled happens (epoch seconds, [after, before), None: open); both None: the
     # window the query's own time words name, if any
     happens_after: float | None = None
@@ -76,11 +78,13 @@ class RecallRequest:
 
 
 def floors(config: RetrievalConfig, min_score: float | None) -> dict[str, float]:
-    """A request's min_score and min_best_score: a caller's min_score rules both (it asked for
-    exactly that floor); without one, the configured pair."""
+    """A request's floors: without a min_score of the caller's, the configured three; a
+    caller's min_score rules alone (it asked for exactly that floor): results below it are
+    left out and nothing else is."""
     if min_score is None:
-        return {"min_score": config.min_score, "min_best_score": config.min_best_score}
-    return {"min_score": min_score, "min_best_score": min_score}
+        return {"min_score": config.min_score, "min_best_score": config.min_best_score,
+                "min_answerable": config.min_answerable}
+    return {"min_score": min_score, "min_best_score": min_score, "min_answerable": 0.0}
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,8 @@ class Recaller:
 
     def __init__(self, store: Store, segmenter: Segmenter, channels: Sequence[Channel],
                  embed: Callable | None, config: RetrievalConfig,
-                 executor: ThreadPoolExecutor | None = None, clock: Callable[[], float] = time.time):
+                 executor: ThreadPoolExecutor | None = None, clock: Callable[[], float] = time.time,
+                 space: str | None = None):
         self.store = store
         self.segmenter = segmenter
         self.channels = list(channels)
@@ -120,6 +125,7 @@ class Recaller:
         self.executor = executor or ThreadPoolExecutor(max_workers=3, thread_name_prefix="recall")
         self.clock = clock
         self.cache = RecallCache(config.cache_ttl_s, config.cache_size) if config.cache_enabled else None
+        self.scoring = calibration.for_space(space)  # space: the embedding model of the vectors
 
     def recall(self, request: RecallRequest) -> list[Hit]:
         """The best hits scoring at least request.min_score, at most k, duplicates folded,
@@ -157,14 +163,13 @@ class Recaller:
         documents = self.store.documents.get_many(candidates)
         if not documents:
             return None
-        strongest = {name: found.channels[name].strength(query, ranking)
-                     for name, ranking in found.rankings.items()}
+        strongest = _strongest(found, query)
         validity = self.store.atoms.validity_rows(list(documents))
         wanted = wanted_atom_types(request.query, self.config) if self.config.atom_type_boost > 0 else ()
         typed = holding_types(validity, wanted, now) if wanted else set()
         fusion = _Fusion(self.config, documents, found, temporal_factors(validity, now),
                          self.store.graph.memory_confidence(list(documents)), now, request,
-                         self._pending(found, list(documents)), strongest, typed, related,
+                         self._pending(found, list(documents)), strongest, self.scoring, typed, related,
                          replaced_memories(validity))
         if asked is not None:
             fusion.asked, fusion.listed = asked, [i for i in listed if i in documents]
@@ -261,11 +266,12 @@ class _Fusion:
     def __init__(self, config: RetrievalConfig, documents: dict[int, Document], found: _Found,
                  temporal: dict[int, float], confidence: dict[int, float], now: float,
                  request: RecallRequest, pending: dict[str, set[int]], strongest: dict[str, float],
-                 typed: set[int] = frozenset(), related: dict[int, float] | None = None,
+                 scoring: calibration.Calibration, typed: set[int] = frozenset(), related: dict[int, float] | None = None,
                  replaced: dict[int, int] | None = None):
         self.c, self.documents, self.found, self.temporal = config, documents, found, temporal
         self.confidence, self.now, self.request, self.pending = confidence, now, request, pending
         self.strongest = strongest  # per channel that answered: Channel.strength
+        self.scoring = scoring
         self.typed = typed  # memories holding an atom of a type the query asks about
         self.related = related or {}  # memories about what the query's relations lead to: weight
         self.replaced = replaced or {}  # memory whose every atom a later one superseded: that one
@@ -282,10 +288,10 @@ class _Fusion:
         fused = normalise(self.fused(weights))
         if self.asked is not None:
             fused = happening.arranged(fused, self.within, self.asked, self.listed)
-        score = calibration.default().probabilities(fused, self.strongest)
+        score = self.scoring.probabilities(fused, self.strongest)
         if self.asked is not None:
             score = happening.lifted(score, self.within, self.asked)
-        if not fused or score[fused[0][0]] < self.request.min_best_score:
+        if not fused or score[fused[0][0]] < self.request.min_best_score or not self._answerable():
             return []
         ranked = [(i, score[i]) for i, _ in fused if score[i] >= self.request.min_score]
         ranked, duplicates = fold_duplicates(ranked, self.documents)
@@ -294,6 +300,17 @@ class _Fusion:
                     self._explain(i, weights, score[i]) if self.request.explain else None,
                     duplicates.get(i, ()))
                 for i in order]
+
+    def _answerable(self) -> bool:
+        """Whether the store likely holds an answer: what happens inside a time window the
+        question names answers it by itself; otherwise the question-level model decides."""
+        if self.asked is not None and self.within:
+            return True
+        return self.answerable >= self.request.min_answerable
+
+    @property
+    def answerable(self) -> float:
+        return self.scoring.answerable(self.strongest)
 
     def fused(self, weights=None) -> list[tuple[int, float]]:
         """The routes' fusion of rankings, best first. A memory the graph has not taken in
@@ -389,6 +406,7 @@ class _Fusion:
                            "atom_type_boost": doc_id in self.typed, "replaced_by": self.replaced.get(doc_id),
                            "relation": round(self.related.get(doc_id, 0.0), 6), "shift": round(self._shift(doc_id), 6)}
         parts["strongest"] = {c: round(v, 6) for c, v in self.strongest.items()}
+        parts["answerable"] = round(self.answerable, 6)
         if self.asked is not None:
             parts["window"] = {"start": self.asked.window.start, "end": self.asked.window.end,
                                "agenda": self.asked.agenda, "inside": doc_id in self.within,
@@ -425,6 +443,12 @@ def fold_duplicates(ranking: list[tuple[int, float]], documents: dict[int, Docum
         first[key] = doc_id
         kept.append((doc_id, score))
     return kept, {i: tuple(ids) for i, ids in folded.items()}
+
+
+def _strongest(found: _Found, query: Query) -> dict[str, float]:
+    """Per channel that answered and can say: how strong its best evidence is."""
+    strengths = {name: found.channels[name].strength(query, ranking) for name, ranking in found.rankings.items()}
+    return {name: value for name, value in strengths.items() if value is not None}
 
 
 def _bound(pick: Callable, *bounds: float | None) -> float | None:

@@ -244,9 +244,11 @@ class VectorChannel:
         admitted = self.store.documents.filter_ids([i for i, _ in hits], scope)
         return [(i, cosine_to_unit(c)) for i, c in hits if i in admitted][:depth]
 
-    def strength(self, query: Query, ranking: Sequence[tuple[int, float]]) -> float:
-        """The best cosine (the embedder's own scale; the calibration knows its range)."""
-        return max((2.0 * s - 1.0 for _, s in ranking), default=0.0)
+    def strength(self, query: Query, ranking: Sequence[tuple[int, float]]) -> float | None:
+        """The best cosine (the embedder's own scale; the calibration knows its range). None
+        when nothing in scope has a vector yet: every vector has a nearest neighbour, so an
+        empty ranking means the worker has not embedded this scope, not that nothing is near."""
+        return max((2.0 * s - 1.0 for _, s in ranking), default=None)
 
     def indexed(self, ids: Sequence[int]) -> set[int]:
         """Memories with a vector in this space (the others wait for a worker)."""

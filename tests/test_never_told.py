@@ -1,0 +1,151 @@
+"""A question about something the user never said is answered with nothing, through the
+official MCP client and the real `aokun hook prompt`, while what was said is still found, in
+the question's language and across English and Chinese.
+
+One person's everyday memories, embedded by the default local model (e5): recall refuses a
+question when the store likely holds no answer (retrieval.min_answerable, the question-level
+model of calibration.answerable), and a caller's own min_score turns that floor off. Access
+reinforcement strengthens only what scored at or above the configured min_score. The MCP front
+runs in this process; the stages a worker would run are run here by the worker's own runner.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import db_rows, wait_for, write_config
+from shared.config import load_config
+from test_everyday_questions import aokun, front_in_process, run_every_stage
+
+MEMORIES = {
+    "allergy": "I'm allergic to peanuts and shellfish, so I always carry an EpiPen.",
+    "dog": "My dog Biscuit is a three-year-old golden retriever who loves the beach.",
+    "work": "I work as a nurse at St. Mary's Hospital, mostly on night shifts.",
+    "sister": "我妹妹住在成都，她是一名小学老师。",
+    "phone": "我的手机是去年买的华为Mate 60，用着很顺手。",
+    "husband": "My husband Tom loves cooking Italian food on weekends.",
+    "commute": "我每天早上骑自行车上班，大约二十分钟。",
+    "vitamin": "I take vitamin D every morning because my doctor told me to.",
+    "fruit": "我最喜欢的水果是芒果。",
+    "piano": "My daughter Lily started piano lessons in September.",
+}
+
+# Never said, and far in words and meaning from every memory (P(answerable) about 0.06 here,
+# the floor is 0.08).
+NEVER_TOLD = ["What is my passport number?", "What's my wifi password?"]
+# The e5 cosines of a Chinese question are higher across the board than an English one's, and
+# the answerable model does not know the question's language: a Chinese question about
+# something never said stays above the floor (P ~0.11 here).
+NEVER_TOLD_ZH = pytest.param("我的血型是什么？", marks=pytest.mark.xfail(
+    strict=True, reason="Chinese never-told questions score above min_answerable under e5"))
+
+NO_ANSWER = "No memory is relevant"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """The memories embedded and processed; the in-process front (no reinforcement, no cache),
+    {key: id}, the config."""
+    folder = tmp_path_factory.mktemp("never_told")
+    config = write_config(folder, server={"exposed_tools": ["memorize", "recall"]},
+                          retrieval={"access_reinforcement": False, "cache_enabled": False})
+    with front_in_process(config) as model:
+        ids = {key: model.ok("memorize", {"content": text})["id"] for key, text in MEMORIES.items()}
+        run_every_stage(config)
+        yield model, ids, config
+
+
+def recalled(model, question: str, **arguments) -> tuple[list[dict], str]:
+    """Recall's results and its text answer."""
+    result = model.call("recall", {"query": question, **arguments})
+    assert not result.is_error, result.content[0].text
+    return result.structured_content["results"], result.content[0].text
+
+
+# -- over the MCP client ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", [*NEVER_TOLD, NEVER_TOLD_ZH])
+def test_a_question_never_told_is_answered_with_nothing(store, question):
+    model, _, _ = store
+    results, text = recalled(model, question)
+    assert results == [] and text.startswith(NO_ANSWER), text
+    # A caller's own min_score rules alone: the same question is answered with what there is.
+    assert recalled(model, question, min_score=0)[0] != []
+
+
+@pytest.mark.parametrize("question, key", [("What am I allergic to?", "allergy"),
+                                           ("我妹妹住在哪里？", "sister"),
+                                           ("What does my husband like to cook?", "husband")])
+def test_a_question_told_in_its_own_language_finds_its_memory(store, question, key):
+    model, ids, _ = store
+    assert ids[key] in [r["id"] for r in recalled(model, question)[0][:3]]
+
+
+# Across languages the only evidence is the vectors' (and a graph keyword's): these questions
+# stand just above the floor (P 0.10-0.37 here).
+@pytest.mark.parametrize("question, key", [
+    ("我女儿在学什么乐器？", "piano"), ("我丈夫喜欢做什么菜？", "husband"),
+    ("What fruit do I like best?", "fruit"), ("What phone do I have?", "phone"),
+    # A graph keyword (狗: dog) without a BM25 match lowers P(answerable) (its weight is
+    # negative next to BM25's): P ~0.07, refused.
+    pytest.param("我的狗叫什么名字？", "dog", marks=pytest.mark.xfail(
+        strict=True, reason="a cross-language graph keyword match counts against answering"))])
+def test_a_question_in_the_other_language_finds_its_memory(store, question, key):
+    model, ids, _ = store
+    assert ids[key] in [r["id"] for r in recalled(model, question)[0][:3]]
+
+
+# -- in the host's prompt hook (the real CLI, recalling in its own process without vectors) ----
+
+
+def prompt_hook(config, question: str) -> str:
+    """What `aokun hook prompt` prints for a question; it must have recalled from the store."""
+    hook = json.dumps({"session_id": "s", "transcript_path": "/tmp/none.jsonl", "cwd": "/tmp",
+                       "hook_event_name": "UserPromptSubmit", "prompt": question})
+    done = aokun(config, "hook", "prompt", "--verbose", stdin=hook)
+    assert done.returncode == 0, done.stderr
+    assert "from the store (bm25+graph_keyword)" in done.stderr, done.stderr
+    return done.stdout
+
+
+# The sister's blood type: the graph's keyword 'sister' finds her memory (in Chinese), BM25
+# finds nothing, and only the answerable floor keeps it from being printed.
+@pytest.mark.parametrize("question", ["What is my passport number?", "What is my sister's blood type?"])
+def test_the_prompt_hook_prints_nothing_for_a_question_never_told(store, question):
+    _, _, config = store
+    assert prompt_hook(config, question) == ""
+
+
+def test_the_prompt_hook_prints_the_memory_a_question_shares_words_with(store):
+    _, ids, config = store
+    printed = prompt_hook(config, "What am I allergic to?")
+    first = printed.splitlines()[1]
+    assert first.startswith(f"[id {ids['allergy']} · ") and first.endswith(MEMORIES["allergy"]), printed
+
+
+# -- access reinforcement -----------------------------------------------------------------------
+
+
+def access_count(config, memory_id: int) -> int:
+    return db_rows(config, "SELECT access_count FROM documents WHERE id = ?", (memory_id,))[0][0]
+
+
+def test_filler_recalled_below_the_configured_floor_is_not_reinforced(store, tmp_path):
+    _, ids, config = store
+    data = config.parent / "data"
+    reinforcing = write_config(tmp_path, storage={"data_dir": str(data)},
+                               server={"exposed_tools": ["recall"]},
+                               retrieval={"access_reinforcement": True, "cache_enabled": False})
+    floor = load_config(reinforcing).retrieval.min_score
+    with front_in_process(reinforcing) as model:
+        results, _ = recalled(model, "What fruit do I like best?", k=len(MEMORIES), min_score=0)
+        real = results[0]["id"]
+        fillers = [r["id"] for r in results if r["score"] < floor]
+        assert real == ids["fruit"] and results[0]["score"] >= floor and fillers, results
+        # The reinforcer touches a recall's memories in one job, on one thread, in order: once
+        # the real hit counts its access, a filler touched with it would count one too.
+        wait_for(lambda: access_count(config, real) == 1, 30, what="the real hit reinforced")
+    assert [access_count(config, filler) for filler in fillers] == [0] * len(fillers)

@@ -3,7 +3,10 @@
 - A new atom whose bag-of-words Jaccard with an active atom of the same persona reaches the
   threshold reinforces that atom (count + 1, confidence max, shelf life recomputed and
   restarted) instead of duplicating it; the memory keeps a dormant provenance row for it.
-- A new atom with (subject, attribute, value) supersedes active atoms giving another value.
+- Atoms with (subject, attribute, value) form a slot's timeline in the order their memories
+  were said (original time, else when stored; ties by id), not the order the worker stored
+  them in (an old history imported last): each is superseded by the first one said after it
+  that gives another value, and the value said last stands.
 - Storing a memory's atoms again first retracts what its previous atoms did (reinforcements
   taken back, atoms it superseded active again), so running the atoms stage twice, or deleting
   the memory, leaves other memories' atoms as if it had never been stored.

@@ -5,6 +5,8 @@ The old fact is memorized months back, the statement of change last week; the qu
 words the old memory matches best (recalled by BM25 alone, which finds both), gets the newer
 memory first, the older right below it and explained as replaced by it. search_atoms shows each atom's subject; the session-start profile
 (the real CLI) keeps other people's preferences and plans apart from the user's, named.
+The newer fact wins by when it was said, also when the older memory is stored and processed
+after it (an old history imported later), on both engines.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -20,14 +24,18 @@ import pytest
 
 from fake_openai import FakeEmbeddingsServer
 from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from servers import pg_database
+from shared.config import load_config
 from shared.search.recall import newer_first
+from shared.store.stages import STAGES
 
 BIN = Path(sys.executable).parent
 
 
-def config_for(tmp_path, api):
+def config_for(tmp_path, api, **sections):
     return write_config(
-        tmp_path, embedding={"provider": "openai", "base_url": api.base_url, "model": "fake", "dimensions": 32},
+        tmp_path, **sections,
+        embedding={"provider": "openai", "base_url": api.base_url, "model": "fake", "dimensions": 32},
         queue={"retry_base_s": 0.2}, server={"exposed_tools": ["memorize", "recall", "search_atoms"]},
         retrieval={"channels": ["bm25"], "access_reinforcement": False, "cache_enabled": False,
                    "min_score": 0.0})
@@ -122,3 +130,73 @@ def test_a_replaced_memory_ranks_right_below_the_memory_that_replaced_it():
     assert newer_first([(1, 0.9), (2, 0.5)], {1: 3}) == [(1, 0.9), (2, 0.5)]  # the newer not found
     # a chain: 1 replaced by 2, replaced by 3
     assert [i for i, _ in newer_first([(1, 0.9), (2, 0.6), (3, 0.3)], {1: 2, 2: 3})] == [3, 2, 1]
+
+
+# -- superseding follows when things were said, not the order they were processed -----------------
+
+@contextmanager
+def front_in_process(config: Path):
+    """The MCP front built as aokun-server builds it, spoken to by the official client."""
+    from aokun_server.app import build_front
+
+    front = build_front(load_config(config))
+    try:
+        with mcp_session(front.server) as session:
+            yield session
+    finally:
+        front.close()
+
+
+def run_every_stage(config: Path) -> None:
+    """What a worker would do with the memories waiting: every stage of each, by the worker's
+    own runner in this process (it takes them in the order they were stored)."""
+    from aokun_worker.service import WorkerService
+    from shared.assembly import open_services
+
+    service = WorkerService(open_services(load_config(config), queued=False))
+    try:
+        for stage in STAGES:
+            while service.runner.run_next(stage)[0]:
+                pass
+        figures = service.store.stages.queue_figures(time.time())
+    finally:
+        service.services.close()
+    assert (figures["pending"], figures["running"], figures["failed"]) == (0, 0, 0), figures
+
+
+@contextmanager
+def storage_of(engine: str):
+    """The storage section of a fresh store of the engine."""
+    if engine == "sqlite":
+        yield {"data_dir": "data"}
+        return
+    with pg_database() as url:
+        yield {"backend": "postgresql", "url": url, "data_dir": "data"}
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_the_later_said_fact_wins_when_the_older_memory_is_processed_last(tmp_path, engine):
+    """An old history imported after the newer statement of change (the older memory has the
+    higher id, and the worker takes it last) still ends replaced by the newer one."""
+    now = datetime.now(timezone.utc).replace(microsecond=0, tzinfo=None)
+    months_ago, last_week = now - timedelta(days=150), now - timedelta(days=6)
+    cases = [("en-home", "We finally moved from Toronto to Vancouver.", "I live in Toronto.",
+              "Do I still live in Toronto?"),
+             ("zh-car", "我把旧车卖了，换了一辆特斯拉。", "我开一辆白色的本田雅阁。", "我开的车是本田雅阁还是特斯拉？")]
+    with FakeEmbeddingsServer(dim=32) as api, storage_of(engine) as storage:
+        config = config_for(tmp_path, api, storage=storage)
+        with front_in_process(config) as s:
+            for persona, new, old, _ in cases:
+                for text, when in ((new, last_week), (old, months_ago)):
+                    s.ok("memorize", {"content": text, "metadata": {"persona_id": persona,
+                                                                    "original_time": when.isoformat()}})
+        run_every_stage(config)
+        with front_in_process(config) as s:
+            for persona, new, old, question in cases:
+                results = s.ok("recall", {"query": question, "persona_id": persona, "k": 5, "explain": True})["results"]
+                texts = [r["text"].split("] ", 1)[-1] for r in results]
+                assert texts[:2] == [new, old], (persona, texts)
+                replaced_by = [r["explain"]["parts"]["routes"]["replaced_by"] for r in results]
+                assert replaced_by[:2] == [None, results[0]["id"]], persona
+                atoms = s.ok("search_atoms", {"query": question, "persona_id": persona})["atoms"]
+                assert [a["text"] for a in atoms] == [new], (persona, atoms)

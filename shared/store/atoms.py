@@ -102,17 +102,45 @@ def set_reinforcement(conn: sqlite3.Connection, atom_id: int, count: int, confid
     meta.bump_epoch(conn)
 
 
+# When an atom's memory was said (its original time, else when it was stored); a slot's atoms
+# are ordered as said, ties by memory id, then by atom id (a memory's own in their order).
+# Portable SQL over an atom `a` joined with its memory `d`.
+SAID = "COALESCE(d.original_ts, d.create_time)"
+_SAID_ORDER = f"({SAID}, a.memory_id, a.id)"
+
+
 def supersede(conn: sqlite3.Connection, persona_id: str | None, subject: str, attribute: str,
               value: str, new_id: int, now: float) -> int:
-    """Active atoms giving another value for the same subject and attribute: superseded by new_id."""
-    changed = conn.execute(
-        "UPDATE memory_atoms SET state = 'superseded', superseded_by = ?, state_time = ?,"
-        " update_time = ? WHERE state = 'active' AND persona_id IS ? AND subject = ?"
-        " AND attribute = ? AND value != ? AND id != ?",
-        (new_id, now, now, persona_id, subject, attribute, value, new_id)).rowcount
-    if changed:
+    """Atom new_id takes its place among the current atoms of its slot (persona, subject,
+    attribute) in the order they were said, whatever the order they were stored in: it
+    supersedes those said before it that give another value and are active, or superseded by
+    one said after it; and it is superseded itself by the first one said after it that gives
+    another value, if any. Returns how many it superseded. Portable SQL (both engines)."""
+    said = conn.execute(f"SELECT {SAID}, a.memory_id, a.id FROM memory_atoms a JOIN documents d"
+                        " ON d.id = a.memory_id WHERE a.id = ?", (new_id,)).fetchone()
+    if said is None:
+        return 0
+    slot = (f"FROM memory_atoms a JOIN documents d ON d.id = a.memory_id WHERE {CURRENT}"
+            f" AND a.persona_id {'IS NULL' if persona_id is None else '= ?'} AND a.subject = ?"
+            " AND a.attribute = ? AND a.value != ?")
+    params = [*([] if persona_id is None else [persona_id]), subject, attribute, value]
+    # An earlier atom superseded by one said after new_id (stored before new_id was) now
+    # leads to new_id, the next in the timeline.
+    earlier = [r[0] for r in conn.execute(
+        f"SELECT a.id {slot} AND {_SAID_ORDER} < (?, ?, ?) AND (a.state = 'active'"
+        " OR (a.state = 'superseded' AND EXISTS (SELECT 1 FROM memory_atoms n JOIN documents nd"
+        " ON nd.id = n.memory_id WHERE n.id = a.superseded_by"
+        " AND (COALESCE(nd.original_ts, nd.create_time), n.memory_id, n.id) > (?, ?, ?))))",
+        (*params, *said, *said))]
+    later = conn.execute(f"SELECT a.id {slot} AND {_SAID_ORDER} > (?, ?, ?) AND a.state IN"
+                         f" ('active', 'superseded') ORDER BY {SAID}, a.memory_id, a.id LIMIT 1",
+                         (*params, *said)).fetchone()
+    replaced = [(i, new_id) for i in earlier] + ([(new_id, later[0])] if later else [])
+    conn.executemany("UPDATE memory_atoms SET state = 'superseded', superseded_by = ?, state_time = ?,"
+                     " update_time = ? WHERE id = ?", [(by, now, now, i) for i, by in replaced])
+    if replaced:
         meta.bump_epoch(conn)
-    return changed
+    return len(earlier)
 
 
 def of_memory(conn: sqlite3.Connection, memory_id: int) -> list[sqlite3.Row]:

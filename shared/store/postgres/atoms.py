@@ -62,19 +62,6 @@ def similar_active(conn: PgConnection, terms: Sequence[str], persona_id: str | N
     return [_SIMILAR((r[0], tokens.get(r[0], ("",))[0], r[1], r[2], r[3])) for r in rows]
 
 
-def supersede(tx: PgConnection, persona_id: str | None, subject: str, attribute: str,
-              value: str, new_id: int, now: float) -> int:
-    persona, persona_params = persona_is("persona_id", persona_id)
-    changed = tx.sql(
-        "UPDATE memory_atoms SET state = 'superseded', superseded_by = %s, state_time = %s,"
-        f" update_time = %s WHERE state = 'active' AND {persona} AND subject = %s"
-        " AND attribute = %s AND value != %s AND id != %s",
-        [new_id, now, now, *persona_params, subject, attribute, value, new_id]).rowcount
-    if changed:
-        meta.bump_epoch(tx)
-    return changed
-
-
 def atom_search(conn: PgConnection, terms: Sequence[str], persona_id: str | None,
                 session_id: str | None, types: Sequence[str] | None, limit: int) -> list[Record]:
     """As atoms.search: current active atoms holding any term, raw best first (ties by id)."""
@@ -163,9 +150,6 @@ def supersede_chain(conn: PgConnection, atom_id: int, persona_id: str | None,
 class PostgresAtoms(SqliteAtoms):
     def insert(self, owner, row, now, state="active", superseded_by=None, needs_repair=False):
         return self._run.write(atom_insert, owner, row, now, state, superseded_by, needs_repair)
-
-    def supersede(self, persona_id, subject, attribute, value, new_id, now):
-        return self._run.write(supersede, persona_id, subject, attribute, value, new_id, now)
 
     def forget(self, expired_before, now):
         return self._run.write(forget, expired_before, now)

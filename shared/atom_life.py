@@ -8,8 +8,9 @@
   them in (an old history imported last): each is superseded by the first one said after it
   that gives another value, and the value said last stands.
 - Storing a memory's atoms again first retracts what its previous atoms did (reinforcements
-  taken back, atoms it superseded active again), so running the atoms stage twice, or deleting
-  the memory, leaves other memories' atoms as if it had never been stored.
+  taken back, atoms it superseded handed to the next one in their timeline or active again),
+  so running the atoms stage twice, or deleting the memory, leaves other memories' atoms as
+  if it had never been stored.
 """
 
 from __future__ import annotations

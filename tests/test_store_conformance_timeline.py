@@ -74,3 +74,17 @@ def test_storing_a_memory_again_keeps_the_timeline(store):  # noqa: F811
         retract(tx, memories[2], ttl, NOW)
         tx.atoms.delete_for_memory(memories[2])
     assert timeline(store, memories[:2]) == [("superseded", memories[1]), ("active", None)]
+
+
+def test_a_memory_deleted_from_the_middle_leaves_its_neighbours_in_order(store):  # noqa: F811
+    memories = [said_in_month(store, month, city) for month, city in enumerate(CITIES)]
+    for month in range(4):
+        derive(store, memories[month], CITIES[month])
+    for gone in (2, 1):  # Montreal, then Vancouver: Toronto twice, nothing replaced between
+        with store.write() as tx:
+            retract(tx, memories[gone], ttl, NOW)
+            tx.atoms.delete_for_memory(memories[gone])
+        if gone == 2:
+            assert timeline(store, [memories[0], memories[1], memories[3]]) == [
+                ("superseded", memories[1]), ("superseded", memories[3]), ("active", None)]
+    assert timeline(store, [memories[0], memories[3]]) == [("active", None), ("active", None)]

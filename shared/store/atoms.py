@@ -159,14 +159,21 @@ def reinforced_by(conn: sqlite3.Connection, memory_id: int) -> list[sqlite3.Row]
 
 
 def reactivate_superseded_by(conn: sqlite3.Connection, memory_id: int, now: float) -> int:
-    """Atoms of other memories that this memory's atoms superseded become active again."""
-    ids = [r[0] for r in conn.execute(
-        "SELECT a.id FROM memory_atoms a JOIN memory_atoms n ON n.id = a.superseded_by"
-        " WHERE a.state = 'superseded' AND n.memory_id = ? AND a.memory_id != ?", (memory_id, memory_id))]
-    _set_state(conn, ids, "active", now)
+    """Atoms of other memories that this memory's atoms superseded leave it: each is superseded
+    by what superseded the atom that superseded it (the next in its slot's timeline) when that
+    is of another memory and gives another value, else active again. Returns how many."""
+    rows = conn.execute(
+        "SELECT a.id, CASE WHEN s.memory_id != ? AND s.value != a.value THEN s.id END FROM memory_atoms a"
+        " JOIN memory_atoms n ON n.id = a.superseded_by LEFT JOIN memory_atoms s ON s.id = n.superseded_by"
+        " AND n.state = 'superseded' WHERE a.state = 'superseded' AND n.memory_id = ? AND a.memory_id != ?"
+        " ORDER BY a.id", (memory_id, memory_id, memory_id)).fetchall()
+    _set_state(conn, [i for i, by in rows if by is None], "active", now)
     # Superseded atoms keep their full-text row (they are shown in chains), so none to restore.
-    conn.executemany("UPDATE memory_atoms SET superseded_by = NULL WHERE id = ?", [(i,) for i in ids])
-    return len(ids)
+    conn.executemany("UPDATE memory_atoms SET superseded_by = ?, update_time = ? WHERE id = ?",
+                     [(by, now, i) for i, by in rows])
+    if rows:
+        meta.bump_epoch(conn)
+    return len(rows)
 
 
 # An active atom the sweep expires at time ?: past its deadline, or past its shelf life

@@ -91,7 +91,8 @@ def candidate_row(fusion, names: dict[int, str], **row) -> dict:
             name = names.get(doc_id, "")
             candidates.append({"id": name, "fused": fused.get(doc_id, 0.0),
                                "label": int(row["own"] and name in row["evidence"])})
-    return {**row, "strongest": fusion.strongest if fusion is not None else {}, "candidates": candidates}
+    return {**row, "strongest": fusion.strongest if fusion is not None else {}, "candidates": candidates,
+            "unmentioned": fusion is not None and fusion.unmentioned}
 
 
 def everyday_rows(local_model: str) -> list[dict]:
@@ -244,6 +245,8 @@ def answer(row: dict, floors: Floors) -> list[dict]:
     """What recall returns for a row at (min_score, min_best_score, min_answerable)."""
     min_score, min_best, min_answerable = floors
     if not row["ranked"] or row["ranked"][0]["p"] < min_best or row["answerable"] < min_answerable:
+        return []
+    if row.get("unmentioned") and min_answerable > 0:  # recall's rule (shared/search/mentions.py)
         return []
     return [c for c in row["ranked"] if c["p"] >= min_score]
 

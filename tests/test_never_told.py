@@ -98,6 +98,23 @@ def test_a_question_in_the_other_language_finds_its_memory(store, question, key)
     assert ids[key] in [r["id"] for r in recalled(model, question)[0][:3]]
 
 
+# Whom a question asks about (shared/search/mentions.py): a person the store never mentions, in
+# either language, answers nothing whatever the vectors say; one it mentions is left to the model.
+@pytest.mark.parametrize("question, unmentioned", [
+    ("What's my brother's job?", True), ("Where does my son go to school?", True),
+    ("我爸爸做什么工作？", True), ("When is Anna's birthday?", True),
+    ("What does my husband like to cook?", False), ("我妹妹住在哪里？", False),
+    ("What does my little sister teach?", False),  # 妹妹: the sister family, across languages
+    ("What is my passport number?", False)])  # nobody named: the model decides
+def test_a_question_about_someone_never_mentioned_is_answered_with_nothing(store, question, unmentioned):
+    model, _, _ = store
+    explained = recalled(model, question, min_score=0, explain=True)[0]
+    assert explained[0]["explain"]["parts"]["unmentioned"] is unmentioned
+    if unmentioned:
+        results, text = recalled(model, question)
+        assert results == [] and text.startswith(NO_ANSWER), text
+
+
 # -- in the host's prompt hook (the real CLI, recalling in its own process without vectors) ----
 
 

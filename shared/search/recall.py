@@ -37,7 +37,7 @@ from shared.config import RetrievalConfig
 from shared.decay import recency
 from shared.errors import AokunError
 from shared.atom_life import replaced_memories, temporal_factors
-from shared.search import answer, calibration, happening, timeframe
+from shared.search import answer, calibration, happening, mentions, timeframe
 from shared.search.cache import RecallCache
 from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel
 from shared.search.focus import asks, focus, speaker
@@ -171,10 +171,19 @@ class Recaller:
                          self.store.graph.memory_confidence(list(documents)), now, request,
                          self._pending(found, list(documents)), strongest, self.scoring, typed, related,
                          replaced_memories(validity))
+        fusion.unmentioned = self._none_mentioned(request)
         if asked is not None:
             fusion.asked, fusion.listed = asked, [i for i in listed if i in documents]
             fusion.within = happening.inside(asked, documents, validity, request.zone)
         return fusion
+
+    def _none_mentioned(self, request: RecallRequest) -> bool:
+        """Whether the question asks about people none of whom any memory in scope mentions
+        (shared/search/mentions.py); a word that is no index term (a question word) is no one."""
+        people = [terms for words in mentions.asked_people(request.query)
+                  if (terms := {t for w in words for t in self.segmenter.unique_terms(w, 8)})]
+        return mentions.none_mentioned(
+            people, lambda terms: bool(self.store.documents.bm25(sorted(terms), request.scope, 1, 1.0)))
 
     def _time_question(self, request: RecallRequest, now: float) -> timeframe.TimeQuestion | None:
         """The window on when things happen: the caller's, else the one the query names."""
@@ -279,6 +288,7 @@ class _Fusion:
         self.asked: timeframe.TimeQuestion | None = None  # the window on when things happen
         self.within: dict[int, float] = {}  # the candidates happening inside it: when, first
         self.listed: list[int] = []  # found for the window alone, by date
+        self.unmentioned = False  # the question asks about people the store never mentions
         self.parts: dict[int, dict] = {i: {} for i in documents}
 
     def hits(self, terms_of: Callable) -> list[Hit]:
@@ -303,9 +313,13 @@ class _Fusion:
 
     def _answerable(self) -> bool:
         """Whether the store likely holds an answer: what happens inside a time window the
-        question names answers it by itself; otherwise the question-level model decides."""
+        question names answers it by itself; a question about people the store never mentions
+        has none (while the question-level floor is on); otherwise the question-level model
+        decides."""
         if self.asked is not None and self.within:
             return True
+        if self.unmentioned and self.request.min_answerable > 0:
+            return False
         return self.answerable >= self.request.min_answerable
 
     @property
@@ -407,6 +421,7 @@ class _Fusion:
                            "relation": round(self.related.get(doc_id, 0.0), 6), "shift": round(self._shift(doc_id), 6)}
         parts["strongest"] = {c: round(v, 6) for c, v in self.strongest.items()}
         parts["answerable"] = round(self.answerable, 6)
+        parts["unmentioned"] = self.unmentioned
         if self.asked is not None:
             parts["window"] = {"start": self.asked.window.start, "end": self.asked.window.end,
                                "agenda": self.asked.agenda, "inside": doc_id in self.within,

@@ -28,6 +28,7 @@ from servers import pg_database
 from shared.config import load_config
 from shared.search.recall import newer_first
 from shared.store.stages import STAGES
+from test_everyday_questions import front_in_process
 
 BIN = Path(sys.executable).parent
 
@@ -133,19 +134,6 @@ def test_a_replaced_memory_ranks_right_below_the_memory_that_replaced_it():
 
 
 # -- superseding follows when things were said, not the order they were processed -----------------
-
-@contextmanager
-def front_in_process(config: Path):
-    """The MCP front built as aokun-server builds it, spoken to by the official client."""
-    from aokun_server.app import build_front
-
-    front = build_front(load_config(config))
-    try:
-        with mcp_session(front.server) as session:
-            yield session
-    finally:
-        front.close()
-
 
 def run_every_stage(config: Path) -> None:
     """What a worker would do with the memories waiting: every stage of each, by the worker's

@@ -374,6 +374,17 @@ MIGRATIONS = [
     Migration(12, "front endpoints", [
         "ALTER TABLE fronts ADD COLUMN endpoint TEXT",
     ]),
+    # Atoms carry their subject (whose fact it is); a store made before that has atoms with
+    # none, and slot atoms whose subject was the speaker or the self whoever the fact was about
+    # ("my wife moved to Boston": the self's home). The atoms stage runs again for those
+    # memories (the graph stage follows it), through the stage journal as any pending stage.
+    Migration(13, "atoms derived again for their subjects", [
+        "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
+        " enqueued_time = NULL, lease_owner = NULL, lease_until = NULL, last_error = NULL,"
+        " update_time = (julianday('now') - 2440587.5) * 86400.0"
+        " WHERE stage = 'atoms' AND memory_id IN (SELECT memory_id FROM memory_atoms"
+        " WHERE needs_repair = 0 AND (subject IS NULL OR attribute IS NOT NULL))",
+    ]),
 ]
 
 

@@ -249,6 +249,14 @@ MIGRATIONS = [
     Migration(2, "front endpoints", [
         "ALTER TABLE fronts ADD COLUMN endpoint TEXT",
     ]),
+    # As SQLite's migration 13: the atoms stage again for atoms made before subjects.
+    Migration(3, "atoms derived again for their subjects", [
+        "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
+        " enqueued_time = NULL, lease_owner = NULL, lease_until = NULL, last_error = NULL,"
+        " update_time = extract(epoch FROM clock_timestamp())"
+        " WHERE stage = 'atoms' AND memory_id IN (SELECT memory_id FROM memory_atoms"
+        " WHERE needs_repair = 0 AND (subject IS NULL OR attribute IS NOT NULL))",
+    ]),
 ]
 
 _MIGRATIONS_DDL = """

@@ -5,11 +5,13 @@ happens_before give the window explicitly.
 
 The window tests read questions in both languages against a fixed moment; the recall tests
 memorize plans and events told days earlier through the official MCP client, let a real worker
-derive their atoms, and ask."""
+derive their atoms, and ask, on a pinned clock (memory.time_zone, Los Angeles: its days end in
+the next UTC day), every date built from today on that clock."""
 
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -21,6 +23,8 @@ from shared.text.segment import Segmenter
 
 ASKED = datetime(2026, 12, 2, 10, 0, tzinfo=timezone.utc)  # a Wednesday
 NOW = ASKED.timestamp()
+ZONE = "America/Los_Angeles"  # the user's clock of the recall tests
+LA = ZoneInfo(ZONE)
 
 
 def at(*day: int) -> float:
@@ -106,7 +110,7 @@ def zh(day: date) -> str:
 def told(tmp_path_factory):
     """A session on a store of plans (next week, tomorrow, next month) and past events, each
     told days before; {key: id}, {key: the plan's date}."""
-    now = datetime.now(timezone.utc).replace(microsecond=0)
+    now = datetime.now(LA).replace(microsecond=0)
     today = now.date()
     monday, _ = next_week(today)
     last_wednesday = monday - timedelta(days=12)
@@ -128,7 +132,8 @@ def told(tmp_path_factory):
     folder = tmp_path_factory.mktemp("windows")
     with FakeEmbeddingsServer(dim=32) as api:
         config = write_config(
-            folder, embedding={"provider": "openai", "base_url": api.base_url, "model": "fake", "dimensions": 32},
+            folder, memory={"time_zone": ZONE},
+            embedding={"provider": "openai", "base_url": api.base_url, "model": "fake", "dimensions": 32},
             queue={"retry_base_s": 0.2}, server={"exposed_tools": ["memorize", "recall"]},
             retrieval={"access_reinforcement": False, "cache_enabled": False})
         worker = start_worker(config)

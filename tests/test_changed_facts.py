@@ -26,7 +26,7 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
 from servers import pg_database
 from shared.config import load_config
-from shared.search.recall import newer_first
+from shared.search.fusion import newer_first
 from shared.store.stages import STAGES
 from test_everyday_questions import front_in_process
 

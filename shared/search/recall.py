@@ -1,27 +1,11 @@
-"""Recall: the dual-route hybrid retrieval.
-
-Channels (shared/search/channel.py) feed two routes; each channel returns its top
-candidate_depth (id, score) pairs within the recall's scope.
-Document route: BM25 (a memory's own words, and at bm25_context_weight the words of the
-    memories just before it in its conversation) and dense vectors (memories embedded with
-    that context). Fused by retrieval.doc_fusion, by default zscore: each channel's scores
-    standardised by their own spread, weighted (bm25_weight, vector_weight), summed; then
-    normalised and combined as a * fused + b * importance + g * recency.
-Graph route: keyword (entries, nodes named in the query, their neighbours; a node's weight is
-    its specificity within the persona) and vector (entries), fused the same way (graph_fusion);
-    then (a * fused + b * importance + g * recency + d * confidence) x temporal factor of the
-    memory's atoms.
-Routes: each normalised, weighted by intent-routed weights, + a bonus when both found a
-memory. Then what a memory's atoms and turn say: a question about likes or plans (preference /
-plan cues) adds atom_type_boost to the memories holding a still-valid preference / planned
-atom; a question that names an entity and a relation (Tomas's fiancée, 王芳的丈夫) adds
-relation_boost to the memories about the entity it leads to; a turn by someone the question
-names gains named_speaker_boost; a turn that asks loses question_turn_penalty (the turn
-answering it states the fact). A question about a window of time (next week, 明天, recently) or
-a window the caller gives ranks what happens inside it first (shared/search/happening.py).
-MMR re-ranking is available and off
-by default (mmr_enabled); RRF is an alternative fusion. Every weight comes from
+"""Recall: runs a request's channels concurrently (shared/search/channel.py) and gathers the
+candidates: what they found, what the question's relations lead to, and what happens inside
+the time window it names or the caller gives; notes whether it asks about people no memory
+mentions (shared/search/mentions.py). A Fusion (shared/search/fusion.py: the dual-route hybrid
+retrieval) scores them. Answers are cached per write epoch. Every weight comes from
 RetrievalConfig; shared/assembly.py rebuilds the Recaller when those settings change.
+
+RecallRequest, floors and Hit live in shared/search/request.py and are importable from here.
 """
 
 from __future__ import annotations
@@ -29,85 +13,28 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
-from datetime import timezone, tzinfo
+from dataclasses import replace
 from typing import Callable, Sequence
 
 from shared.config import RetrievalConfig
-from shared.decay import recency
 from shared.errors import AokunError
 from shared.atom_life import replaced_memories, temporal_factors
 from shared.search import answer, calibration, happening, mentions, timeframe
 from shared.search.cache import RecallCache
-from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel
-from shared.search.focus import asks, focus, speaker
-from shared.search.fuse import SCORE_FUSIONS, fuse_routes, normalise, ordered, rrf, spread
+from shared.search.channel import Channel
+from shared.search.focus import focus
 from shared.search.atom_search import holding_types
-from shared.search.intent import has_cue, route_weights, wanted_atom_types
-from shared.search.mmr import mmr
-from shared.text.overlap import jaccard
+from shared.search.fusion import Found, Fusion
+from shared.search.intent import wanted_atom_types
 from shared.search.query import Query
-from shared.store.documents import Document, DocumentFilter, unmarked
+from shared.search.request import Hit, RecallRequest, floors
+from shared.store.documents import DocumentFilter
 from shared.store.interface import Store
 from shared.text.segment import Segmenter
-from shared.units import DAY
+
+__all__ = ["Hit", "RecallRequest", "Recaller", "floors"]
 
 log = logging.getLogger("aokun.recall")
-
-
-@dataclass(frozen=True)
-class RecallRequest:
-    """One recall. min_score: leave out results scoring below it; min_best_score: answer
-    nothing when the best result scores below it; min_answerable: answer nothing when the
-    store is less likely than this to hold an answer at all (calibration.answerable);
-    max_chars: the best results whose answer lines (shared/search/answer.py) fit."""
-
-    query: str
-    k: int
-    scope: DocumentFilter
-    explain: bool = False
-    min_score: float = 0.0
-    max_chars: int | None = None
-    min_best_score: float = 0.0
-    min_answerable: float = 0.0
-    # when what is recalled happens (epoch seconds, [after, before), None: open); both None: the
-    # window the query's own time words name, if any
-    happens_after: float | None = None
-    happens_before: float | None = None
-    zone: tzinfo = timezone.utc  # the user's clock, on which the query's time words are read
-
-
-def floors(config: RetrievalConfig, min_score: float | None) -> dict[str, float]:
-    """A request's floors: without a min_score of the caller's, the configured three; a
-    caller's min_score rules alone (it asked for exactly that floor): results below it are
-    left out and nothing else is."""
-    if min_score is None:
-        return {"min_score": config.min_score, "min_best_score": config.min_best_score,
-                "min_answerable": config.min_answerable}
-    return {"min_score": min_score, "min_best_score": min_score, "min_answerable": 0.0}
-
-
-@dataclass(frozen=True)
-class Hit:
-    """A recalled memory. score: the estimated probability that it is relevant to the query
-    (calibrated on held-out benchmark folds); duplicates: ids of memories with the same text,
-    folded into this one."""
-
-    document: Document
-    score: float
-    explain: dict | None = None
-    duplicates: tuple[int, ...] = ()
-
-
-@dataclass
-class _Found:
-    """Each channel's ranking, by route."""
-
-    rankings: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
-    channels: dict[str, Channel] = field(default_factory=dict)
-
-    def route(self, route: str) -> list[tuple[Channel, list[tuple[int, float]]]]:
-        return [(self.channels[n], r) for n, r in self.rankings.items() if self.channels[n].route == route]
 
 
 class Recaller:
@@ -148,7 +75,7 @@ class Recaller:
             return []
         return answer.fit(fusion.hits(self.store.documents.terms_of), request.max_chars)
 
-    def candidates(self, request: RecallRequest) -> _Fusion | None:
+    def candidates(self, request: RecallRequest) -> Fusion | None:
         """Every candidate the channels found, with the channels that have not taken it in yet
         (what recall scores, and what scripts/calibrate.py fits the scores on); None if none."""
         if self.config.query_focus:
@@ -167,7 +94,7 @@ class Recaller:
         validity = self.store.atoms.validity_rows(list(documents))
         wanted = wanted_atom_types(request.query, self.config) if self.config.atom_type_boost > 0 else ()
         typed = holding_types(validity, wanted, now) if wanted else set()
-        fusion = _Fusion(self.config, documents, found, temporal_factors(validity, now),
+        fusion = Fusion(self.config, documents, found, temporal_factors(validity, now),
                          self.store.graph.memory_confidence(list(documents)), now, request,
                          self._pending(found, list(documents)), strongest, self.scoring, typed, related,
                          replaced_memories(validity))
@@ -208,7 +135,7 @@ class Recaller:
             ids += [d.id for d in self.store.documents.list(depth, 0, told)[0]]
         return sorted(self.store.documents.filter_ids(ids, scope), key=ids.index)
 
-    def _related(self, found: _Found, query: Query, scope: DocumentFilter) -> dict[int, float]:
+    def _related(self, found: Found, query: Query, scope: DocumentFilter) -> dict[int, float]:
         """{memory: weight} about the entities the question's relations lead to, as the graph
         keyword channel resolves them (none when it is off)."""
         channel = found.channels.get("graph_keyword")
@@ -216,7 +143,7 @@ class Recaller:
             return {}
         return channel.relation_memories(query, scope)
 
-    def _pending(self, found: _Found, ids: list[int]) -> dict[str, set[int]]:
+    def _pending(self, found: Found, ids: list[int]) -> dict[str, set[int]]:
         """{channel: the candidates it has not taken in yet}. A channel that cannot say counts
         as having taken in all of them (the rankings then decide, as before)."""
         pending = {}
@@ -228,7 +155,7 @@ class Recaller:
                 pending[name] = set()
         return pending
 
-    def _run_channels(self, query: Query, scope: DocumentFilter, depth: int) -> _Found:
+    def _run_channels(self, query: Query, scope: DocumentFilter, depth: int) -> Found:
         """The query embedding and the channels that need it in a pool thread; each SQLite
         channel in a lane of its own (SQLite and the embedder release the GIL), the last in
         this thread. At 100k memories with context, BM25 (~9 ms) and graph keyword (~16 ms)
@@ -244,7 +171,7 @@ class Recaller:
             outcomes += lane.result()
         order = {channel.name: i for i, channel in enumerate(self.channels)}
         outcomes.sort(key=lambda outcome: order[outcome[0].name])
-        found = _Found()
+        found = Found()
         for channel, outcome in outcomes:
             if isinstance(outcome, AokunError):
                 if not self.config.fallback_enabled:
@@ -269,198 +196,7 @@ class Recaller:
         return outcomes
 
 
-class _Fusion:
-    """Scores one request's candidates; keeps the parts for explain."""
-
-    def __init__(self, config: RetrievalConfig, documents: dict[int, Document], found: _Found,
-                 temporal: dict[int, float], confidence: dict[int, float], now: float,
-                 request: RecallRequest, pending: dict[str, set[int]], strongest: dict[str, float],
-                 scoring: calibration.Calibration, typed: set[int] = frozenset(), related: dict[int, float] | None = None,
-                 replaced: dict[int, int] | None = None):
-        self.c, self.documents, self.found, self.temporal = config, documents, found, temporal
-        self.confidence, self.now, self.request, self.pending = confidence, now, request, pending
-        self.strongest = strongest  # per channel that answered: Channel.strength
-        self.scoring = scoring
-        self.typed = typed  # memories holding an atom of a type the query asks about
-        self.related = related or {}  # memories about what the query's relations lead to: weight
-        self.replaced = replaced or {}  # memory whose every atom a later one superseded: that one
-        self.named: dict[str, bool] = {}  # speaker: whether the query names them
-        self.asked: timeframe.TimeQuestion | None = None  # the window on when things happen
-        self.within: dict[int, float] = {}  # the candidates happening inside it: when, first
-        self.listed: list[int] = []  # found for the window alone, by date
-        self.unmentioned = False  # the question asks about people the store never mentions
-        self.parts: dict[int, dict] = {i: {} for i in documents}
-
-    def hits(self, terms_of: Callable) -> list[Hit]:
-        """The candidates scoring at least min_score, best first, duplicates folded, at most k.
-        Scores are probabilities of relevance (shared/search/calibration.py), in fused order."""
-        weights = route_weights(self.request.query, self.c)
-        fused = normalise(self.fused(weights))
-        if self.asked is not None:
-            fused = happening.arranged(fused, self.within, self.asked, self.listed)
-        score = self.scoring.probabilities(fused, self.strongest)
-        if self.asked is not None:
-            score = happening.lifted(score, self.within, self.asked)
-        if not fused or score[fused[0][0]] < self.request.min_best_score or not self._answerable():
-            return []
-        ranked = [(i, score[i]) for i, _ in fused if score[i] >= self.request.min_score]
-        ranked, duplicates = fold_duplicates(ranked, self.documents)
-        order = self._diversify(ranked, terms_of)
-        return [Hit(self.documents[i], score[i],
-                    self._explain(i, weights, score[i]) if self.request.explain else None,
-                    duplicates.get(i, ()))
-                for i in order]
-
-    def _answerable(self) -> bool:
-        """Whether the store likely holds an answer: what happens inside a time window the
-        question names answers it by itself; a question about people the store never mentions
-        has none (while the question-level floor is on); otherwise the question-level model
-        decides."""
-        if self.asked is not None and self.within:
-            return True
-        if self.unmentioned and self.request.min_answerable > 0:
-            return False
-        return self.answerable >= self.request.min_answerable
-
-    @property
-    def answerable(self) -> float:
-        return self.scoring.answerable(self.strongest)
-
-    def fused(self, weights=None) -> list[tuple[int, float]]:
-        """The routes' fusion of rankings, best first. A memory the graph has not taken in
-        yet counts as found by the graph route too (no evidence is not evidence against)."""
-        weights = weights or route_weights(self.request.query, self.c)
-        graph_channels = [ch.name for ch, _ in self.found.route(GRAPH_ROUTE)]
-        graph_pending = set.intersection(*(self.pending.get(n, set()) for n in graph_channels)) \
-            if graph_channels else set()
-        routes = fuse_routes(self._document_route(), self._graph_route(), weights.document,
-                             weights.graph, self.c.both_routes_bonus, graph_pending)
-        return newer_first(ordered({i: max(0.0, s + self._shift(i)) for i, s in routes if i in self.documents}),
-                           self.replaced)
-
-    def _shift(self, doc_id: int) -> float:
-        """What a memory's atoms and turn add to its fused score (module docstring)."""
-        text = self.documents[doc_id].text
-        shift = self.c.atom_type_boost if doc_id in self.typed else 0.0
-        shift += self.c.relation_boost * self.related.get(doc_id, 0.0)
-        who = speaker(text) if self.c.named_speaker_boost else None
-        if who is not None:
-            if who not in self.named:
-                self.named[who] = has_cue(self.request.query, [who])
-            shift += self.c.named_speaker_boost if self.named[who] else 0.0
-        if asks(text):
-            shift -= self.c.question_turn_penalty
-        return shift
-
-    def _meta(self, doc_id: int) -> tuple[float, float]:
-        doc = self.documents[doc_id]
-        last = max(doc.create_time, doc.last_access_time or 0.0)
-        return doc.fields.importance, recency((self.now - last) / DAY, self.c.recency_days)
-
-    def _fused(self, route: str, method: str) -> list[tuple[int, float]]:
-        """One route's channels fused: weighted standardised or min-max scores, or RRF."""
-        found = self.found.route(route)
-        if method == "rrf":
-            return rrf([ranking for _, ranking in found], self.c.rrf_k)
-        return SCORE_FUSIONS[method]([ranking for _, ranking in found], [ch.weight for ch, _ in found],
-                       [self.pending.get(ch.name, set()) for ch, _ in found])
-
-    def _document_route(self) -> list[tuple[int, float]]:
-        fused_list = self._fused(DOCUMENT_ROUTE, self.c.doc_fusion)
-        scores = {}
-        for doc_id, fused in normalise(fused_list):
-            if doc_id not in self.documents:
-                continue
-            importance, fresh = self._meta(doc_id)
-            score = (self.c.doc_rrf_weight * fused + self.c.doc_importance_weight * importance
-                     + self.c.doc_recency_weight * fresh)
-            scores[doc_id] = score
-            self.parts[doc_id]["document"] = {"fused": round(fused, 6), "importance": importance,
-                                              "recency": round(fresh, 6), "score": round(score, 6)}
-        return ordered(scores)
-
-    def _graph_route(self) -> list[tuple[int, float]]:
-        fused_list = self._fused(GRAPH_ROUTE, self.c.graph_fusion)
-        confidence = self.confidence
-        scores = {}
-        for doc_id, fused in normalise(fused_list):
-            if doc_id not in self.documents:
-                continue
-            importance, fresh = self._meta(doc_id)
-            factor = self.temporal.get(doc_id, 1.0)
-            score = factor * (self.c.graph_rrf_weight * fused
-                              + self.c.graph_importance_weight * importance
-                              + self.c.graph_recency_weight * fresh
-                              + self.c.graph_confidence_weight * confidence.get(doc_id, 0.0))
-            scores[doc_id] = score
-            self.parts[doc_id]["graph"] = {
-                "fused": round(fused, 6), "importance": importance, "recency": round(fresh, 6),
-                "confidence": confidence.get(doc_id, 0.0), "temporal_factor": round(factor, 6),
-                "score": round(score, 6)}
-        return ordered(scores)
-
-    def _diversify(self, fused: list[tuple[int, float]], terms_of: Callable) -> list[int]:
-        k = self.request.k
-        if not self.c.mmr_enabled or len(fused) <= 1:
-            return [i for i, _ in fused[:k]]
-        pool = spread(fused[:max(3 * k, 30)])
-        terms = terms_of([i for i, _ in pool])
-        picked = mmr(pool, lambda a, b: jaccard(terms.get(a, ()), terms.get(b, ())),
-                     self.c.mmr_lambda, k)
-        return [i for i, _ in picked]
-
-    def _explain(self, doc_id: int, weights, final: float) -> dict:
-        channels = {}
-        for name, ranking in self.found.rankings.items():
-            channels.update(_rank_of(name, ranking, doc_id))
-        parts = dict(self.parts[doc_id])
-        parts["routes"] = {"document_weight": round(weights.document, 6),
-                           "graph_weight": round(weights.graph, 6), "intents": list(weights.intents),
-                           "both_routes_bonus": "document" in parts and "graph" in parts,
-                           "atom_type_boost": doc_id in self.typed, "replaced_by": self.replaced.get(doc_id),
-                           "relation": round(self.related.get(doc_id, 0.0), 6), "shift": round(self._shift(doc_id), 6)}
-        parts["strongest"] = {c: round(v, 6) for c, v in self.strongest.items()}
-        parts["answerable"] = round(self.answerable, 6)
-        parts["unmentioned"] = self.unmentioned
-        if self.asked is not None:
-            parts["window"] = {"start": self.asked.window.start, "end": self.asked.window.end,
-                               "agenda": self.asked.agenda, "inside": doc_id in self.within,
-                               "happens": self.within.get(doc_id)}
-        parts["not_indexed_by"] = sorted(n for n, ids in self.pending.items() if doc_id in ids)
-        parts["final"] = round(final, 6)
-        parts["query"] = self.request.query
-        return {"channels": channels, "parts": parts}
-
-
-def newer_first(ranking: list[tuple[int, float]], replaced: dict[int, int]) -> list[tuple[int, float]]:
-    """The ranking with each memory a later one replaced right below that one when both are in
-    it: a newer memory ranked below the one it replaced takes its place and score."""
-    order = list(ranking)
-    for old, new in replaced.items():
-        place = {doc_id: n for n, (doc_id, _) in enumerate(order)}
-        if old in place and new in place and place[new] > place[old]:
-            order.pop(place[new])
-            order.insert(place[old], (new, order[place[old]][1]))
-    return order
-
-
-def fold_duplicates(ranking: list[tuple[int, float]], documents: dict[int, Document]
-                    ) -> tuple[list[tuple[int, float]], dict[int, tuple[int, ...]]]:
-    """The ranking with each memory whose text (without its time marker, case and spacing
-    aside) repeats a better-ranked one's left out, and {kept id: the ids folded into it}."""
-    first: dict[str, int] = {}
-    kept, folded = [], {}
-    for doc_id, score in ranking:
-        key = " ".join(unmarked(documents[doc_id].text).casefold().split())
-        if key in first:
-            folded.setdefault(first[key], []).append(doc_id)
-            continue
-        first[key] = doc_id
-        kept.append((doc_id, score))
-    return kept, {i: tuple(ids) for i, ids in folded.items()}
-
-
-def _strongest(found: _Found, query: Query) -> dict[str, float]:
+def _strongest(found: Found, query: Query) -> dict[str, float]:
     """Per channel that answered and can say: how strong its best evidence is."""
     strengths = {name: found.channels[name].strength(query, ranking) for name, ranking in found.rankings.items()}
     return {name: value for name, value in strengths.items() if value is not None}
@@ -471,9 +207,3 @@ def _bound(pick: Callable, *bounds: float | None) -> float | None:
     given = [b for b in bounds if b is not None]
     return pick(given) if given else None
 
-
-def _rank_of(name: str, ranking, doc_id: int) -> dict:
-    for rank, (other, score) in enumerate(ranking, start=1):
-        if other == doc_id:
-            return {name: {"rank": rank, "score": round(score, 6)}}
-    return {}

@@ -318,28 +318,31 @@ def choose_floors(rows: list[dict]) -> Floors:
     benchmark in these rows, and keeping the everyday facts answered in the top 3 (at least
     EVERYDAY_FACTS of them, or as many as without floors): the question-level floor first (the
     highest that fits: it is what answers a question the store cannot answer with nothing),
-    then the highest per-result floor that still fits. min_best_score stays off."""
-    sets = [[r for r in rows if r["dataset"] == d] for d in DATASETS]
+    then the highest per-result floor that still fits. min_best_score stays off. Rows of several
+    embedding spaces ("space") must fit in each."""
+    spaces = {r.get("space") for r in rows}
+    sets = [[r for r in rows if r["dataset"] == d and r.get("space") == e] for d in DATASETS for e in spaces]
     sets = [(s, r5(s)) for s in sets if s]
-    everyday = [r for r in rows if r["dataset"] == EVERYDAY]
-    facts = min(EVERYDAY_FACTS, facts_answered(everyday, (0.0, 0.0, 0.0))) if everyday else 0.0
+    days = [[r for r in rows if r["dataset"] == EVERYDAY and r.get("space") == e] for e in spaces]
+    days = [(s, min(EVERYDAY_FACTS, facts_answered(s, (0.0, 0.0, 0.0)))) for s in days if s]
 
     def fits(floors):
         return all(base - r5(s, floors) <= MAX_R5_LOSS for s, base in sets) and \
-            (not everyday or facts_answered(everyday, floors) >= facts)
+            all(facts_answered(s, floors) >= facts for s, facts in days)
 
     answerable = max(m for m in MIN_ANSWERABLE if fits((0.0, 0.0, m)))
     return max(m for m in MIN_SCORES if fits((m, 0.0, answerable))), 0.0, answerable
 
 
-def held_out(rows: list[dict], data: dict) -> tuple[list[dict], dict[str, tuple[float, float]]]:
-    """Every fold scored by models fitted on all the others; {fold: floors chosen there}."""
+def held_out(rows: list[dict], data: dict, fixed: Floors | None = None) -> tuple[list[dict], dict[str, Floors]]:
+    """Every fold scored by models fitted on all the others; {fold: the floors chosen there, or
+    the fixed ones}."""
     predicted, chosen = [], {}
     fold_of_row = np.asarray([r["fold"] for r in rows])[data["row"]]
     for fold in sorted({r["fold"] for r in rows}):
         train = fold_of_row != fold
         model = fit_all(data, train)
-        chosen[fold] = choose_floors(scored(rows, data, train, model))
+        chosen[fold] = fixed or choose_floors(scored(rows, data, train, model))
         predicted += scored(rows, data, ~train, model)
     return predicted, chosen
 
@@ -382,13 +385,21 @@ def main() -> None:
     parser.add_argument("--work", type=Path, required=True, help="folder of bench_recall --work stores")
     parser.add_argument("--datasets", nargs="+", default=[*DATASETS, EVERYDAY])
     parser.add_argument("--write", action="store_true", help="fit on everything and write the resource")
+    parser.add_argument("--pool", type=Path, nargs="+", metavar="WORK",
+                        help="instead: the default floors for every space at once, each fitted on "
+                             "everything in its folder of stores (one folder per embedding model)")
+    parser.add_argument("--fixed", type=float, nargs=2, metavar=("MIN_SCORE", "MIN_ANSWERABLE"),
+                        help="report every fold at these floors instead of floors chosen on the others")
     args = parser.parse_args()
+    if args.pool:
+        pooled_floors(args.pool, args.datasets)
+        return
     bench = [d for d in args.datasets if d != EVERYDAY]
     space, local_model = embedding_of(args.work / (bench[0] if bench else DATASETS[0]))
     print(f"embedding space: {space}")
     rows = [row for dataset in args.datasets for row in candidates_of(args.work, dataset, local_model)]
     data = table(rows)
-    predicted, chosen = held_out(rows, data)
+    predicted, chosen = held_out(rows, data, (args.fixed[0], 0.0, args.fixed[1]) if args.fixed else None)
     report(predicted, chosen)
     if args.write:
         everything = np.ones(len(data["label"]), bool)
@@ -398,6 +409,23 @@ def main() -> None:
         write_space(space, model)
         print(f"wrote the {space} space of shared/resources/score_calibration.json (on everything: "
               f"min_score {model['min_score']}, min_answerable {model['min_answerable']})")
+
+
+def pooled_floors(works: list[Path], datasets: list[str]) -> None:
+    """retrieval.min_score and min_answerable for every embedding space at once: the config has
+    one of each. Held-out figures at these floors: run the report with --fixed (below)."""
+    rows = []
+    for work in works:
+        bench = [d for d in datasets if d != EVERYDAY]
+        space, local_model = embedding_of(work / (bench[0] if bench else DATASETS[0]))
+        found = [row for dataset in datasets for row in candidates_of(work, dataset, local_model)]
+        data = table(found)
+        everything = np.ones(len(data["label"]), bool)
+        scored_rows = scored(found, data, everything, fit_all(data, everything))
+        print(f"{space}: alone {choose_floors(scored_rows)}")
+        rows += [dict(row, space=space) for row in scored_rows]
+    min_score, _, min_answerable = choose_floors(rows)
+    print(f"every space: min_score {min_score}, min_answerable {min_answerable}")
 
 
 def embedding_of(store_dir: Path) -> tuple[str, str]:

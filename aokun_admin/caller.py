@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import hmac
 import os
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from shared.config import LOCAL_TOKEN_ENV, AppConfig
 from shared.errors import AccessDenied
@@ -39,7 +40,7 @@ def caller_token(config: AppConfig, env: Mapping[str, str] = os.environ) -> tupl
     return (config.server.token or None), "server.token"
 
 
-def caller(store: "Store", config: AppConfig, env: Mapping[str, str] = os.environ) -> "Principal":
+def caller(store: Store, config: AppConfig, env: Mapping[str, str] = os.environ) -> Principal:
     """The principal this command runs as, looked up now (a revoke applies at once)."""
     from shared.access import ADMIN
 
@@ -52,7 +53,7 @@ def caller(store: "Store", config: AppConfig, env: Mapping[str, str] = os.enviro
     return token_principal(store, token, source, config.server.token)
 
 
-def token_principal(store: "Store", token: str, source: str, admin_token: str) -> "Principal":
+def token_principal(store: Store, token: str, source: str, admin_token: str) -> Principal:
     """The principal of a token given in `source` (named in the refusal): an active user's
     token is that user, the admin's server.token the admin; anything else is refused."""
     from shared.access import ADMIN, principal_of, token_hash

@@ -11,12 +11,13 @@ import time
 from pathlib import Path
 
 from aokun_admin import hook, migrate, run_all, users
-from aokun_admin.cli import (NEEDS_CONFIG_FILE, add_version, described_subcommands, maintenance_epilog,
-                             output_gone)
+from aokun_admin.cli import NEEDS_CONFIG_FILE, add_version, described_subcommands, maintenance_epilog, output_gone
 from aokun_admin.health import cmd_doctor, cmd_status, cmd_stop, embedder_space
 from aokun_admin.ingest import cmd_ingest, ingest_parser
-from aokun_admin.mcp_config import add_parser as mcp_config_parser, cmd_mcp_config
-from aokun_admin.transfer import add_parsers as add_transfer_parsers, cmd_export, cmd_import
+from aokun_admin.mcp_config import add_parser as mcp_config_parser
+from aokun_admin.mcp_config import cmd_mcp_config
+from aokun_admin.transfer import add_parsers as add_transfer_parsers
+from aokun_admin.transfer import cmd_export, cmd_import
 from shared.assembly import Services, open_services
 from shared.config import AppConfig, load_config, require_config_file
 from shared.errors import AokunError

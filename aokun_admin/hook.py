@@ -52,15 +52,21 @@ from __future__ import annotations
 # Lazy imports: a hook runs before every prompt the host sends and its time is the user's wait
 # (scripts/bench_hook.py), so each path imports only what it uses: the HTTP client when a front
 # answers, the store and search when it recalls here, the profile at session start.
-
 import argparse
 import json
 import sys
 import time
 
 from aokun_admin.hook_front import FrontUnreachable, HookError
-from aokun_admin.hook_input import (PROFILE_BUDGET, PROMPT_BUDGET, HookParser, add_arguments, checked,
-                                    read_hook_json, read_prompt)
+from aokun_admin.hook_input import (
+    PROFILE_BUDGET,
+    PROMPT_BUDGET,
+    HookParser,
+    add_arguments,
+    checked,
+    read_hook_json,
+    read_prompt,
+)
 from aokun_admin.hook_store import front_url, open_existing, own_check, readable_personas, recall_here, where
 
 CLAUDE_EVENT_NAMES = {"prompt": "UserPromptSubmit", "session-start": "SessionStart"}
@@ -115,7 +121,7 @@ def main(argv: list[str]) -> int:
                   f"{(time.perf_counter() - started) * 1000:.0f} ms", file=sys.stderr)
     except SystemExit:  # --help has printed the help
         pass
-    except BaseException as exc:  # noqa: BLE001 - a hook must never break its host
+    except BaseException as exc:  # a hook must never break its host
         from aokun_admin.cli import silence_closed_output
 
         if isinstance(exc, BrokenPipeError) and silence_closed_output():

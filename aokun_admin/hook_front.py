@@ -129,7 +129,7 @@ class FrontClient:
         request = urllib.request.Request(self.url, headers=self._headers(), method="DELETE")
         try:
             urllib.request.urlopen(request, timeout=self.timeout).close()
-        except Exception:  # noqa: BLE001 - the answer is in hand; the front expires sessions
+        except Exception:  # the answer is in hand; the front expires sessions
             pass
 
 
@@ -155,6 +155,6 @@ def _said(exc) -> str:
     """What a refusing front said in its JSON body ({"message": ...}), as ": message"."""
     try:
         message = json.loads(exc.read().decode("utf-8")).get("message")
-    except Exception:  # noqa: BLE001 - no body, or not ours: the status says enough
+    except Exception:  # no body, or not ours: the status says enough
         return ""
     return f": {' '.join(str(message).split())[:300]}" if message else ""

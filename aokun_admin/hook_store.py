@@ -58,7 +58,7 @@ def own_check(config, persona: str | None, store) -> None:
             opened.close()
     except AccessDenied:
         raise
-    except Exception:  # noqa: BLE001 - no store here to word it: the front's refusal stands
+    except Exception:  # no store here to word it: the front's refusal stands
         return
 
 

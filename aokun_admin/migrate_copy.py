@@ -13,8 +13,8 @@ import json
 import random
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 from shared.errors import StorageError
 from shared.store.interface import Store

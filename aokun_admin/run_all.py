@@ -20,14 +20,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
-from shared import platform
 from aokun_admin import run_record
 from aokun_admin.mcp_config import http_url, server_command
+from shared import platform
 
 PANEL_PORT = 8765
 STOP_TIMEOUT_S = 30.0

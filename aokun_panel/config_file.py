@@ -17,12 +17,13 @@ import shutil
 import tempfile
 import threading
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from aokun_panel import yaml_roundtrip as rt
 from shared import platform

@@ -36,4 +36,4 @@ code{{background:#f2f4f7;padding:.1rem .35rem;border-radius:4px}} li{{margin:.4r
 <ul><li>{t("locked.panel")} <code>aokun panel</code></li>
 <li>{t("locked.run")} <code>aokun run</code> / <code>scripts/run</code></li>
 <li>{t("locked.user")} <code>/?token=…</code></li></ul>
-<p>{t("locked.then")}</p></main></body></html>""".encode("utf-8")
+<p>{t("locked.then")}</p></main></body></html>""".encode()

@@ -6,13 +6,13 @@ import argparse
 import secrets
 import sys
 
+from aokun_panel.app import build_app, build_context
 from shared import __version__
 from shared.config import load_config, require_config_file
 from shared.errors import AokunError
+from shared.live_config import LiveConfig
 from shared.logs import configure_logging, uvicorn_log_config
 from shared.serving import bind_listener, describe_start_failure, interrupt_on_stop_signals
-from aokun_panel.app import build_app, build_context
-from shared.live_config import LiveConfig
 
 DEFAULT_PORT = 8765
 

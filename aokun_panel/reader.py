@@ -8,7 +8,8 @@ one state.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from urllib.parse import unquote
 
 from shared import time_zone
-from shared.time_zone import UTC_NAME as UTC, offset_name
+from shared.time_zone import offset_name
 
 CHOSEN_COOKIE = "aokun_tz"
 BROWSER_COOKIE = "aokun_browser_tz"

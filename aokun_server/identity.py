@@ -13,15 +13,14 @@ applies at once; a bad or empty token refuses every call, never falls back to th
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator
 
 from shared.access import ADMIN, Principal, resolve_token, token_hash
 from shared.config import LOCAL_TOKEN_ENV
 from shared.errors import AccessDenied
 from shared.store.interface import Store
-
 
 SEND_TOKEN = "send your token as 'Authorization: Bearer <token>'"
 

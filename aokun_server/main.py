@@ -8,13 +8,19 @@ import sys
 from pathlib import Path
 
 from aokun_server import http
-from shared import __version__
 from aokun_server.app import build_front
+from shared import __version__
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
 from shared.logs import configure_logging
-from shared.serving import (announce_endpoint, bind_listener, describe_start_failure, http_url,
-                            interrupt_on_stop_signals, withdraw_endpoint)
+from shared.serving import (
+    announce_endpoint,
+    bind_listener,
+    describe_start_failure,
+    http_url,
+    interrupt_on_stop_signals,
+    withdraw_endpoint,
+)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

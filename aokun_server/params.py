@@ -9,7 +9,8 @@ advertised: `maximum: 9223372036854775807` tells a model nothing.
 
 from __future__ import annotations
 
-from typing import Annotated, Callable, Literal
+from collections.abc import Callable
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 

@@ -19,8 +19,8 @@ import asyncio
 import collections
 import functools
 import logging
-import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import MCPServer

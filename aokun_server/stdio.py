@@ -16,8 +16,9 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO
 
 import anyio
 import mcp_types as types

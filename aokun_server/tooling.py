@@ -9,24 +9,24 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timezone, tzinfo
-from typing import Annotated, Any, Callable, TypeVar, get_origin
+from typing import Annotated, Any, TypeVar, get_origin
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
-from shared.api.models import (MAX_CONVERSATION_CHARS, MAX_CONVERSATION_TURNS, parse_iso,
-                                 reject_lone_surrogates)
+from shared.api.models import MAX_CONVERSATION_CHARS, MAX_CONVERSATION_TURNS, parse_iso, reject_lone_surrogates
 from shared.errors import AokunError, InvalidInput
 from shared.memory_rules import check_scope_id
 from shared.store.documents import epoch
-from shared.time_zone import in_zone
-from shared.units import DAY
 from shared.summarize.conversation import Turn, parse_conversation
 from shared.summarize.transcripts import in_range
+from shared.time_zone import in_zone
+from shared.units import DAY
 
 F = TypeVar("F", bound=Callable)
 

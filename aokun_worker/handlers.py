@@ -7,15 +7,16 @@ the other way round.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import tzinfo
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
+from shared.atom_life import store_atoms
 from shared.config import AtomsConfig
 from shared.embedders import Embedder
 from shared.errors import AokunError
 from shared.extract.atomize import AtomRules, draft_atoms, speaker_of, ttl_days
 from shared.extract.graph_rules import GraphBuilder, StoredFact
-from shared.atom_life import store_atoms
 from shared.store.atoms import AtomOwner, AtomRow
 from shared.store.documents import Document
 from shared.store.interface import Session, Store

@@ -9,13 +9,13 @@ import os
 import sys
 from pathlib import Path
 
+from aokun_worker.rebuild import rebuild_index
+from aokun_worker.service import WorkerService
 from shared import __version__
 from shared.assembly import open_services
 from shared.config import AppConfig, load_config
 from shared.errors import AokunError
 from shared.logs import configure_logging
-from aokun_worker.service import WorkerService
-from aokun_worker.rebuild import rebuild_index
 
 log = logging.getLogger("aokun.worker")
 

@@ -21,9 +21,9 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
 from shared.errors import StorageError
 from shared.logs import log_failure

@@ -7,8 +7,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from aokun_worker.handlers import AtomsHandler, EmbedHandler, GraphHandler
 from aokun_worker.heartbeat import Heartbeat
@@ -17,17 +17,17 @@ from aokun_worker.runner import RunnerParts, StageRunner
 from shared import health, platform
 from shared.assembly import Services, open_services
 from shared.config import AppConfig
-from shared.units import DAY, HOUR
-from shared.extract.atomize import AtomRules
 from shared.embedders import space_dim
+from shared.extract.atomize import AtomRules
 from shared.extract.graph_rules import GraphBuilder
+from shared.queue import describe_queue, require_reachable
 from shared.search.vectors import VectorIndex
 from shared.store.fts import FTS_TABLES
 from shared.store.interface import Store
 from shared.store.vectors import KINDS
-from shared.queue import describe_queue, require_reachable
 from shared.tasks import Enqueuer
 from shared.time_zone import user_zone
+from shared.units import DAY, HOUR
 
 log = logging.getLogger("aokun.worker")
 
@@ -107,7 +107,7 @@ class WorkerService:
         self.idle.follow(new.worker.idle_exit_s)
 
     @classmethod
-    def open(cls, config: AppConfig, autostarted: bool = False) -> "WorkerService":
+    def open(cls, config: AppConfig, autostarted: bool = False) -> WorkerService:
         """Build the worker; `autostarted` (a front started it) lets it exit when idle."""
         services = open_services(config, queued=False, embed_threads=config.embedding.threads)
         service = cls(services, autostarted)

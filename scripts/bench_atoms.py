@@ -33,7 +33,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT))
 import folds  # noqa: E402
-
 from shared.config import AtomsConfig  # noqa: E402
 from shared.extract.atomize import AtomRules, draft_atoms  # noqa: E402
 from shared.store.documents import Document, MemoryFields  # noqa: E402

@@ -38,10 +38,10 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator
 
 import anyio
 import yaml
@@ -94,8 +94,8 @@ def seed(config_path: Path, size: int, rows: list[dict]) -> int:
     """Bring the store up to `size` memories in batches of one transaction each, through the
     memory service without a queue: the worker's reconciler queues their stages at its start.
     Return how many were added."""
-    from shared.config import load_config
     from shared.assembly import Services
+    from shared.config import load_config
     from shared.live_config import LiveConfig
     from shared.store.documents import MemoryFields
     from shared.store.schema import open_store

@@ -38,7 +38,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_servers import DEFAULT_SERVER, bench_database, run_sql  # noqa: E402
-
 from shared.config import load_config  # noqa: E402
 from shared.store.documents import DocumentFilter, MemoryFields  # noqa: E402
 from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec  # noqa: E402
@@ -69,8 +68,8 @@ def corpus() -> tuple[list[dict], list[str]]:
 
 def _service(store, text_config):
     """The memory service without a queue (this script marks the stages itself)."""
-    from shared.config import AppConfig
     from shared.assembly import Services
+    from shared.config import AppConfig
     from shared.live_config import LiveConfig
 
     return Services(LiveConfig(AppConfig(text=text_config)), store, queued=False).memories

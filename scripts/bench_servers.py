@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432"
 

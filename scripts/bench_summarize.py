@@ -43,7 +43,6 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT))
 import bench_recall  # noqa: E402  (scripts/bench_recall.py: config, worker wait, dataset reading)
 import folds  # noqa: E402
-
 from shared.config import AppConfig, load_config  # noqa: E402
 from shared.extract.atomize import AtomRules  # noqa: E402
 from shared.summarize.conversation import Turn, transcript  # noqa: E402

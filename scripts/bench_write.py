@@ -53,8 +53,8 @@ def corpus() -> tuple[list[str], list[str]]:
 
 def _service(store, text_config):
     """The memory service without a queue (this script marks the stages itself)."""
-    from shared.config import AppConfig
     from shared.assembly import Services
+    from shared.config import AppConfig
     from shared.live_config import LiveConfig
 
     return Services(LiveConfig(AppConfig(text=text_config)), store, queued=False).memories

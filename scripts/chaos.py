@@ -47,8 +47,8 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import anyio
 import yaml
@@ -179,7 +179,7 @@ class ClientLoop:
                         result = await client.call_tool(tool, arguments)
                         pending = None
                         self.on_result(tool, arguments, result, _ms_since(started))
-            except Exception as exc:  # noqa: BLE001 - every failure is counted by its message
+            except Exception as exc:  # every failure is counted by its message
                 self._failed(pending, opened, error_key(exc))
                 return False
         if scope.cancelled_caught:

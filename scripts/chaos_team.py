@@ -213,7 +213,7 @@ class Disturbances:
         try:
             open_rows = pg_rows(self.pg_url, "SELECT COUNT(*) FROM memory_stages WHERE status IN "
                                              "('pending', 'running')")[0][0]
-        except Exception as exc:  # noqa: BLE001 - a figure only
+        except Exception as exc:  # a figure only
             open_rows = f"unknown ({type(exc).__name__})"
         self.flush = {"time": time.monotonic() - started, "keys": delete_queue(self.redis, self.queue_name),
                       "open": open_rows}
@@ -396,7 +396,7 @@ def main(args) -> int:
         return 2
     try:
         client = redis_client()
-    except Exception as exc:  # noqa: BLE001 - any failure to reach it is said in one line
+    except Exception as exc:  # any failure to reach it is said in one line
         print(f"chaos --team: no Redis at {REDIS_URL} ({exc})", file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix="aokun-chaos-team-"))

@@ -27,8 +27,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
-import queue
 import random
 import shutil
 import socket

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from shared.config import load_config  # noqa: E402
+from shared.config import load_config
 
 
 def main() -> None:

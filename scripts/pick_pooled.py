@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import folds  # noqa: E402  (scripts/folds.py)
-from bench_recall import BENCH, CHANNELS, read_jsonl  # noqa: E402
+import folds
+from bench_recall import BENCH, CHANNELS, read_jsonl
 
 
 def rankings_file(work: Path, channels: list[str], label: str) -> Path:

@@ -24,8 +24,9 @@ import hashlib
 import hmac
 import re
 import secrets
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable, TypeVar
+from typing import TypeVar
 
 from shared import memory_rules
 from shared.errors import AccessDenied, InvalidInput, MemoryNotFound

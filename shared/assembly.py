@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from shared.config import AppConfig
 from shared.lifecycle import Lifecycle
@@ -49,11 +50,11 @@ log = logging.getLogger("aokun.assembly")
 _UNBUILT = object()
 
 
-def part(build: Callable[["Services"], Any]) -> property:
+def part(build: Callable[[Services], Any]) -> property:
     """A part built the first time it is asked for, once even when threads ask together."""
     name = build.__name__
 
-    def get(self: "Services") -> Any:
+    def get(self: Services) -> Any:
         found = self._parts.get(name, _UNBUILT)
         if found is _UNBUILT:
             with self._lock:
@@ -111,14 +112,14 @@ class Services:
         return AtomSearch(self.store, self.segmenter)
 
     @part
-    def embedder(self) -> "Embedder":
+    def embedder(self) -> Embedder:
         from shared.embedders import build_embedder, recorded_models
 
         return build_embedder(self.config.embedding, threads=self.embed_threads,
                               recorded=recorded_models(self.store))
 
     @part
-    def vector_indexes(self) -> tuple["VectorIndex", "VectorIndex"]:
+    def vector_indexes(self) -> tuple[VectorIndex, VectorIndex]:
         """The FAISS indexes of memories and of graph entries, in the embedder's space."""
         from shared.embedders import space_dim
         from shared.search.vectors import VectorIndex
@@ -129,14 +130,14 @@ class Services:
                 VectorIndex(self.store, "graph_entry", embedder.model, dim))
 
     @part
-    def recaller(self) -> "LiveRecaller":
+    def recaller(self) -> LiveRecaller:
         index, entry_index = self.vector_indexes
         parts = ChannelParts(self.store, self.config.retrieval, index, entry_index, self.config.graph)
         return LiveRecaller(self.store, self.segmenter, parts,
                             self.embedder.embed_query, self.live)
 
     @part
-    def summarizer(self) -> "Summarizer":
+    def summarizer(self) -> Summarizer:
         from shared.extract.atomize import AtomRules
         from shared.summarize.rules import RulesSummarizer
         from shared.summarize.summarizer import Summarizer

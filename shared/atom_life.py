@@ -15,14 +15,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from shared.decay import atom_time_factor
-from shared.text.overlap import jaccard
 from shared.errors import StorageError
 from shared.store.atoms import AtomOwner, AtomRow
 from shared.store.interface import Session
+from shared.text.overlap import jaccard
 from shared.units import DAY
 
 TtlFor = Callable[[str, float, int], float]  # (type, importance, reinforcements) -> days

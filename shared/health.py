@@ -9,8 +9,8 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from shared import platform
 from shared.logs import log_failure

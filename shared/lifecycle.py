@@ -15,12 +15,12 @@ from pathlib import Path
 
 from shared import __version__
 from shared.config import AppConfig
-from shared.units import DAY
 from shared.errors import InvalidInput
 from shared.live_config import LiveConfig
 from shared.memories import MemoryService
 from shared.store import meta
 from shared.store.backup import prune_backups, sweep_partials
+from shared.units import DAY
 
 log = logging.getLogger("aokun.lifecycle")
 

@@ -34,8 +34,9 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from shared.config import DEFAULT_CONFIG_NAME, SECRET_KEYS, AppConfig, load_config, needs_restart
 from shared.errors import ConfigError
@@ -68,7 +69,7 @@ class FileState:
     text: str = dataclasses.field(default="", compare=False)
 
     @classmethod
-    def read(cls, path: Path | None) -> "FileState":
+    def read(cls, path: Path | None) -> FileState:
         if path is None:
             return cls()
         try:
@@ -210,7 +211,7 @@ class LiveConfig:
                     " until a complete version is saved%s", path, problem, settles)
         self._invalid = True
 
-    def watch(self, load: Loader | None = None) -> "ConfigWatcher | None":
+    def watch(self, load: Loader | None = None) -> ConfigWatcher | None:
         """Follow the config file from now on. A process running on defaults follows
         ./config.yaml, the file the panel's settings page creates for it (and the one it
         would read at its next start)."""

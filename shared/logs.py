@@ -15,7 +15,7 @@ import logging
 import sys
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from shared.errors import AokunError
 

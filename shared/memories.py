@@ -20,25 +20,25 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import tzinfo
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 from shared import memory_rules as rules
 from shared.access import ADMIN, Principal, check_persona, owned_memory
+from shared.atom_life import TtlFor, retract
 from shared.decay import decayed_importance
 from shared.errors import InvalidInput
 from shared.extract.atomize import ttl_days
 from shared.live_config import LiveConfig
 from shared.logs import RateLimitedWarnings
 from shared.store import meta
-from shared.store.documents import (Document, History, MemoryFields, content_hash, epoch, stored_text,
-                                    unmarked)
 from shared.store.backup import backups_holding
+from shared.store.documents import Document, History, MemoryFields, content_hash, epoch, stored_text, unmarked
 from shared.store.fts import FTS_TABLES
 from shared.store.interface import Session, Store
 from shared.store.stages import STAGES, StageKey
-from shared.atom_life import TtlFor, retract
 from shared.text.segment import Segmenter
 from shared.time_zone import on_clock, user_zone
 from shared.units import DAY
@@ -195,7 +195,7 @@ class MemoryService:
             tx.documents.set_pinned(memory_id, pinned, self.clock())
             return tx.documents.get(memory_id)
 
-    def delete(self, memory_id: int, principal: Principal = ADMIN) -> "DeleteReceipt":
+    def delete(self, memory_id: int, principal: Principal = ADMIN) -> DeleteReceipt:
         """Delete a memory and everything derived from it; return {table: rows removed}, with
         `backups_holding`: the backup files that still hold it (they keep it until they age
         out). Its words leave the full-text indexes and the WAL too (shared/store/fts.py)."""

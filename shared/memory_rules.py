@@ -26,8 +26,15 @@ from typing import Any, get_args
 
 from shared.config import MAX_ID_CHARS
 from shared.errors import InvalidInput
-from shared.store.documents import (MAX_KEY_FACT_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS,
-                                    MAX_SUMMARY_CHARS, MemoryFields, Sentiment, unmarked)
+from shared.store.documents import (
+    MAX_KEY_FACT_CHARS,
+    MAX_LABEL_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_SUMMARY_CHARS,
+    MemoryFields,
+    Sentiment,
+    unmarked,
+)
 
 # The years a memory's time may fall in (UTC): wide enough for any real memory or plan, and far
 # from the calendar's ends, where the date arithmetic of the stages ("tomorrow") cannot go.

@@ -24,7 +24,6 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-
 from urllib.parse import urlsplit, urlunsplit
 
 from shared.config import QueueConfig, StorageConfig

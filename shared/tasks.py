@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator, Sequence
 
 from shared.errors import StorageError
 from shared.store.stages import StageKey

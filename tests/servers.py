@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 import sys
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from bench_servers import PG_BIN, OwnPostgres, own_postgres_server  # noqa: E402  (scripts/)
+from bench_servers import PG_BIN, OwnPostgres, own_postgres_server
 
 PG_SERVER = os.environ.get("AOKUN_TEST_PG", "postgresql://postgres@127.0.0.1:5432")
 REDIS_URL = "redis://127.0.0.1:6379/0"

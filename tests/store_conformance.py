@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from servers import pg_database
 from shared.config import StorageConfig
 from shared.store.documents import DocumentFilter, MemoryFields
 from shared.store.schema import open_store
 from shared.store.stages import StageKey
-from servers import pg_database
 
 ENGINES = ["sqlite", "postgresql"]
 NOW = 1_700_000_000.0

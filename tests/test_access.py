@@ -15,8 +15,19 @@ import httpx2
 import pytest
 from mcp.client.streamable_http import streamable_http_client
 
-from helpers import (BIN, all_processed, db_rows, free_port, http_server, mcp_session, start_worker,
-                     stdio_params, stop, wait_for, write_config)
+from helpers import (
+    BIN,
+    all_processed,
+    db_rows,
+    free_port,
+    http_server,
+    mcp_session,
+    start_worker,
+    stdio_params,
+    stop,
+    wait_for,
+    write_config,
+)
 from shared.access import ADMIN, Principal, memorize_persona, new_token, read_personas, view_persona
 from shared.config import ALL_TOOLS
 from shared.errors import AccessDenied

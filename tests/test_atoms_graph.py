@@ -11,9 +11,9 @@ import pytest
 from fake_openai import FakeEmbeddingsServer
 from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
 from shared.assembly import open_services
+from shared.atom_life import store_atoms
 from shared.config import AppConfig, AtomsConfig, StorageConfig
 from shared.extract.graph_rules import canonical
-from shared.atom_life import store_atoms
 from shared.store.atoms import AtomOwner, AtomRow
 from shared.store.documents import MemoryFields
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import time
-from contextlib import contextmanager
 from datetime import datetime, timezone
 
 import httpx
@@ -27,8 +26,19 @@ from mcp.client.streamable_http import streamable_http_client
 from aokun_worker.handlers import AtomsHandler, EmbedHandler
 from aokun_worker.runner import RunnerParts, StageRunner
 from fake_openai import FakeEmbeddingsServer
-from helpers import (BIN, db_rows, free_port, http_server, mcp_session, start_worker, stdio_params, stop,
-                     store_sql, wait_for, write_config)
+from helpers import (
+    BIN,
+    db_rows,
+    free_port,
+    http_server,
+    mcp_session,
+    start_worker,
+    stdio_params,
+    stop,
+    store_sql,
+    wait_for,
+    write_config,
+)
 from panel_helpers import panel_process
 from servers import REDIS_URL, pg_database, redis_queue_name
 from shared.assembly import open_services

@@ -71,7 +71,7 @@ def test_connections_close_with_their_threads(db):
             if i < 10:  # the first wave holds its threads alive until counted
                 ready.wait(timeout=30)
                 release.wait(timeout=30)
-        except Exception as exc:  # noqa: BLE001 - collected for the assertion
+        except Exception as exc:  # collected for the assertion
             errors.append(exc)
             ready.abort()
 

@@ -11,8 +11,8 @@ cannot make a test pass).
 from __future__ import annotations
 
 import importlib.util
-import subprocess
 import sqlite3
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -21,10 +21,10 @@ import pytest
 
 from fake_openai import FakeEmbeddingsServer
 from helpers import BIN, all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
-from shared.store.backup import backup_database
 from shared.config import StorageConfig, TextConfig
 from shared.errors import StorageError
 from shared.store import fts
+from shared.store.backup import backup_database
 from shared.store.schema import open_database
 from shared.text.segment import Segmenter
 
@@ -33,7 +33,7 @@ KEPT = "My colleague Plixomundra fixed the old printer on Monday."
 # A term after another on its page shares its leading bytes with it: "zyxquorblat" after a
 # z-term is stored as "yxquorblat", and 饕餮 (E9 A5 95 ...) after 邻居 (E9 82 BB) loses its E9.
 # No term in these texts shares more than that with either.
-NEEDLES = ["yxquorblat".encode(), "饕餮".encode()[1:]]
+NEEDLES = [b"yxquorblat", "饕餮".encode()[1:]]
 KEPT_NEEDLE = b"lixomundra"
 FILLER = ["the zoo keeper fed the zebras at noon", "我们周末去公园散步，天气很好",
           "zany plans for the summer trip", "昨天下雨了，我在家看书"]
@@ -228,10 +228,10 @@ def test_deleted_memory_is_gone_from_database_wal_and_backup(tmp_path):
 def test_an_edit_drops_the_old_words_by_the_next_upkeep(tmp_path):
     """On SQLite >= 3.44 an edit scrubs at once; on older ones a rewrite per edit would cost
     ~0.5 s at 100k memories, so the worker's hourly housekeeping does it."""
+    from aokun_worker.service import WorkerService
     from shared.assembly import open_services
     from shared.config import load_config
     from shared.store.documents import MemoryFields
-    from aokun_worker.service import WorkerService
 
     config_path = write_config(tmp_path)
     config = load_config(config_path)

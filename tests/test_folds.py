@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import folds  # noqa: E402
+import folds
 
 
 def test_folds_split_locomo_by_conversation_and_madial_by_dialogue_number_mod_4():
@@ -29,7 +29,7 @@ def test_a_value_that_only_wins_where_it_is_scored_is_a_fit():
     # z is 0.5 everywhere; w is 0.75 on a and 0.25 on b. Fold b's value is chosen on a, where
     # w (0.75) beats z (0.5): w scores 0.25 on b. Fold a's is chosen on b, where z (0.5) beats
     # w (0.25): z scores 0.5 on a.
-    mixed = {"z": {i: 0.5 for i in "1234"}, "w": {"1": 0.75, "2": 0.75, "3": 0.25, "4": 0.25}}
+    mixed = {"z": dict.fromkeys("1234", 0.5), "w": {"1": 0.75, "2": 0.75, "3": 0.25, "4": 0.25}}
     outcome = folds.held_out(fold_ids, mixed)
     assert outcome["folds"] == {"a": ("z", 0.5), "b": ("w", 0.25)}
     assert outcome["mean"] == pytest.approx(0.375) and outcome["spread"] == pytest.approx(0.125)

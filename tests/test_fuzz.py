@@ -16,9 +16,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 
-import fuzz  # noqa: E402
-
-from helpers import BIN, write_config  # noqa: E402
+import fuzz
+from helpers import BIN, write_config
 
 SEED = 2107
 

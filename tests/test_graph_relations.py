@@ -7,9 +7,9 @@ import pytest
 
 from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
 from shared.config import GraphConfig, TextConfig
+from shared.extract.atomize import speaker_of
 from shared.extract.entities import EntityFinder
 from shared.extract.graph_rules import GraphBuilder, StoredFact
-from shared.extract.atomize import speaker_of
 from shared.extract.relation_words import vocabulary
 from shared.extract.relations import find_relations
 from shared.search.relation_route import Chain, chains

@@ -17,8 +17,19 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import (BIN, db_rows, free_port, http_server, mcp_session, seed_memories, start_worker,
-                     stdio_params, stop, wait_for, write_config)
+from helpers import (
+    BIN,
+    db_rows,
+    free_port,
+    http_server,
+    mcp_session,
+    seed_memories,
+    start_worker,
+    stdio_params,
+    stop,
+    wait_for,
+    write_config,
+)
 from shared import health
 from shared.config import load_config
 from shared.store.schema import open_store

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from shared.summarize.transcripts import read_transcript
 from helpers import db_rows, write_config
 from shared.errors import InvalidInput
+from shared.summarize.transcripts import read_transcript
 
 BIN = Path(sys.executable).parent
 TOOL_WORD = "quixotrellis"  # only in tool calls and results: must never reach a memory

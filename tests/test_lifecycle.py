@@ -14,12 +14,12 @@ from aokun_server.app import build_front
 from helpers import mcp_session, memory_service, store_sql, write_config
 from shared.assembly import open_services
 from shared.config import load_config
-from shared.units import DAY
 from shared.lifecycle import Lifecycle, decay_boundaries
+from shared.memories import MemoryService
 from shared.store.documents import MemoryFields
 from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
-from shared.memories import MemoryService
 from shared.store.schema import open_store
+from shared.units import DAY
 
 BIN = Path(sys.executable).parent
 T0 = 1_700_000_000.0  # 2023-11-14 22:13 UTC
@@ -181,9 +181,10 @@ def test_restore_refuses_a_corrupt_file_and_a_running_worker(tmp_path):
 
 @pytest.mark.slow
 def test_doctor_and_repair_on_rows_removed_from_each_table(tmp_path):
-    from fake_openai import FakeEmbeddingsServer
-    from helpers import all_processed, start_worker, stdio_params, stop, wait_for, db_rows
     import sqlite3
+
+    from fake_openai import FakeEmbeddingsServer
+    from helpers import all_processed, db_rows, start_worker, stdio_params, stop, wait_for
 
     with FakeEmbeddingsServer(dim=16) as api:
         config = write_config(tmp_path, embedding={"provider": "openai", "base_url": api.base_url,

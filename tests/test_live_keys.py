@@ -17,10 +17,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
@@ -33,14 +34,12 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import mcp_session, wait_for, write_config
 from shared.assembly import Services, open_services
 from shared.config import AppConfig, AtomsConfig, load_config, needs_restart
-from shared.units import DAY
 from shared.errors import InvalidInput
 from shared.extract.atomize import ttl_days
 from shared.live_config import LiveConfig
-from shared.search.recall import RecallRequest
 from shared.store.documents import DocumentFilter, MemoryFields
-from shared.time_zone import user_zone
 from shared.store.graph import MemoryGraph, NodeSpec
+from shared.time_zone import user_zone
 
 RELOAD_S = 60.0  # a deadline for a saved change to arrive, not a speed
 WORD = "lantern"

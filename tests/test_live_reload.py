@@ -23,8 +23,18 @@ from mcp.client.stdio import stdio_client
 
 from aokun_server.app import build_front
 from fake_openai import FakeEmbeddingsServer
-from helpers import (db_rows, free_port, http_server, mcp_session, memory_service, start_worker,
-                     stdio_params, stop, wait_for, write_config)
+from helpers import (
+    db_rows,
+    free_port,
+    http_server,
+    mcp_session,
+    memory_service,
+    start_worker,
+    stdio_params,
+    stop,
+    wait_for,
+    write_config,
+)
 from shared import health, platform
 from shared.assembly import Services
 from shared.config import load_config
@@ -274,9 +284,9 @@ def test_exposed_tools_change_notifies_both_kinds_of_client_over_http(tmp_path, 
 
 @pytest.mark.slow
 def test_panel_follows_the_config_file(tmp_path):
-    from panel_helpers import panel_process
-
     import urllib.request
+
+    from panel_helpers import panel_process
 
     config = write_config(tmp_path)
     with panel_process(config) as (url, token):

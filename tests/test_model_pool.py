@@ -41,7 +41,7 @@ class SilentEndpoint:
         while not self._released:
             try:
                 conn, _ = self.sock.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return

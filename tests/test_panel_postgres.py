@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import all_processed, start_worker, stop, wait_for, write_config
+from helpers import start_worker, stop, wait_for, write_config
 from panel_helpers import panel_process
 from servers import pg_url  # noqa: F401 (the fixture)
 from shared.assembly import open_services
@@ -30,7 +30,7 @@ def processed(config, memories: int) -> bool:
         services.close()
 
 
-def test_every_page_renders_on_postgresql_and_an_edit_is_stored(tmp_path, pg_url):  # noqa: F811
+def test_every_page_renders_on_postgresql_and_an_edit_is_stored(tmp_path, pg_url):
     with FakeEmbeddingsServer(dim=32) as api:
         config = write_config(tmp_path, storage={"backend": "postgresql", "url": pg_url},
                               embedding={"provider": "openai", "base_url": api.base_url, "model": "fake",

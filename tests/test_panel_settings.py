@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from shared.config import AppConfig, load_config
 from aokun_panel.config_file import EXAMPLE_PATH, example_settings, save_settings, write_atomically
+from shared.config import AppConfig, load_config
 from shared.errors import ConfigError
 
 NOW = datetime(2026, 12, 1, 15, 30, 0)

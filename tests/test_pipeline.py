@@ -13,8 +13,17 @@ import time
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import (all_processed, db_rows, mcp_session, stage_summary, start_worker, stdio_params,
-                     stop, wait_for, write_config)
+from helpers import (
+    all_processed,
+    db_rows,
+    mcp_session,
+    stage_summary,
+    start_worker,
+    stdio_params,
+    stop,
+    wait_for,
+    write_config,
+)
 from shared.config import ALL_TOOLS
 from shared.store.documents import unmarked
 
@@ -145,8 +154,8 @@ def test_two_workers_run_each_stage_once(tmp_path, fake_api):
 @pytest.mark.slow
 def test_periodic_job_that_fell_due_runs_at_start_and_lost_messages_are_requeued(tmp_path, fake_api):
     config = openai_config(tmp_path, fake_api)
-    from shared.config import load_config
     from shared.assembly import open_services
+    from shared.config import load_config
     from shared.store.documents import MemoryFields
 
     services = open_services(load_config(config), queued=False)

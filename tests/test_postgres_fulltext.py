@@ -99,7 +99,7 @@ class Pair:
 
 
 @pytest.fixture
-def pg(pg_url):  # noqa: F811 (pytest fixture injection)
+def pg(pg_url):
     with psycopg.connect(pg_url) as conn:
         for statement in fulltext.DDL:
             conn.execute(statement)

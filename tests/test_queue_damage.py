@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from mcp.client.stdio import stdio_client
 
-from helpers import (BIN, all_processed, mcp_session, start_worker, stdio_params, stop, wait_for,
-                     write_config)
+from helpers import BIN, all_processed, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
 from shared.config import load_config
 from shared.errors import StorageError
 from shared.queue import open_queue, queue_file_problem

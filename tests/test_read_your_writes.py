@@ -15,7 +15,6 @@ import itertools
 import pytest
 
 from helpers import mcp_session, start_worker, stdio_params, stop, store_sql, write_config
-
 from shared.assembly import open_services
 from shared.config import AppConfig, EmbeddingConfig, StorageConfig
 from shared.embedders import build_embedder

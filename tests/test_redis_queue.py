@@ -22,8 +22,18 @@ from mcp import Client
 from mcp.client.stdio import stdio_client
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import (all_processed, db_rows, free_port, mcp_session, stage_summary, start_worker,
-                     stdio_params, stop, wait_for, write_config)
+from helpers import (
+    all_processed,
+    db_rows,
+    free_port,
+    mcp_session,
+    stage_summary,
+    start_worker,
+    stdio_params,
+    stop,
+    wait_for,
+    write_config,
+)
 from servers import REDIS_URL, queue_keys, redis_queue_name
 from shared.config import ALL_TOOLS, QueueConfig, load_config
 

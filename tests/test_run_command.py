@@ -37,7 +37,7 @@ class Run:
         self._reader.start()
 
     @classmethod
-    def aokun_run(cls, config: Path, panel_port: int, *extra: str) -> "Run":
+    def aokun_run(cls, config: Path, panel_port: int, *extra: str) -> Run:
         return cls([sys.executable, "-m", "aokun_admin.main", "run", "--config", str(config),
                     "--panel-port", str(panel_port), *extra], config.parent)
 

@@ -14,8 +14,8 @@ import pytest
 from fake_openai import FakeEmbeddingsServer
 from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
 from shared.assembly import open_services
-from shared.config import AppConfig, StorageConfig, TextConfig
 from shared.atom_life import store_atoms
+from shared.config import AppConfig, StorageConfig, TextConfig
 from shared.search.atom_search import AtomSearch
 from shared.store.atoms import AtomOwner, AtomRow
 from shared.store.documents import MemoryFields

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from datetime import datetime
 
 import pytest
 
@@ -15,7 +16,6 @@ from shared.errors import MemoryNotFound
 from shared.store.db import Database, apply_migrations
 from shared.store.documents import DocumentFilter, MemoryFields, marked_text
 from shared.store.schema import MIGRATIONS, open_store
-from datetime import datetime
 
 
 @pytest.fixture

@@ -16,9 +16,7 @@ from shared.store import interface
 from shared.store.documents import DocumentFilter, History, MemoryFields
 from shared.store.graph import EdgeSpec, MemoryGraph, NodeSpec
 from shared.store.schema import open_store
-
 from store_conformance import ALL, NOW, add, in_threads, opened, store  # noqa: F401 (the fixtures)
-
 
 # -- transactions ------------------------------------------------------------------------
 

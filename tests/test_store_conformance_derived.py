@@ -11,9 +11,7 @@ import pytest
 from shared.store.atoms import AtomOwner, AtomRow
 from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
 from shared.store.vectors import VectorRow
-
 from store_conformance import DAY, NOW, add, opened, store  # noqa: F401 (the fixtures)
-
 
 # -- graph -------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import pytest
 
 from shared.errors import StorageError
 from shared.store.atoms import AtomOwner, AtomRow
-from shared.store.documents import DocumentFilter, MemoryFields
+from shared.store.documents import DocumentFilter
 from shared.store.interface import Record
 from shared.store.schema import open_store
 from shared.store.tables import FULLTEXT, key_of
@@ -18,7 +18,7 @@ from store_conformance import ALL, NOW, add, opened, storage_for, store  # noqa:
 
 
 @pytest.fixture
-def other(store, tmp_path):  # noqa: F811
+def other(store, tmp_path):
     """A second, empty store of the same engine: where a copy goes."""
     with ExitStack() as resources:
         second = open_store(storage_for(store.engine, tmp_path / "other", resources))
@@ -44,14 +44,14 @@ def copy_fulltext(source, target, index: str, limit: int = 2) -> int:
             return added
 
 
-def atom(store, memory_id: int, value: str, persona: str = "p") -> int:  # noqa: F811
+def atom(store, memory_id: int, value: str, persona: str = "p") -> int:
     doc = store.documents.get(memory_id)
     owner = AtomOwner(memory_id, persona, None, 0.5, doc.content_hash)
     return store.atoms.insert(owner, AtomRow("factual", f"tea is {value}", f"tea is {value}", 0.9,
                                              "tea", "is", value), NOW)
 
 
-def test_the_copied_tables_are_listed_in_copy_order_without_process_rows(store):  # noqa: F811
+def test_the_copied_tables_are_listed_in_copy_order_without_process_rows(store):
     names = store.tables.names()
     assert names[:3] == ["meta", "documents", "memory_stages"]
     assert names.index("graph_nodes") < names.index("graph_edges") < names.index("graph_entries")
@@ -59,7 +59,7 @@ def test_the_copied_tables_are_listed_in_copy_order_without_process_rows(store):
     assert not {"workers", "fronts", "periodic_claims"} & set(names)
 
 
-def test_pages_walk_every_row_once_in_key_order(store):  # noqa: F811
+def test_pages_walk_every_row_once_in_key_order(store):
     ids = [add(store, f"memory number {i}") for i in range(7)]
     seen, after = [], None
     while rows := store.tables.page("memory_stages", after, 3):
@@ -71,7 +71,7 @@ def test_pages_walk_every_row_once_in_key_order(store):  # noqa: F811
     assert [r["id"] for r in store.tables.page("documents", (ids[4],), 10)] == ids[5:]
 
 
-def test_a_copy_keeps_ids_and_every_column_and_takes_each_row_once(store, other):  # noqa: F811
+def test_a_copy_keeps_ids_and_every_column_and_takes_each_row_once(store, other):
     first = add(store, "kept as it was", persona_id="p", session_id="s", importance=0.9, pinned=True)
     store.documents.delete(add(store, "a gap in the ids"))
     last = add(store, "after the gap", persona_id="q")
@@ -85,7 +85,7 @@ def test_a_copy_keeps_ids_and_every_column_and_takes_each_row_once(store, other)
     assert other.tables.count("documents") == 2
 
 
-def test_copied_meta_values_replace_the_targets_own(store, other):  # noqa: F811
+def test_copied_meta_values_replace_the_targets_own(store, other):
     store.meta.put("vector_seq", 41)
     store_id = store.meta.ensure_store_id()
     other.meta.put("vector_seq", 3)
@@ -94,7 +94,7 @@ def test_copied_meta_values_replace_the_targets_own(store, other):  # noqa: F811
     assert float(other.meta.store_id()) == float(store_id)
 
 
-def test_a_reference_to_a_later_row_is_set_once_that_row_is_there(store, other):  # noqa: F811
+def test_a_reference_to_a_later_row_is_set_once_that_row_is_there(store, other):
     memory_id = add(store, "tea", persona_id="p")
     old, new = atom(store, memory_id, "green"), atom(store, memory_id, "black")
     assert store.atoms.supersede("p", "tea", "is", "black", new, NOW + 1) == 1
@@ -106,7 +106,7 @@ def test_a_reference_to_a_later_row_is_set_once_that_row_is_there(store, other):
     assert rows == {r["id"]: dict(r) for r in store.atoms.of_memory(memory_id)}
 
 
-def test_full_text_rows_are_copied_and_rank_as_in_the_source(store, other):  # noqa: F811
+def test_full_text_rows_are_copied_and_rank_as_in_the_source(store, other):
     ids = [add(store, text, context="before", persona_id="p") for text in
            ("apples and pears", "pears only", "apples apples apples", "nothing here")]
     memory_id = ids[0]
@@ -124,14 +124,14 @@ def test_full_text_rows_are_copied_and_rank_as_in_the_source(store, other):  # n
         [r["id"] for r in store.atoms.search(["green"], "p", None, None, 5)]
 
 
-def test_a_full_text_row_is_added_only_for_a_row_that_is_there(store, other):  # noqa: F811
+def test_a_full_text_row_is_added_only_for_a_row_that_is_there(store, other):
     add(store, "orphan words")
     rows, _ = store.tables.fulltext_page("documents", None, 10)
     assert other.tables.fulltext_put("documents", rows) == 0
     assert other.tables.fulltext_count("documents") == 0
 
 
-def test_after_a_copy_new_rows_take_ids_past_the_copied_ones(store, other):  # noqa: F811
+def test_after_a_copy_new_rows_take_ids_past_the_copied_ones(store, other):
     ids = [add(store, f"memory {i}") for i in range(3)]
     copy(store, other, "documents")
     other.tables.finish()
@@ -139,7 +139,7 @@ def test_after_a_copy_new_rows_take_ids_past_the_copied_ones(store, other):  # n
     assert other.documents.list(10, 0, ALL)[1] == 4
 
 
-def test_a_column_the_target_lacks_is_refused_and_nothing_written(store):  # noqa: F811
+def test_a_column_the_target_lacks_is_refused_and_nothing_written(store):
     row = Record.kind(("key", "value", "colour"))(("vector_seq", 5, "red"))
     with pytest.raises(StorageError, match="colour"):
         store.tables.put("meta", [row])
@@ -148,7 +148,7 @@ def test_a_column_the_target_lacks_is_refused_and_nothing_written(store):  # noq
         store.tables.count("workers")
 
 
-def test_clearing_an_empty_stores_own_bookkeeping_leaves_its_data(store):  # noqa: F811
+def test_clearing_an_empty_stores_own_bookkeeping_leaves_its_data(store):
     memory_id = add(store, "kept")
     store.meta.put("vector_seq", 9)
     store.runtime.claim_periodic_run("decay", 60.0, NOW, "me", 1, "host", 30.0)

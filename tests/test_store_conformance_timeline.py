@@ -12,7 +12,6 @@ import pytest
 
 from shared.atom_life import retract, store_atoms
 from shared.store.atoms import AtomOwner, AtomRow
-
 from store_conformance import NOW, add, opened, store  # noqa: F401 (the fixtures)
 
 SAID = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -46,7 +45,7 @@ def timeline(store, memories: list[int]) -> list[tuple[str, int | None]]:
 
 
 @pytest.mark.parametrize("order", list(permutations(range(4))), ids=lambda o: "".join(map(str, o)))
-def test_a_slot_reads_as_said_in_any_order_of_storing(store, order):  # noqa: F811
+def test_a_slot_reads_as_said_in_any_order_of_storing(store, order):
     memories = [said_in_month(store, month, city) for month, city in enumerate(CITIES)]
     for month in order:
         derive(store, memories[month], CITIES[month])
@@ -54,7 +53,7 @@ def test_a_slot_reads_as_said_in_any_order_of_storing(store, order):  # noqa: F8
                                          ("superseded", memories[3]), ("active", None)]
 
 
-def test_the_later_memory_id_wins_when_two_were_said_at_the_same_time(store):  # noqa: F811
+def test_the_later_memory_id_wins_when_two_were_said_at_the_same_time(store):
     first = add(store, "I live in Toronto", persona_id="p", original_time=SAID)
     second = add(store, "I live in Vancouver", persona_id="p", original_time=SAID)
     derive(store, second, "vancouver")
@@ -62,7 +61,7 @@ def test_the_later_memory_id_wins_when_two_were_said_at_the_same_time(store):  #
     assert timeline(store, [first, second]) == [("superseded", second), ("active", None)]
 
 
-def test_storing_a_memory_again_keeps_the_timeline(store):  # noqa: F811
+def test_storing_a_memory_again_keeps_the_timeline(store):
     memories = [said_in_month(store, month, city) for month, city in enumerate(CITIES[:3])]
     for month in (2, 0, 1):
         derive(store, memories[month], CITIES[month])
@@ -76,7 +75,7 @@ def test_storing_a_memory_again_keeps_the_timeline(store):  # noqa: F811
     assert timeline(store, memories[:2]) == [("superseded", memories[1]), ("active", None)]
 
 
-def test_a_memory_deleted_from_the_middle_leaves_its_neighbours_in_order(store):  # noqa: F811
+def test_a_memory_deleted_from_the_middle_leaves_its_neighbours_in_order(store):
     memories = [said_in_month(store, month, city) for month, city in enumerate(CITIES)]
     for month in range(4):
         derive(store, memories[month], CITIES[month])

@@ -8,7 +8,7 @@ from store_conformance import NOW, in_threads, opened, store  # noqa: F401 (the 
 
 
 @pytest.fixture(autouse=True)
-def _engine_has_users(store):  # noqa: F811
+def _engine_has_users(store):
     # An engine is held to this file once its store has the aggregate (the PostgreSQL store
     # gains it when shared/store/users.py is ported there).
     if not hasattr(store, "users"):

@@ -16,9 +16,7 @@ from shared.store import meta
 from shared.store.documents import MemoryFields
 from shared.store.stages import StageKey
 from shared.store.vectors import VectorRow
-
 from store_conformance import NOW, add, in_threads, key, opened, store  # noqa: F401 (the fixtures)
-
 
 # -- stages ------------------------------------------------------------------------------
 

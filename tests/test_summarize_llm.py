@@ -10,12 +10,11 @@ from datetime import datetime
 import pytest
 
 from fake_chat import COMPLETION_TOKENS, PROMPT_TOKENS, FakeChatServer, error_reply, memory_reply, text_reply
-from helpers import free_port
+from helpers import free_port, store_sql
 from shared import http_retry
 from shared.config import StorageConfig, SummarizerConfig, TextConfig
 from shared.errors import InvalidInput
 from shared.extract.atomize import AtomRules
-from helpers import store_sql
 from shared.store.schema import open_store
 from shared.summarize.conversation import parse_conversation
 from shared.summarize.llm import LlmSummarizer, SummarizerError

@@ -11,7 +11,8 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from shared.config import AtomsConfig, SummarizerConfig, TextConfig
 from shared.extract.atomize import AtomRules, draft_atoms

@@ -9,11 +9,10 @@ import os
 import numpy as np
 import pytest
 
-from shared.config import StorageConfig
+from shared.assembly import open_services
+from shared.config import AppConfig, StorageConfig
 from shared.search import snapshot
 from shared.search.vectors import VectorIndex
-from shared.assembly import open_services
-from shared.config import AppConfig
 from shared.store import meta
 from shared.store.documents import MemoryFields
 from shared.store.vectors import VectorRow

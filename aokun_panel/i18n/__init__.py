@@ -13,7 +13,7 @@ browser's Accept-Language (zh* first means Chinese; anything else, English).
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def catalogue(lang: str) -> dict[str, str]:
     """{dotted key: text} of one language."""
     with open(HERE / f"{lang}.yaml", encoding="utf-8") as handle:

@@ -12,16 +12,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from aokun_panel.render import Page, render
-from shared.units import DAY
 from aokun_panel.access import principal_of
 from aokun_panel.i18n import language_of, translate
+from aokun_panel.render import Page, render
 from aokun_panel.words import age
 from shared.access import view_persona
 from shared.atom_life import time_factor
 from shared.errors import AccessDenied
 from shared.store.atoms import ATOM_STATES, ATOM_TYPES
 from shared.time_zone import on_clock, user_zone
+from shared.units import DAY
 
 PAGE = Page("/atoms", "Atoms")
 PAGE_SIZE = 50

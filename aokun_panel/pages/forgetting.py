@@ -17,13 +17,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from aokun_panel.i18n import language_of, translate
 from aokun_panel.render import Page, render
 from shared.config import AppConfig, build_config
 from shared.decay import ATOM_CURVES, atom_time_factor, importance_over_days
 from shared.errors import AokunError, InvalidInput
 from shared.extract.atomize import ttl_days
 from shared.store.atoms import ATOM_TYPES
-from aokun_panel.i18n import language_of, translate
 
 log = logging.getLogger("aokun.panel")
 

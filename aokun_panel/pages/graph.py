@@ -16,12 +16,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from aokun_panel.render import Page, render
-from shared.extract.relation_words import vocabulary
 from aokun_panel.access import principal_of
 from aokun_panel.i18n import language_of, translate
+from aokun_panel.render import Page, render
 from shared.access import ADMIN, Principal, view_persona
 from shared.errors import AccessDenied
+from shared.extract.relation_words import vocabulary
 from shared.store.documents import DocumentFilter, unmarked
 from shared.store.graph import NODE_TYPES, SELF_CANONICAL
 

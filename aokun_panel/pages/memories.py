@@ -20,15 +20,15 @@ from starlette.routing import Route
 from aokun_panel.access import principal_of
 from aokun_panel.i18n import language_of, translate
 from aokun_panel.pages.atoms import MAX_PAGE, atom_view, chains, link
-from aokun_panel.zones import zone_of
-from shared.search.recall import RecallRequest
 from aokun_panel.render import Page, render
-from shared.api.models import MAX_INT64, MemoryMetadata, MemoryOut, parse_iso
+from aokun_panel.zones import zone_of
 from shared.access import ADMIN, Principal, hides_memory, owned_memory, shown_personas, view_persona
+from shared.api.models import MAX_INT64, MemoryMetadata, MemoryOut, parse_iso
+from shared.api.validation import describe_validation_error
 from shared.errors import AccessDenied, AokunError, InvalidInput, MemoryNotFound, StorageError
+from shared.search.recall import RecallRequest
 from shared.store.documents import LIST_STATES, DocumentFilter, epoch, unmarked
 from shared.store.graph import NODE_TYPES
-from shared.api.validation import describe_validation_error
 
 log = logging.getLogger("aokun.panel")
 

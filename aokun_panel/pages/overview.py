@@ -9,9 +9,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from aokun_panel.render import Page, render
 from aokun_panel import words
 from aokun_panel.i18n import language_of
+from aokun_panel.render import Page, render
 from shared.store.backup import latest_backup
 
 PAGE = Page("/", "Overview")

@@ -10,11 +10,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from aokun_panel.render import Page, render
 from aokun_panel.i18n import language_of
 from aokun_panel.pages.overview import with_warnings
-from shared.errors import AokunError
+from aokun_panel.render import Page, render
 from shared.embedders import build_embedder, recorded_models
+from shared.errors import AokunError
 
 PAGE = Page("/queue", "Queue")
 LISTED = 100  # rows per table; the counts above them are exact

@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import json
 import time
-from functools import lru_cache, partial
+from functools import cache, partial
 
 import yaml
-
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from aokun_panel.config_file import as_json, config_target, example_settings, save_settings
+from aokun_panel.i18n import HERE as I18N_DIR
+from aokun_panel.i18n import language_of, translate
 from aokun_panel.render import Page, render
 from shared.config import SECRET_KEYS
-from aokun_panel.config_file import as_json, config_target, example_settings, save_settings
 from shared.errors import ConfigError
-from aokun_panel.i18n import HERE as I18N_DIR, language_of, translate
 
 PAGE = Page("/settings", "Settings")
 
@@ -112,7 +112,7 @@ def described_in(lang: str, key: str, english: str) -> str:
     return setting_descriptions(lang).get(key, english) if lang != "en" else english
 
 
-@lru_cache(maxsize=None)
+@cache
 def setting_descriptions(lang: str) -> dict[str, str]:
     """{section.key or note.section.key: description} in `lang` ({} when there is no file)."""
     path = I18N_DIR / f"settings.{lang}.yaml"

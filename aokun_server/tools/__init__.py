@@ -23,7 +23,7 @@ from aokun_server.tooling import register
 from aokun_server.tools import operating, searching, writing
 from aokun_server.tools.deps import ToolDeps
 
-__all__ = ["ToolDeps", "register_tools", "TOOLS"]
+__all__ = ["TOOLS", "ToolDeps", "register_tools"]
 
 # In the order they are listed.
 TOOLS = (writing.memorize, writing.summarize_memory, writing.edit_memory, writing.delete_memory,

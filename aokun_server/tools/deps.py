@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from aokun_server.reinforcer import Reinforcer
 from aokun_server.tools.model_calls import ModelCalls
@@ -33,7 +34,7 @@ class ToolDeps:
     lifecycle: Lifecycle
     reconcile_queue: Callable[[], dict]
     live: LiveConfig
-    summarizer: "Summarizer"
+    summarizer: Summarizer
     # Who makes the call being served (aokun_server/identity.py); what it may touch is
     # shared/access.py's rule. Built in-process without a front: the admin.
     principal: Callable[[], Principal] = lambda: ADMIN
@@ -41,6 +42,6 @@ class ToolDeps:
     model_calls: ModelCalls = field(default_factory=lambda: ModelCalls(4, "the chat model"))
 
     @property
-    def store(self) -> "Store":
+    def store(self) -> Store:
         """The store the memory service writes to, for the tools' reads."""
         return self.memories.store

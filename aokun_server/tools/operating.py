@@ -7,12 +7,12 @@ import os
 import time
 from pathlib import Path
 
-from shared.api.models import DocumentCounts, MaintenanceResult, StageProblem, StatsResult
 from aokun_server.params import Action
-from shared.api.figures import pipeline_figures, summarizer_figures
 from aokun_server.tooling import described
 from aokun_server.tools.deps import ToolDeps
 from shared.access import check_admin
+from shared.api.figures import pipeline_figures, summarizer_figures
+from shared.api.models import DocumentCounts, MaintenanceResult, StageProblem, StatsResult
 from shared.lifecycle import run_action
 
 # Failed and stuck stages memory_stats names (queue.failed counts them all).

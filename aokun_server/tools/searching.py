@@ -8,14 +8,35 @@ from typing import Annotated
 
 from mcp.types import CallToolResult, TextContent
 
-from shared.api.models import (AtomOut, AtomsResult, ListResult, MemoryOut, RecallHit,
-                                 RecallResult, reject_lone_surrogates)
-from aokun_server.params import (AtomQuery, AtomTypes, Explain, HappensAfter, HappensBefore,
-                                 IncludeArchived, ListLimit, MaxChars, MinScore, Offset,
-                                 PersonaFilter, Query, SessionFilter, Since, Until)
-from aokun_server.tooling import checked_id, described, day_end_bound, time_bound
+from aokun_server.params import (
+    AtomQuery,
+    AtomTypes,
+    Explain,
+    HappensAfter,
+    HappensBefore,
+    IncludeArchived,
+    ListLimit,
+    MaxChars,
+    MinScore,
+    Offset,
+    PersonaFilter,
+    Query,
+    SessionFilter,
+    Since,
+    Until,
+)
+from aokun_server.tooling import checked_id, day_end_bound, described, time_bound
 from aokun_server.tools.deps import ToolDeps
 from shared.access import read_personas
+from shared.api.models import (
+    AtomOut,
+    AtomsResult,
+    ListResult,
+    MemoryOut,
+    RecallHit,
+    RecallResult,
+    reject_lone_surrogates,
+)
 from shared.errors import InvalidInput
 from shared.search import answer
 from shared.search.atom_search import AtomHit

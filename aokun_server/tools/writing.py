@@ -9,14 +9,32 @@ from functools import partial
 
 import anyio
 
-from shared.summarize.transcripts import dated, memory_fields
-from shared.api.models import (Conversation, DeleteResult, EditResult, MemorizeResult,
-                                 MemoryMetadata, MemoryOut, PinResult, SummarizeResult)
-from aokun_server.params import (Content, Metadata, MetadataChanges, MemoryId, NewContent,
-                                 PersonaOf, Pinned, Provider, SessionOf, Store)
+from aokun_server.params import (
+    Content,
+    MemoryId,
+    Metadata,
+    MetadataChanges,
+    NewContent,
+    PersonaOf,
+    Pinned,
+    Provider,
+    SessionOf,
+    Store,
+)
 from aokun_server.tooling import conversation_turns, described
 from aokun_server.tools.deps import ToolDeps
 from shared.access import memorize_persona
+from shared.api.models import (
+    Conversation,
+    DeleteResult,
+    EditResult,
+    MemorizeResult,
+    MemoryMetadata,
+    MemoryOut,
+    PinResult,
+    SummarizeResult,
+)
+from shared.summarize.transcripts import dated, memory_fields
 from shared.time_zone import user_zone
 
 

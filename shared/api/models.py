@@ -19,8 +19,15 @@ from shared.errors import InvalidInput
 from shared.lifecycle import ACTIONS
 from shared.memory_rules import EARLIEST_YEAR, LATEST_YEAR, MAX_ID_CHARS, lone_surrogate_problem
 from shared.store.atoms import ATOM_TYPES
-from shared.store.documents import (MAX_KEY_FACT_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS,
-                                    MAX_SUMMARY_CHARS, Document, MemoryFields, Sentiment)
+from shared.store.documents import (
+    MAX_KEY_FACT_CHARS,
+    MAX_LABEL_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_SUMMARY_CHARS,
+    Document,
+    MemoryFields,
+    Sentiment,
+)
 from shared.summarize.schema import StructuredMemory
 
 # Limits on what a caller may store are the memory service's (shared/memory_rules.py,
@@ -166,7 +173,7 @@ class MemoryOut(BaseModel):
     update_time: str
 
     @classmethod
-    def of(cls, doc: Document) -> "MemoryOut":
+    def of(cls, doc: Document) -> MemoryOut:
         f = doc.fields
         return cls(
             id=doc.id, text=doc.text, topics=list(f.topics), participants=list(f.participants),
@@ -340,7 +347,7 @@ class AtomOut(BaseModel):
     session_id: str | None
 
     @classmethod
-    def of(cls, row: dict, score: float, factor: float) -> "AtomOut":
+    def of(cls, row: dict, score: float, factor: float) -> AtomOut:
         return cls(id=row["id"], type=row["type"], text=row["text"], state=row["state"],
                    memory_id=row["memory_id"], score=round(score, 6), confidence=row["confidence"],
                    time_factor=round(factor, 6), subject=row["subject"], attribute=row["attribute"],

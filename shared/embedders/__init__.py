@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -92,7 +93,7 @@ def build_embedder(config: EmbeddingConfig, threads: int, env: dict | None = Non
     return SerialEmbedder(local_embedder(choice.name, threads))
 
 
-def recorded_models(s: "Session") -> dict[str, int]:
+def recorded_models(s: Session) -> dict[str, int]:
     """Stored vectors per model, over every kind (what build_embedder's `recorded` takes),
     from a store or one of its sessions."""
     counts: dict[str, int] = {}

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import os
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from shared.config import EmbeddingConfig
 from shared.embedders import normalise
 from shared.errors import EmbeddingError
-from shared.http_retry import client as deadline_client, post_json
-
+from shared.http_retry import client as deadline_client
+from shared.http_retry import post_json
 
 
 class OpenAIEmbedder:
@@ -34,7 +34,7 @@ class OpenAIEmbedder:
         self._client = deadline_client(base_url.rstrip("/") + "/", headers, timeout_s)
 
     @classmethod
-    def from_config(cls, config: EmbeddingConfig, env: Mapping[str, str] | None = None) -> "OpenAIEmbedder":
+    def from_config(cls, config: EmbeddingConfig, env: Mapping[str, str] | None = None) -> OpenAIEmbedder:
         env = os.environ if env is None else env
         key = config.api_key or env.get(config.api_key_env, "")
         return cls(config.base_url, config.model, key, config.dimensions, config.batch_size,

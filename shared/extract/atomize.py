@@ -14,11 +14,11 @@ from pathlib import Path
 
 from shared.config import AtomsConfig
 from shared.errors import ConfigError
-from shared.store.atoms import ATOM_TYPES
-from shared.store.documents import Document, unmarked
 from shared.extract.subjects import subjects_of
 from shared.extract.timeparse import deadline as find_deadline
 from shared.memory_rules import EARLIEST_YEAR, LATEST_YEAR
+from shared.store.atoms import ATOM_TYPES
+from shared.store.documents import Document, unmarked
 from shared.time_zone import machine_zone, on_clock
 
 # The types rules can give (ATOM_TYPES without "unknown", which is what no rule gives).
@@ -95,12 +95,12 @@ class AtomRules:
         self.weights = weights or RuleWeights(**(raw.get("weights") or {}))
         self._raw = raw
 
-    def with_weights(self, weights: RuleWeights) -> "AtomRules":
+    def with_weights(self, weights: RuleWeights) -> AtomRules:
         """The same rules with other constants (what a benchmark tries)."""
         return AtomRules(self._raw, weights)
 
     @classmethod
-    def load(cls, extra_file: Path | None = None) -> "AtomRules":
+    def load(cls, extra_file: Path | None = None) -> AtomRules:
         import yaml
 
         raw = yaml.safe_load(resources.files("shared.resources").joinpath("atom_rules.yaml")

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Mapping
 
 from shared.store.graph import ENTITY_TYPES
 from shared.text.segment import Segmenter

@@ -22,9 +22,8 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from itertools import combinations
-
 from dataclasses import dataclass
+from itertools import combinations
 
 from shared.config import GraphConfig
 from shared.extract.entities import IMPORTED_KINDS, PERSON, EntityFinder, Mention, self_spans

@@ -12,9 +12,9 @@ is "other", an employer an organisation, a home a place).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
 
 from shared.extract.entities import PERSON, EntityFinder, Mention, self_spans
 from shared.extract.relation_words import RelationVocabulary, vocabulary
@@ -144,7 +144,7 @@ def _described(masked: str, slots: dict, self_name: str | None) -> tuple[str, di
     for m in pattern.finditer(masked):
         owner, key = slots.get(m.group("a")), v.kind_of_word(m.group("r"))
         chinese = not m.group("r").isascii()
-        if key is None or (m.group("join") or "").strip() == "" and not chinese and m.group("a") != SELF:
+        if key is None or ((m.group("join") or "").strip() == "" and not chinese and m.group("a") != SELF):
             continue
         owner_name = owner.name if owner else self_name or ("我" if chinese else "the user")
         name = f"{owner_name}的{m.group('r')}" if chinese else f"{owner_name}'s {m.group('r').lower()}"

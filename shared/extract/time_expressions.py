@@ -16,17 +16,43 @@ time_words.py, the calendar arithmetic in time_calendar.py."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import MAXYEAR, MINYEAR, datetime, timedelta, timezone
-from typing import Iterator
 
 from shared.extract.time_calendar import (
-    exact_date, midnight, nearest_date, nearest_weekday, next_day_of_month, period, shift, year_of_month,
+    exact_date,
+    midnight,
+    nearest_date,
+    nearest_weekday,
+    next_day_of_month,
+    period,
+    shift,
+    year_of_month,
 )
 from shared.extract.time_words import (
-    DAY_WORD, DAY_WORDS, EN_COUNT, EN_MONTH, EN_MONTH_NAME, EN_MONTHS, EN_STEPS, EN_UNIT,
-    EN_WEEKDAYS, ZH_COUNT, ZH_DAY_NUMBER, ZH_NUMERAL, ZH_STEP, ZH_STEPS, ZH_UNIT, ZH_UNITS,
-    ZH_WEEK_WORD, ZH_WEEKDAY, ZH_WEEKDAYS, ZH_YEAR_STEPS, en_number, zh_number,
+    DAY_WORD,
+    DAY_WORDS,
+    EN_COUNT,
+    EN_MONTH,
+    EN_MONTH_NAME,
+    EN_MONTHS,
+    EN_STEPS,
+    EN_UNIT,
+    EN_WEEKDAYS,
+    ZH_COUNT,
+    ZH_DAY_NUMBER,
+    ZH_NUMERAL,
+    ZH_STEP,
+    ZH_STEPS,
+    ZH_UNIT,
+    ZH_UNITS,
+    ZH_WEEK_WORD,
+    ZH_WEEKDAY,
+    ZH_WEEKDAYS,
+    ZH_YEAR_STEPS,
+    en_number,
+    zh_number,
 )
 
 # The kinds of expression, in the order a plan's deadline prefers them (the more precise first:

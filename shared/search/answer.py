@@ -9,7 +9,8 @@ starts with its `[YYYY-MM-DD HH:MM]` time marker), then its persona summary when
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # recall imports this module to fit its answers
     from shared.search.recall import Hit

@@ -5,8 +5,8 @@ memories hold still-valid atoms of given types (recall favours them for a questi
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from shared.atom_life import time_factor
 from shared.search.bm25 import squash

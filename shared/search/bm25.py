@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from shared.search.channel import DOCUMENT_ROUTE
 from shared.search.query import Query

@@ -41,10 +41,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
-from typing import Mapping, Sequence
 
 RESOURCE = "score_calibration.json"
 

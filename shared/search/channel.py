@@ -11,7 +11,8 @@ embedding lane). Recall never looks at a channel's name or class to decide anyth
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from shared.search.query import Query
 from shared.store.documents import DocumentFilter

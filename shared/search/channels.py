@@ -3,8 +3,8 @@ own module). retrieval.channels chooses which run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from shared.config import GraphConfig, RetrievalConfig
 from shared.search.bm25 import Bm25Channel

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import AbstractSet, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 Ranking = Sequence[tuple[int, float]]
 

@@ -27,8 +27,8 @@ found to a Fusion.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from shared.config import RetrievalConfig
 from shared.decay import recency

@@ -15,11 +15,11 @@ also leaves out what does not happen inside it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import tzinfo
-from typing import Iterable, Mapping, Sequence
 
-from shared.extract.timeparse import date_mentions
 from shared.extract.time_calendar import period
+from shared.extract.timeparse import date_mentions
 from shared.search.timeframe import TimeQuestion, epoch_of
 from shared.store.atoms import DATED_STATES
 from shared.store.documents import Document, epoch, unmarked

@@ -20,8 +20,8 @@ model (calibration.answerable).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import Callable, Iterable
 
 from shared.extract.relation_words import vocabulary
 

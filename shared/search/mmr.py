@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 
 def mmr(candidates: Sequence[tuple[int, float]], similarity: Callable[[int, int], float],

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Callable, Sequence
 
+from shared.atom_life import replaced_memories, temporal_factors
 from shared.config import RetrievalConfig
 from shared.errors import AokunError
-from shared.atom_life import replaced_memories, temporal_factors
 from shared.search import answer, calibration, happening, mentions, timeframe
+from shared.search.atom_search import holding_types
 from shared.search.cache import RecallCache
 from shared.search.channel import Channel
 from shared.search.focus import focus
-from shared.search.atom_search import holding_types
 from shared.search.fusion import Found, Fusion
 from shared.search.intent import wanted_atom_types
 from shared.search.query import Query

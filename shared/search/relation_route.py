@@ -54,7 +54,7 @@ def chains(question: str, aliases: dict[str, str]) -> list[Chain]:
     found = []
     for m in list(possessive.finditer(question)) + list(of_form.finditer(question)):
         name = re.sub(r"['’]s$", "", m.group("name"))
-        if name.lower() != "my" and (name in NOT_NAMES or name.split()[0] in NOT_NAMES and len(name.split()) == 1):
+        if name.lower() != "my" and (name in NOT_NAMES or (name.split()[0] in NOT_NAMES and len(name.split()) == 1)):
             continue
         names = (SELF_CANONICAL,) if name.lower() == "my" else (canonical(name, aliases),)
         relations = [v.kind_of_word(w) for w in (m.group("r1"), m.groupdict().get("r2")) if w]

@@ -16,9 +16,9 @@ in the window. Recall lists those (shared/search/happening.py); any other questi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
-from typing import Callable, Sequence
 
 from shared.extract.time_calendar import midnight, period, shift
 from shared.extract.time_expressions import find_expressions

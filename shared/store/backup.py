@@ -16,9 +16,9 @@ from __future__ import annotations
 import itertools
 import os
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 from shared.config import StorageConfig
 from shared.errors import StorageError

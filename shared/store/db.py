@@ -21,16 +21,15 @@ import sqlite3
 import threading
 import time
 import weakref
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
 from shared.platform import private_folder
-from shared.sqlite_errors import (BUSY, CANTOPEN, CORRUPT, FULL, IOERR, LOCKED, NOTADB, READONLY,
-                                   primary_code)
+from shared.sqlite_errors import BUSY, CANTOPEN, CORRUPT, FULL, IOERR, LOCKED, NOTADB, READONLY, primary_code
 from shared.store import fts
 from shared.store.interface import Record
 
@@ -69,7 +68,7 @@ class _Slot:
     and its finalizer closes the connection; `read_only` marks a connection opened while the
     files looked unwritable."""
 
-    __slots__ = ("conn", "read_only", "close", "__weakref__")
+    __slots__ = ("__weakref__", "close", "conn", "read_only")
 
 
 class Database:
@@ -88,7 +87,7 @@ class Database:
         self._open_lock = threading.RLock()
 
     @classmethod
-    def from_config(cls, storage: StorageConfig) -> "Database":
+    def from_config(cls, storage: StorageConfig) -> Database:
         return cls(storage.db_path, storage.busy_timeout_ms, storage.synchronous)
 
     def connection(self) -> sqlite3.Connection:

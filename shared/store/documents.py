@@ -11,9 +11,10 @@ import hashlib
 import json
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
-from typing import Literal, Sequence
+from typing import Literal
 
 from shared.errors import MemoryNotFound
 from shared.store import atoms, graph, meta, vectors

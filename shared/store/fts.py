@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from typing import Iterable
+from collections.abc import Iterable
 
 from shared.errors import StorageError
 

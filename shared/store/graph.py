@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from shared.store import meta
 from shared.store.match import any_of

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Sequence
+from collections.abc import Sequence
 
 from shared.store.graph import NODE_TYPES
 

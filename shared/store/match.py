@@ -8,7 +8,7 @@ are searched for as words or dropped, never obeyed.
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from collections.abc import Sequence
 
 # A 10 kB query yields thousands of terms; FTS5 cost grows with each, and past a few dozen
 # distinct terms the ranking no longer changes in practice.

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def before(conn: sqlite3.Connection, persona_id: str | None, session_id: str | None,

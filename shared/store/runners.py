@@ -18,8 +18,9 @@ what both engines' sessions share: the savepoint and whether the transaction sti
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 from shared.errors import StorageError
 from shared.store.interface import Record

@@ -7,10 +7,25 @@ interface's (shared/store/interface.py), so this file reads as its SQLite column
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
-from shared.store import (atoms, consistency, documents, fts, graph, graph_browse, meta, neighbours,
-                          runtime, stages, tables, usage, users, vectors)
+from shared.store import (
+    atoms,
+    consistency,
+    documents,
+    fts,
+    graph,
+    graph_browse,
+    meta,
+    neighbours,
+    runtime,
+    stages,
+    tables,
+    usage,
+    users,
+    vectors,
+)
 from shared.store.documents import Document, DocumentFilter, History, MemoryFields
 from shared.store.graph import MemoryGraph
 from shared.store.interface import Record

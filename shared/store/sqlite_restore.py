@@ -16,9 +16,9 @@ import os
 import shutil
 import sqlite3
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from shared.config import StorageConfig
 from shared.errors import StorageError

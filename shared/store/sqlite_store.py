@@ -11,18 +11,30 @@ Database's own wording (rollback, reconnecting and "nothing was stored" decided 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Iterator
 
 from shared.store import fts
+from shared.store.backup import backup_database
 from shared.store.db import Database
 from shared.store.runners import InTransaction, PerCall, Runner, Session, write_session
-from shared.store.sqlite_repos import (SqliteAtoms, SqliteConsistency, SqliteDocuments, SqliteFullText,
-                                       SqliteGraph, SqliteGraphBrowse, SqliteMeta, SqliteNeighbours,
-                                       SqliteRuntime, SqliteStages, SqliteTables, SqliteUsage,
-                                       SqliteUsers, SqliteVectors)
-from shared.store.backup import backup_database
+from shared.store.sqlite_repos import (
+    SqliteAtoms,
+    SqliteConsistency,
+    SqliteDocuments,
+    SqliteFullText,
+    SqliteGraph,
+    SqliteGraphBrowse,
+    SqliteMeta,
+    SqliteNeighbours,
+    SqliteRuntime,
+    SqliteStages,
+    SqliteTables,
+    SqliteUsage,
+    SqliteUsers,
+    SqliteVectors,
+)
 
 
 class SqliteSession(Session):

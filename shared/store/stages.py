@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 STAGES = ("embed", "atoms", "graph")
 # A stage row's status (the memory_stages CHECK constraint in schema.py lists the same four).

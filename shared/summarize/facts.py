@@ -159,7 +159,7 @@ def read_turns(turns: list[Turn], rules: AtomRules) -> list[TurnReading]:
         asked = any(_is_question(s) for s in said)
     lengths = sorted(sum(s.words for s in statements) for _, statements, *_ in read if statements)
     untuned = (is_chinese(turns) or len(turns) < SHORT_CHAT_TURNS
-               or bool(lengths) and lengths[len(lengths) // 2] < SHORT_CHAT_WORDS)
+               or (bool(lengths) and lengths[len(lengths) // 2] < SHORT_CHAT_WORDS))
     return [TurnReading(i, turn, statements, image, answers, anchor, untuned,
                         _features(statements, answers, image is not None))
             for i, (turn, statements, image, answers, anchor) in enumerate(read)]

@@ -69,7 +69,7 @@ class Feeling:
     negative: float = 0.0
     strong: int = 0
 
-    def __add__(self, other: "Feeling") -> "Feeling":
+    def __add__(self, other: Feeling) -> Feeling:
         return Feeling(self.positive + other.positive, self.negative + other.negative, self.strong + other.strong)
 
     def label(self) -> str:

@@ -8,15 +8,16 @@ import json
 import os
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import httpx
 from pydantic import ValidationError
 
 from shared.config import SummarizerConfig
 from shared.errors import SummarizerError
-from shared.http_retry import client as deadline_client, json_of, post_with_retry
+from shared.http_retry import client as deadline_client
+from shared.http_retry import json_of, post_with_retry
 from shared.summarize.conversation import Turn
 from shared.summarize.schema import MODEL_FIELDS, StructuredMemory
 

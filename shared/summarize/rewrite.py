@@ -157,7 +157,7 @@ def third_person(verb: str) -> str:
     low = verb.lower()
     if low in _AUXILIARIES:
         return _AUXILIARIES[low]
-    if low in _AS_IS or "'" in low or not low.isalpha() or low.endswith(("ed", "s")) and not low.endswith("ss"):
+    if low in _AS_IS or "'" in low or not low.isalpha() or (low.endswith(("ed", "s")) and not low.endswith("ss")):
         return verb
     if low.endswith("ing"):
         return f"is {verb}"

@@ -24,11 +24,18 @@ from shared.config import SummarizerConfig
 from shared.extract.atomize import AtomRules
 from shared.extract.entities import NOT_NAMES, EntityFinder
 from shared.extract.relations import people_named
+from shared.store.documents import MAX_LABEL_CHARS
 from shared.summarize import lexicon
 from shared.summarize.conversation import UNNAMED, Turn
-from shared.summarize.facts import (FactWeights, KeyFact, TurnReading, is_chinese, key_facts, read_turns,
-                                    spoken_sentences)
-from shared.store.documents import MAX_LABEL_CHARS
+from shared.summarize.facts import (
+    FactWeights,
+    KeyFact,
+    TurnReading,
+    is_chinese,
+    key_facts,
+    read_turns,
+    spoken_sentences,
+)
 from shared.summarize.schema import StructuredMemory
 from shared.text.segment import Segmenter
 

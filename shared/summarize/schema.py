@@ -10,8 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.config import SUMMARIZER_PROVIDERS
 
 # memorize's limits, so a summary is always storable.
-from shared.store.documents import (MAX_KEY_FACT_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS,
-                                    MAX_SUMMARY_CHARS, Sentiment)
+from shared.store.documents import MAX_KEY_FACT_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, MAX_SUMMARY_CHARS, Sentiment
 
 
 class StructuredMemory(BaseModel):
@@ -31,7 +30,7 @@ class StructuredMemory(BaseModel):
     provider: Literal[SUMMARIZER_PROVIDERS] = "rules"
     warnings: list[str] = Field(default_factory=list)
 
-    def trimmed(self) -> "StructuredMemory":
+    def trimmed(self) -> StructuredMemory:
         """Items cut to memorize's limits (a model may write longer ones)."""
         def cut(items: list[str], chars: int) -> list[str]:
             kept = [i.strip()[:chars] for i in items if i and i.strip()]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from shared.config import SUMMARIZER_PROVIDERS, SummarizerConfig
 from shared.errors import InvalidInput, StorageError
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 class Summarizer:
     """Reads the live summarizer config on every call (providers and endpoints can change)."""
 
-    def __init__(self, store: "Store", rules: "RulesSummarizer", config: Callable[[], SummarizerConfig]):
+    def __init__(self, store: Store, rules: RulesSummarizer, config: Callable[[], SummarizerConfig]):
         self._store = store
         self._rules = rules
         self._config = config

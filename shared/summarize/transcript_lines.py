@@ -17,9 +17,9 @@ has a 120 s timeout), so a session must finish well within that, in bounded memo
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterator
 
 from shared.errors import InvalidInput
 from shared.summarize.conversation import Turn

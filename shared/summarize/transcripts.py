@@ -20,19 +20,20 @@ import hashlib
 import json
 import logging
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from datetime import datetime, timezone, tzinfo
-from pathlib import Path
 from itertools import chain
-from typing import TYPE_CHECKING, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shared.errors import InvalidInput
 from shared.extract.subjects import ASSISTANT, fact_subject, role_of
 from shared.memory_rules import check_time_range, lone_surrogate_problem
 from shared.store.documents import MemoryFields
-from shared.time_zone import on_clock
 from shared.summarize.conversation import Turn, parse_conversation, transcript
 from shared.summarize.transcript_lines import Advance, Warn, checked_size, file_lines
+from shared.time_zone import on_clock
 
 if TYPE_CHECKING:  # pydantic loads only where a summary is made, not for every `aokun` command
     from shared.summarize.schema import StructuredMemory

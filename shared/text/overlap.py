@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Collection
+from collections.abc import Collection
 
 
 def jaccard(a: Collection[str], b: Collection[str]) -> float:

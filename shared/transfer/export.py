@@ -9,9 +9,10 @@ cut short leaves the previous file, never half of one.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence, TextIO
+from typing import TextIO
 
 from shared.errors import InvalidInput
 from shared.platform import PRIVATE_FILE

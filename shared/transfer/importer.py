@@ -10,8 +10,9 @@ the rest written). A bad row — one the memory service refuses, by the rules it
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Protocol
+from typing import Protocol
 
 from shared.errors import InvalidInput
 from shared.memory_rules import fields_from_metadata

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
-from typing import Iterable, Iterator
 
 from shared.errors import InvalidInput
-from shared.store.documents import Document, History
 from shared.memory_rules import LATEST_YEAR
+from shared.store.documents import Document, History
 from shared.transfer.rows import LATEST_SECONDS, BadRow, Row, check_original_time, parse_json
 
 FORMAT = "aokun-export"

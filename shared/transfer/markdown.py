@@ -18,9 +18,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
-from typing import Iterator
 
 from shared.transfer.rows import BadRow, Row, check_original_time
 

@@ -18,7 +18,7 @@ Names are kept as written, so an entity's observations and relations meet at one
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from shared.extract.entities import IMPORTED_KINDS, PERSON
 from shared.transfer.rows import BadRow, Row, parse_json

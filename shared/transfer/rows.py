@@ -43,7 +43,7 @@ class BadRow:
 def source_hash(persona_id: str | None, source: str) -> str:
     """The source_hash of an imported row: the same row for the same persona is one memory,
     the same row imported for another persona another."""
-    return hashlib.sha256(f"import\n{persona_id or ''}\n{source}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"import\n{persona_id or ''}\n{source}".encode()).hexdigest()
 
 
 # Epoch seconds a stored time may take: from 1970 (times are >= 0) to the end of the latest

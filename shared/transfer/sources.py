@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from itertools import chain, islice
 from pathlib import Path
-from typing import Callable, Iterator
 
 from shared.errors import InvalidInput
 from shared.transfer import jsonl, markdown, mcp_memory

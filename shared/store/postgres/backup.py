@@ -37,19 +37,19 @@ import re
 import secrets
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import psycopg
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
 from shared.store.backup import DUMP_SUFFIX, other_engine_refusal, refuse_restoring, write_backup
-from shared.store.sqlite_restore import forget_queue
 from shared.store.postgres.clients import connection, first_error, run, tool, why
 from shared.store.postgres.connection import WRITE_LOCK, PgDatabase, where
 from shared.store.postgres.dump_reading import check_dump
 from shared.store.postgres.store import password_of
+from shared.store.sqlite_restore import forget_queue
 
 # store_incarnation values are in 1 .. 2**52 (as the migration's random() makes them).
 INCARNATION_RANGE = 1 << 52

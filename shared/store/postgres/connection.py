@@ -26,9 +26,10 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any, Iterator, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 

@@ -21,7 +21,7 @@ Functions take a psycopg 3 connection inside the caller's transaction; none comm
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from collections.abc import Sequence
 
 import psycopg
 from psycopg import sql

@@ -14,7 +14,7 @@ SQLite, `sql` for statements written for PostgreSQL.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import psycopg
 

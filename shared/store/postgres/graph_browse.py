@@ -5,7 +5,7 @@ gives written out.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from shared.store import graph
 from shared.store.interface import Record

@@ -8,13 +8,18 @@ from __future__ import annotations
 from typing import Any
 
 from shared.store.postgres.atoms import PostgresAtoms
+from shared.store.postgres.documents import (
+    PostgresConsistency,
+    PostgresDocuments,
+    PostgresFullText,
+    PostgresNeighbours,
+    vacuum_analyze,
+    vacuum_deleted,
+)
 from shared.store.postgres.graph import PostgresGraph
 from shared.store.postgres.graph_browse import PostgresGraphBrowse
-from shared.store.postgres.documents import (PostgresConsistency, PostgresDocuments, PostgresFullText,
-                                             PostgresNeighbours, vacuum_analyze, vacuum_deleted)
 from shared.store.postgres.tables import PostgresTables
-from shared.store.postgres.work import (PostgresMeta, PostgresRuntime, PostgresStages, PostgresUsage,
-                                        PostgresVectors)
+from shared.store.postgres.work import PostgresMeta, PostgresRuntime, PostgresStages, PostgresUsage, PostgresVectors
 from shared.store.sqlite_repos import SqliteUsers
 
 __all__ = ["Aggregates", "vacuum_analyze", "vacuum_deleted"]

@@ -12,7 +12,7 @@ TEXT holding JSON, vectors BYTEA.
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from shared.store.db import Migration
 from shared.store.postgres.connection import PgDatabase

@@ -9,14 +9,15 @@ sequence, so finish() moves each one past the largest id copied.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from psycopg import sql
 
 from shared.store import tables
+from shared.store.interface import Record
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection
-from shared.store.interface import Record
 
 # The tables whose id is an identity column, and that column.
 IDENTITIES = (("documents", "id"), ("memory_atoms", "id"), ("graph_nodes", "id"),

@@ -15,7 +15,7 @@ PostgreSQL with %s placeholders.
 from __future__ import annotations
 
 import itertools
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 

@@ -204,7 +204,7 @@ class Report:
 
     def _doctor_lines(self) -> list[str]:
         lines = []
-        for name, code, said in self.doctors:
+        for name, _code, said in self.doctors:
             lines.append(f"doctor on the {name}: {said[-1] if said else '(no output)'}")
             lines += [f"  {line}" for line in said if line.startswith("PROBLEM")]
         if not self.doctors_agree:

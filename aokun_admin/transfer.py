@@ -35,7 +35,8 @@ def add_parsers(commands, with_config) -> None:
     export.add_argument("file", type=Path, help="the JSONL file, or the folder for --format markdown")
     export.add_argument("--persona", help="only this persona's memories")
     export.add_argument("--format", choices=EXPORT_FORMATS, default="jsonl",
-                        help="jsonl: one memory a line, re-importable (default); markdown: one readable file per persona")
+                        help="jsonl: one memory a line, re-importable (default); "
+                              "markdown: one readable file per persona")
     export.add_argument("--atoms", action="store_true", help="add each memory's atoms")
     export.add_argument("--token", help=f"export as this user's token: its personas only "
                                         f"(default: ${LOCAL_TOKEN_ENV}; without either, every persona)")

@@ -26,7 +26,8 @@ def page(headers: dict) -> bytes:
     t = lambda key: escape(translate(lang, key))  # noqa: E731
     html_lang = "zh-CN" if lang == "zh" else "en"
     return f"""<!doctype html>
-<html lang="{html_lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<html lang="{html_lang}"><head><meta charset="utf-8">\
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{t("locked.title")} · Aokun Memory</title><link rel="icon" href="data:,">
 <style>body{{font-family:system-ui,sans-serif;color:#1d2430;background:#f7f8fa;margin:0}}
 main{{max-width:40rem;margin:4rem auto;background:#fff;border:1px solid #e4e7ec;border-radius:10px;padding:1.5rem 2rem}}

@@ -38,7 +38,9 @@ def render(ctx, request: Request, template: str, page: Page, status_code: int = 
     offered = [zones.UTC, zone.name, zones.browser(request.cookies), *seen_zones]
     return ctx.templates.TemplateResponse(
         request, template,
-        {"page": page, "nav": nav, "csrf": csrf_of(request, ctx.csrf), "admin": principal.admin, "lang": lang, "t": partial(translate, lang),
+        {"page": page, "nav": nav, "csrf": csrf_of(request, ctx.csrf), "admin": principal.admin, "lang": lang,
+         "t": partial(translate, lang),
          "zone": zone, "when": zone.when, "zone_choices": list(dict.fromkeys(z for z in offered if z)),
-         "browser_zone": zones.browser(request.cookies), "age": partial(words.age, lang), "js_strings": js_strings(lang), **values},
+         "browser_zone": zones.browser(request.cookies), "age": partial(words.age, lang),
+         "js_strings": js_strings(lang), **values},
         status_code=status_code)

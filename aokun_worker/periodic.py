@@ -139,7 +139,7 @@ class PeriodicScheduler:
             if isinstance(error, StorageError):  # says what is wrong in one line already
                 log.warning("periodic job %s failed; it stays due and is tried again: %s", name, error)
             else:
-                log.exception("periodic job %s failed; it stays due and is tried again", name)
+                log.exception("periodic job %s failed; it stays due and is tried again", name)  # noqa: LOG004 - called in an except block  # noqa: LOG004 - called in an except block
 
     def _recovered(self, name: str) -> None:
         failures = self._failing.pop(name, 0)

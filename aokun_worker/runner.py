@@ -295,7 +295,7 @@ class StageRunner:
         if isinstance(exc, AokunError):
             log.warning("%s stage failed for memories %s: %s", keys[0].stage, ids, describe(exc))
         else:
-            log.exception("%s stage crashed for memories %s", keys[0].stage, ids)
+            log.error("%s stage crashed for memories %s", keys[0].stage, ids, exc_info=exc)
 
     def retry_delay(self, attempts: int) -> float:
         """Exponential backoff: retry_base_s, doubling per attempt, capped at retry_max_s."""

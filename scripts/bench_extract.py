@@ -65,7 +65,8 @@ def main() -> None:
             start = time.perf_counter()
             drafts = draft_atoms(doc, rules, config)
             middle = time.perf_counter()
-            builder.build(doc, speaker_of(doc), [StoredFact(i, d.text, d.confidence, d.subject) for i, d in enumerate(drafts)])
+            builder.build(doc, speaker_of(doc),
+                          [StoredFact(i, d.text, d.confidence, d.subject) for i, d in enumerate(drafts)])
             atoms_ms.append((middle - start) * 1000)
             graph_ms.append((time.perf_counter() - middle) * 1000)
         print(f"{name} ({len(docs)} memories, code at {args.repo}): atoms {statistics.mean(atoms_ms):.2f} ms"

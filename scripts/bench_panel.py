@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -185,7 +186,7 @@ def _derived(tx, segmenter: Segmenter, memory_id: int, i: int, content: str, fie
     topics = [NodeSpec("topic", w, w) for w in segmenter.terms(text)[:2]]
     edges = [EdgeSpec(n, fact, "describes", 0.8) for n in people + topics]
     edges += [EdgeSpec(a, b, "co_occurs_with", 0.6) for a in people for b in topics]
-    edges += [EdgeSpec(a, b, "relation", 0.7, relation="friend") for a, b in zip(people, people[1:])]
+    edges += [EdgeSpec(a, b, "relation", 0.7, relation="friend") for a, b in pairwise(people)]
     entry = f"Fact: {text}"
     memory_graph = MemoryGraph(nodes=[fact, *people, *topics], edges=edges, entries=[
         EntrySpec(entry, " ".join(segmenter.terms(entry)), fact, 0.8, atom_id=atom_id)])

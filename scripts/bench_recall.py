@@ -2,9 +2,10 @@
 """Recall quality on a benchmark from ../shared/bench, through the real MCP client.
 
 Ingests every memory row with memorize (content; metadata participants, original_time from
-`time`, session_id from `session` for conversation turns, key_facts = [content], persona_id = the row's group), waits until the workers have
-processed everything, recalls every question with persona_id = its group and k = 10, writes a
-rankings file and scores it with ../shared/bench/score.py.
+`time`, session_id from `session` for conversation turns, key_facts = [content], persona_id =
+the row's group), waits until the workers have processed everything, recalls every question with
+persona_id = its group and k = 10, writes a rankings file and scores it with
+../shared/bench/score.py.
 
     .venv/bin/python scripts/bench_recall.py locomo_dev
     .venv/bin/python scripts/bench_recall.py madial_zh_dev --channels bm25

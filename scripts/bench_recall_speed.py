@@ -262,7 +262,8 @@ def main() -> None:
         else:
             with bench_database(args.pg, folder if args.work else None) as url:
                 storage = f"  backend: postgresql\n  url: {url}\n"
-                results[engine] = measure(write_bench_config(folder, storage), args.size, rows, questions, args.unscoped)
+                results[engine] = measure(write_bench_config(folder, storage), args.size, rows, questions,
+                                          args.unscoped)
         for name, times in results[engine].items():
             print(f"{engine:10} {summary(name, times)}", flush=True)
     if len(engines) == 2:

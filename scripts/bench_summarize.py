@@ -195,7 +195,7 @@ async def recall_store(work: Path, calls: list[tuple[str, str, dict]], queries: 
     from mcp.client.stdio import StdioServerParameters
 
     config = bench_recall.write_config(work, bench_recall.CHANNELS)
-    worker = subprocess.Popen([str(bench_recall.BIN / "aokun-worker"), "--config", str(config)],
+    worker = subprocess.Popen([str(bench_recall.BIN / "aokun-worker"), "--config", str(config)],  # noqa: ASYNC220 - once, before the client starts
                               stdout=subprocess.DEVNULL, stderr=(work / "worker.log").open("ab"))
     server = StdioServerParameters(command=str(bench_recall.BIN / "aokun-server"), args=["--config", str(config)])
     rankings = {}
@@ -305,7 +305,8 @@ def main() -> None:
     parser.add_argument("--person-keywords", default=str(PERSON_KEYWORDS), metavar="N1,N2,...",
                         help="keywords per speaker in the who-is-who line; several: one store each, and "
                              "each conversation scored with the value chosen on the others")
-    parser.add_argument("--work", type=Path, help="keep the stores and their rankings here (default: a temporary folder)")
+    parser.add_argument("--work", type=Path,
+                        help="keep the stores and their rankings here (default: a temporary folder)")
     args = parser.parse_args()
     config = load_config(args.config)
     atom_rules, segmenter = AtomRules.load(config.atoms.rules_file), Segmenter(config.text)

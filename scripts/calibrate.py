@@ -260,7 +260,7 @@ def r5(rows: list[dict], floors: Floors = (0.0, 0.0, 0.0)) -> float:
 
 def facts_answered(rows: list[dict], floors: Floors) -> float:
     """The share of own fact questions answered by one of their memories in the top 3."""
-    marks = [bool(set(c["id"] for c in answer(r, floors)[:3]) & set(r["evidence"]))
+    marks = [bool({c["id"] for c in answer(r, floors)[:3]} & set(r["evidence"]))
              for r in rows if r["own"] and r.get("kind") == "fact"]
     return float(np.mean(marks)) if marks else 0.0
 
@@ -277,7 +277,8 @@ def report_everyday(rows: list[dict], chosen: dict[str, tuple[float, float]]) ->
         known = [r["answerable"] for r in mine if r["own"] and r["kind"] != "unknown"]
         unknown = [r for r in mine if r["own"] and r["kind"] == "unknown"]
         foreign = [r for r in mine if not r["own"]]
-        print(f"{fold}: AUROC answerable, answered vs never-told {auroc(known, [r['answerable'] for r in unknown]):.3f},"
+        print(f"{fold}: AUROC answerable, answered vs never-told"
+              f" {auroc(known, [r['answerable'] for r in unknown]):.3f},"
               f" vs foreign {auroc(known, [r['answerable'] for r in foreign]):.3f}; at {floors[0]:.3f}/{floors[2]:.2f}:"
               f" facts in the top 3 {facts_answered(mine, floors):.2f}, never-told answered with nothing"
               f" {nothing_share(unknown, floors):.2f}, foreign {nothing_share(foreign, floors):.2f}")

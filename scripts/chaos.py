@@ -54,6 +54,9 @@ import anyio
 import yaml
 from mcp import Client
 
+if sys.version_info < (3, 11):  # a builtin from 3.11; anyio needs the backport before it
+    from exceptiongroup import BaseExceptionGroup
+
 BIN = Path(sys.executable).parent
 CALL_TIMEOUT_S = 20.0      # one tool call (or opening a session) longer than this counts as failed
 START_TIMEOUT_S = 90.0     # a front must listen within this after spawn
@@ -121,9 +124,9 @@ class Service:
             try:
                 socket.create_connection((self.host, self.port), timeout=0.2).close()
                 return
-            except OSError:
+            except OSError as exc:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{self.name} did not start listening; see {self.log_path}")
+                    raise RuntimeError(f"{self.name} did not start listening; see {self.log_path}") from exc
                 time.sleep(0.1)
 
 

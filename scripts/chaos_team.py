@@ -202,7 +202,8 @@ class Disturbances:
         try:
             self.server.start()
         except subprocess.CalledProcessError as exc:
-            self.restart["error"] = "did not start again: " + (exc.stderr or b"").decode(errors="replace").strip()[-500:]
+            said = (exc.stderr or b"").decode(errors="replace").strip()
+            self.restart["error"] = "did not start again: " + said[-500:]
             print(f"  PostgreSQL {self.restart['error']}", flush=True)
             return
         self.restart["up"] = time.monotonic()

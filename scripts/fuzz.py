@@ -449,7 +449,6 @@ def fuzz_stdio(workdir: Path, seed: int, cases: int, tally: Tally, kinds=KINDS_R
             return replies.pop(key)[-1]
 
     acknowledged: dict[int, str] = {}
-    pending_memorize: dict[str, str] = {}  # garbage memorize ids -> content, in case acknowledged
     try:
         send(json.dumps(INITIALIZE).encode())
         wait(1, "initialize")
@@ -476,7 +475,7 @@ def fuzz_stdio(workdir: Path, seed: int, cases: int, tally: Tally, kinds=KINDS_R
             raise Finding(f"{where}: the last ping was not answered with an empty result")
         # Every garbage reply that acknowledged a memory counts as acknowledged too.
         with arrived:
-            for key, messages in list(replies.items()):
+            for messages in list(replies.values()):
                 for m in messages if isinstance(messages, list) else []:
                     sc = (m.get("result") or {}).get("structuredContent") if isinstance(m, dict) else None
                     if isinstance(sc, dict) and sc.get("status") == "accepted" and "id" in sc:
@@ -565,7 +564,9 @@ def fuzz_http(workdir: Path, seed: int, cases: int, tally: Tally, kinds=KINDS_RP
             for n, kind in enumerate(_kind_plan(rng, kinds, cases)):
                 body = rpc_garbage(rng, kind, f'"g-{n}"')
                 headers = rng.choice([session, session, session, base,
-                                      {**session, "Content-Type": rng.choice(["text/plain", "application/json; charset=latin-1", "", "application/x-www-form-urlencoded"])},
+                                      {**session, "Content-Type": rng.choice([
+                                          "text/plain", "application/json; charset=latin-1", "",
+                                          "application/x-www-form-urlencoded"])},
                                       {**session, "mcp-session-id": rng.choice(["nope", "x" * 5000, "\x7f"])},
                                       {**session, "mcp-protocol-version": rng.choice(["1999-01-01", "x"])},
                                       {**session, "Accept": "text/html"},

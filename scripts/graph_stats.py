@@ -32,7 +32,8 @@ def main() -> None:
         print(f"  {name}: {count} ({count / memories:.2f} per memory)")
     print("  atom types:", dict(conn.execute("SELECT type, COUNT(*) FROM memory_atoms GROUP BY type ORDER BY 2 DESC")))
     print("  atom states:", dict(conn.execute("SELECT state, COUNT(*) FROM memory_atoms GROUP BY state")))
-    print("  reinforced atoms:", conn.execute("SELECT COUNT(*) FROM memory_atoms WHERE reinforcement_count > 0").fetchone()[0])
+    reinforced = conn.execute("SELECT COUNT(*) FROM memory_atoms WHERE reinforcement_count > 0").fetchone()[0]
+    print("  reinforced atoms:", reinforced)
     print("  node types:", dict(conn.execute("SELECT type, COUNT(*) FROM graph_nodes GROUP BY type")))
     print("  edge types:", dict(conn.execute("SELECT type, COUNT(*) FROM graph_edges GROUP BY type")))
     conn.close()

@@ -95,9 +95,9 @@ def log_failure(log: logging.Logger, message: str, *args) -> None:
     anything else (a bug)."""
     error = sys.exc_info()[1]
     if isinstance(error, AokunError):
-        log.warning(message + ": %s", *args, error)
+        log.warning(message + ": %s", *args, error)  # noqa: G003 - the caller's format, extended
     else:
-        log.exception(message, *args)
+        log.exception(message, *args)  # noqa: LOG004 - called in an except block
 
 
 class RateLimitedWarnings:

@@ -3,8 +3,8 @@
 Runs when a worker starts, when a front starts, and periodically. Stages leased by a dead
 worker (or whose lease ran out) become pending — or failed, once they have used
 queue.max_retries attempts, so a job that kills or hangs its worker every time ends; pending
-stages that nothing has queued are queued. When the queue is empty, every due pending stage is queued again: a message can be
-lost (Huey deletes a task before running it), a stage row cannot.
+stages that nothing has queued are queued. When the queue is empty, every due pending stage is
+queued again: a message can be lost (Huey deletes a task before running it), a stage row cannot.
 """
 
 from __future__ import annotations

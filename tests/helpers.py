@@ -16,6 +16,9 @@ from anyio.from_thread import start_blocking_portal
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+if sys.version_info < (3, 11):  # a builtin from 3.11; anyio needs the backport before it
+    from exceptiongroup import BaseExceptionGroup
+
 BIN = Path(sys.executable).parent
 
 
@@ -92,9 +95,9 @@ def http_server(config: Path, port: int, env: dict | None = None):
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
                 break
-            except OSError:
+            except OSError as exc:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"server did not start: {proc.stderr.read().decode()}")
+                    raise RuntimeError(f"server did not start: {proc.stderr.read().decode()}") from exc
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:

@@ -49,10 +49,12 @@ def test_doctor_repair_and_rebuild_index(tmp_path):
         assert doctor.returncode == 1 and f"memory {ids[0]}: embed stage failed" in doctor.stdout
         report = aokun(config, "repair")
         assert "1 failed stage(s), 0 missing output(s); run with --apply" in report.stdout
-        assert db_rows(config, "SELECT status FROM memory_stages WHERE memory_id = ? AND stage = 'embed'", (ids[0],)) == [("failed",)]
+        assert db_rows(config, "SELECT status FROM memory_stages WHERE memory_id = ? AND stage = 'embed'",
+                       (ids[0],)) == [("failed",)]
         applied = aokun(config, "repair", "--apply")
         assert applied.returncode == 0 and "1 failed stage(s) set to retry" in applied.stdout
-        assert db_rows(config, "SELECT status FROM memory_stages WHERE memory_id = ? AND stage = 'embed'", (ids[0],)) == [("pending",)]
+        assert db_rows(config, "SELECT status FROM memory_stages WHERE memory_id = ? AND stage = 'embed'",
+                       (ids[0],)) == [("pending",)]
 
         rebuilt = aokun(config, "rebuild-index")
         assert rebuilt.returncode == 0, rebuilt.stderr

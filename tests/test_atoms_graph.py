@@ -48,7 +48,8 @@ def test_atoms_and_graph_shape_of_a_memory(system):
     mid = s.ok("memorize", {"content": "Alice 是 Bob 的同事，她们每天一起吃午饭。",
                             "metadata": {"topics": ["工作"], "persona_id": "p"}})["id"]
     settle(config, 1)
-    assert db_rows(config, "SELECT type, state FROM memory_atoms WHERE memory_id = ?", (mid,)) == [("relational", "active")]
+    assert db_rows(config, "SELECT type, state FROM memory_atoms WHERE memory_id = ?",
+                   (mid,)) == [("relational", "active")]
     nodes = set(db_rows(config, "SELECT type, canonical FROM graph_nodes"))
     assert {("person", "alice"), ("person", "bob"), ("topic", "工作")} <= nodes
     assert ("fact", canonical("Alice 是 Bob 的同事，她们每天一起吃午饭。", {})) in nodes
@@ -59,7 +60,8 @@ def test_atoms_and_graph_shape_of_a_memory(system):
     entries = db_rows(config, "SELECT text FROM graph_entries WHERE source_memory_id = ?", (mid,))
     # The summary is the stored text, with its time marker (here the creation time).
     assert len(entries) == 1 and re.fullmatch(
-        r"Fact: Alice 是 Bob 的同事，她们每天一起吃午饭。 Summary: \[[-\d :]+\] Alice 是 Bob 的同事，她们每天一起吃午饭。",
+        r"Fact: Alice 是 Bob 的同事，她们每天一起吃午饭。 "
+        r"Summary: \[[-\d :]+\] Alice 是 Bob 的同事，她们每天一起吃午饭。",
         entries[0][0])
     assert db_rows(config, "SELECT COUNT(*) FROM vectors WHERE kind = 'graph_entry'") == [(1,)]
 
@@ -116,7 +118,7 @@ def test_superseding_keeps_the_old_atom_linked(system, old, new, value):
     settle(config, 2)
     rows = db_rows(config, "SELECT id, state, superseded_by, value FROM memory_atoms ORDER BY id")
     assert len(rows) == 2
-    (old_id, old_state, link, _), (new_id, new_state, _, new_value) = rows
+    (_old_id, old_state, link, _), (new_id, new_state, _, new_value) = rows
     assert (old_state, link, new_state, new_value) == ("superseded", new_id, "active", value)
     found = s.ok("search_atoms", {"query": new, "persona_id": "u1"})["atoms"]
     assert [a["id"] for a in found] == [new_id]  # active atoms only

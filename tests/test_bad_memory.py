@@ -124,7 +124,8 @@ def test_a_failure_every_memory_shares_fails_the_batch_once(tmp_path, fake_api):
         assert runner.run(StageKey(docs[0].id, "embed", docs[0].content_hash)) == 0
         assert fake_api.requests == 1
         errors = [r[0] for r in store_sql(services.store, "SELECT last_error FROM memory_stages WHERE stage = 'embed'")]
-        assert len(errors) == len(docs) and all(e.startswith("EmbeddingError: embedding API answered HTTP 500") for e in errors)
+        assert len(errors) == len(docs)
+        assert all(e.startswith("EmbeddingError: embedding API answered HTTP 500") for e in errors)
     finally:
         services.close()
 

@@ -71,7 +71,8 @@ def test_an_mcp_memory_file_with_a_deeply_nested_line_and_a_bad_byte(tmp_path):
     path = tmp_path / "memory.jsonl"
     path.write_bytes(b"\n".join([
         DEEP.encode(),
-        json.dumps({"type": "entity", "name": "Ann", "entityType": "person", "observations": ["Runs marathons"]}).encode(),
+        json.dumps({"type": "entity", "name": "Ann", "entityType": "person",
+                    "observations": ["Runs marathons"]}).encode(),
         b'{"type": "entity", "name": "B\xc3", "observations": ["x"]}',
         json.dumps({"type": "relation", "from": "Ann", "to": "Ben", "relationType": "knows"}).encode(),
     ]))
@@ -121,7 +122,8 @@ def test_a_note_dated_out_of_range_is_a_bad_row(tmp_path):
 
 @pytest.mark.parametrize("body, problem", [
     (DEEP, "nested too deeply"),
-    ('{"speaker": "Ann", "text": "hi"}\n' + DEEP + '\n{"speaker": "Ben", "text": "yo"}\n', "line 2 is nested too deeply"),
+    ('{"speaker": "Ann", "text": "hi"}\n' + DEEP + '\n{"speaker": "Ben", "text": "yo"}\n',
+     "line 2 is nested too deeply"),
 ])
 def test_ingest_reports_a_deeply_nested_transcript_in_one_line(tmp_path, body, problem):
     (tmp_path / "s").mkdir()
@@ -156,7 +158,8 @@ def test_safe_load_reads_ordinary_yaml_and_a_few_aliases():
 
 @pytest.mark.parametrize("text, problem", [
     (BOMB, f"more than {MAX_ALIASES} YAML aliases"),
-    ("big: &b [" + ", ".join(["x"] * 10_000) + "]\n" + "".join(f"k{i}: *b\n" for i in range(15)), "expands to more than"),
+    ("big: &b [" + ", ".join(["x"] * 10_000) + "]\n" + "".join(f"k{i}: *b\n" for i in range(15)),
+     "expands to more than"),
     ("a: &a [*a]\n", "refers to itself"),
     ("a: " + "[" * 50_000, "nested too deeply"),
 ])

@@ -3,8 +3,9 @@ through the official MCP client and a real worker.
 
 The old fact is memorized months back, the statement of change last week; the question, whose
 words the old memory matches best (recalled by BM25 alone, which finds both), gets the newer
-memory first, the older right below it and explained as replaced by it. search_atoms shows each atom's subject; the session-start profile
-(the real CLI) keeps other people's preferences and plans apart from the user's, named.
+memory first, the older right below it and explained as replaced by it. search_atoms shows each
+atom's subject; the session-start profile (the real CLI) keeps other people's preferences and
+plans apart from the user's, named.
 The newer fact wins by when it was said, also when the older memory is stored and processed
 after it (an old history imported later), on both engines.
 """
@@ -48,7 +49,7 @@ def memorize_in_order(s, config, memories: list[tuple[str, datetime]], persona: 
     for text, when in memories:
         done = atoms_done(config)
         s.ok("memorize", {"content": text, "metadata": {"persona_id": persona, "original_time": when.isoformat()}})
-        wait_for(lambda: atoms_done(config) == done + 1, 60, what=f"the atoms of {text!r}")
+        wait_for(lambda done=done: atoms_done(config) == done + 1, 60, what=f"the atoms of {text!r}")
 
 
 def atoms_done(config) -> int:
@@ -99,7 +100,8 @@ def test_atoms_and_the_session_start_profile_say_whose_each_fact_is(tmp_path):
         try:
             with mcp_session(stdio_params(config)) as s:
                 for text in memories:
-                    s.ok("memorize", {"content": text, "metadata": {"persona_id": "me", "original_time": now.isoformat()}})
+                    s.ok("memorize", {"content": text,
+                                      "metadata": {"persona_id": "me", "original_time": now.isoformat()}})
                 wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE stage = 'atoms'"
                                                  " AND status = 'done'") == [(len(memories),)], 60, what="atoms")
                 atoms = s.ok("search_atoms", {"query": "orchids roses hiking 向日葵 成都", "persona_id": "me"})["atoms"]

@@ -182,7 +182,7 @@ def test_a_huge_string_is_refused_in_one_short_line(tmp_path):
         assert message.startswith(f"{key} is 1000000 characters long; at most ")
         assert "\n" not in message and len(message) < 300
     many = [f"word{n}" for n in range(30_000)]
-    with pytest.raises(ConfigError, match="^text.stop_words holds .* characters in 30000 entries"):
+    with pytest.raises(ConfigError, match=r"^text.stop_words holds .* characters in 30000 entries"):
         build_config({"text": {"stop_words": many}}, tmp_path)
 
 
@@ -202,13 +202,13 @@ def test_the_home_folder_itself_and_an_unwritable_folder_are_refused(tmp_path, m
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
-    with pytest.raises(ConfigError, match="^storage.data_dir .* is your home folder itself"):
+    with pytest.raises(ConfigError, match=r"^storage.data_dir .* is your home folder itself"):
         build_config({"storage": {"data_dir": "~"}}, tmp_path)
     assert build_config({"storage": {"data_dir": "~/aokun-data"}}, tmp_path).storage.data_dir == home / "aokun-data"
     if os.geteuid() != 0:  # root writes anywhere: permissions do not hold for it
         locked = tmp_path / "locked"
         locked.mkdir(mode=0o555)
-        with pytest.raises(ConfigError, match="^storage.data_dir .* is not writable by this user"):
+        with pytest.raises(ConfigError, match=r"^storage.data_dir .* is not writable by this user"):
             build_config({"storage": {"data_dir": "locked"}}, tmp_path)
 
 

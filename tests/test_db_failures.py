@@ -445,6 +445,6 @@ def test_http_front_closes_the_connections_of_retired_pool_threads(tmp_path):
             burst(session, 1)
             time.sleep(0.5)
             counts.append((peak, open_fds(wal, pid)))
-    (peak1, rest1), (peak2, rest2) = counts
+    (peak1, rest1), (_peak2, rest2) = counts
     assert peak1 >= 6, f"a burst of 12 calls left {peak1} connections: the count is wrong"
     assert rest1 <= peak1 - 5 and rest2 <= rest1, f"WAL descriptors (peak, after idle): {counts}"

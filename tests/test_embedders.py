@@ -1,4 +1,5 @@
-"""The embedders themselves (the offline USE model, the OpenAI-compatible client) and which\nlocal model `embedding.local_model: auto` takes, in real front and worker processes."""
+"""The embedders themselves (the offline USE model, the OpenAI-compatible client) and which
+local model `embedding.local_model: auto` takes, in real front and worker processes."""
 
 from __future__ import annotations
 

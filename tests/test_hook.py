@@ -87,7 +87,7 @@ def test_a_relevant_prompt_prints_the_memory_within_the_budget(stored):
 
 
 def test_the_budget_keeps_whole_lines_only(stored):
-    config, ids = stored
+    config, _ids = stored
     header_and_one = len("Possibly relevant memories (Aokun; [id · relevance 0-1], best first):") + 1 + 80
     done = hook(config, "prompt", "--min-score", "0", "--budget", str(header_and_one),
                 stdin=prompt_json("peanuts, green tea, jasmine and Lisbon"))
@@ -97,14 +97,14 @@ def test_the_budget_keeps_whole_lines_only(stored):
 
 
 def test_the_plain_form_takes_the_prompt_as_an_argument_or_on_stdin(stored):
-    config, ids = stored
+    config, _ids = stored
     by_argument = hook(config, "prompt", "green tea with jasmine")
     by_stdin = hook(config, "prompt", "--plain", stdin="green tea with jasmine\n")
     assert TEA in by_argument.stdout and by_argument.stdout == by_stdin.stdout
 
 
 def test_claude_codes_json_form(stored):
-    config, ids = stored
+    config, _ids = stored
     done = hook(config, "prompt", "--json", stdin=prompt_json("Is Mia allergic to peanuts?"))
     output = json.loads(done.stdout)["hookSpecificOutput"]
     assert output["hookEventName"] == "UserPromptSubmit"

@@ -107,7 +107,7 @@ def test_readers_of_our_json_turns_and_text(tmp_path):
     assert [t.speaker for t in turns] == ["Caroline", "Melanie", "Caroline", "Melanie"]
     assert turns[2].text.endswith("counseling programs next month.")  # a continuation line
     assert read_transcript(text, "text") == turns
-    with pytest.raises(InvalidInput, match="line 1 is not JSON.*--format text"):
+    with pytest.raises(InvalidInput, match=r"line 1 is not JSON.*--format text"):
         read_transcript(text, "jsonl")
     with pytest.raises(InvalidInput, match="transcript not found"):
         read_transcript(tmp_path / "missing.jsonl")

@@ -142,7 +142,8 @@ def test_a_memory_goes_through_the_installed_front_worker_and_cli(venv, tmp_path
             wait_for(lambda: all_processed(config, 1), what="the installed worker to run every stage")
             results = s.ok("recall", {"query": "who bakes sourdough", "explain": True})["results"]
             assert results[0]["id"] == memory and "vector" in results[0]["explain"]["channels"]
-        assert db_rows(config, "SELECT model FROM vectors WHERE kind = 'document'") == [("local:multilingual-e5-small-q4",)]
+        assert db_rows(config, "SELECT model FROM vectors WHERE kind = 'document'") \
+            == [("local:multilingual-e5-small-q4",)]
         assert db_rows(config, "SELECT COUNT(*) FROM memory_atoms")[0][0] >= 1  # atom_rules.yaml was there
         assert "consistent" in run_in(venv, "aokun", "doctor", "--config", str(config), cwd=tmp_path)
     finally:

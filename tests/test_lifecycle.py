@@ -162,9 +162,11 @@ def test_restore_refuses_a_corrupt_file_and_a_running_worker(tmp_path):
     config_path = write_config(tmp_path)
     bad = tmp_path / "bad.db"
     bad.write_bytes(b"SQLite format 3\x00" + b"\x13" * 5000)
-    run = subprocess.run([BIN / "aokun", "restore", bad, "--config", config_path], capture_output=True, text=True, timeout=60)
+    run = subprocess.run([BIN / "aokun", "restore", bad, "--config", config_path],
+                         capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "refusing to restore" in run.stderr
-    backup = subprocess.run([BIN / "aokun", "backup", "--config", config_path], capture_output=True, text=True, timeout=60)
+    backup = subprocess.run([BIN / "aokun", "backup", "--config", config_path],
+                            capture_output=True, text=True, timeout=60)
     assert backup.returncode == 0
     path = backup.stdout.strip().splitlines()[-1]
     assert Path(path).is_file() and Path(path).parent == tmp_path / "data" / "backups"
@@ -175,7 +177,8 @@ def test_restore_refuses_a_corrupt_file_and_a_running_worker(tmp_path):
     with store.write() as tx:
         tx.runtime.beat("live", os.getpid(), socket.gethostname(), time.time())
     store.close()
-    run = subprocess.run([BIN / "aokun", "restore", path, "--config", config_path], capture_output=True, text=True, timeout=60)
+    run = subprocess.run([BIN / "aokun", "restore", path, "--config", config_path],
+                         capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "worker is running" in run.stderr
 
 
@@ -205,14 +208,16 @@ def test_doctor_and_repair_on_rows_removed_from_each_table(tmp_path):
         with conn:
             conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (ids[0],))
             conn.execute("DELETE FROM vectors WHERE kind = 'document' AND owner_id = ?", (ids[1],))
-            conn.execute("DELETE FROM atoms_fts WHERE rowid IN (SELECT id FROM memory_atoms WHERE memory_id = ?)", (ids[2],))
+            conn.execute("DELETE FROM atoms_fts WHERE rowid IN (SELECT id FROM memory_atoms WHERE memory_id = ?)",
+                         (ids[2],))
             conn.execute("DELETE FROM memory_atoms WHERE memory_id = ?", (ids[3],))
             conn.execute("DELETE FROM graph_entries WHERE source_memory_id = ?", (ids[4],))
             conn.execute("DELETE FROM memory_stages WHERE memory_id = ?", (ids[5],))
         conn.close()
         doctor = _aokun(config, "doctor")
         assert doctor.returncode == 1
-        for text in ("BM25 rows", "lack vectors", "lack atom search rows", "lack atoms", "lack graph entries", "lack stage rows"):
+        for text in ("BM25 rows", "lack vectors", "lack atom search rows", "lack atoms", "lack graph entries",
+                     "lack stage rows"):
             assert text in doctor.stdout, (text, doctor.stdout)
         assert "run with --apply" in _aokun(config, "repair").stdout
         assert _aokun(config, "repair", "--apply").returncode == 0
@@ -254,7 +259,8 @@ def test_backups_in_one_millisecond_get_their_own_files_and_leave_nothing_else(t
     # Besides the backups, only the lock every backup of the folder takes (shared/store/backup.py).
     assert sorted(p.name for p in directory.iterdir()) == sorted([LOCK_NAME, *(p.name for p in paths)])
     assert all(integrity(p) == (True, "ok") for p in paths)
-    assert sorted(p.name for p in directory.iterdir()) == sorted([LOCK_NAME, *(p.name for p in paths)])  # checks leave nothing
+    # checks leave nothing
+    assert sorted(p.name for p in directory.iterdir()) == sorted([LOCK_NAME, *(p.name for p in paths)])
 
 
 def test_a_failed_backup_leaves_no_files(tmp_path):
@@ -301,7 +307,8 @@ def test_a_restored_store_has_no_worker_or_front_rows(tmp_path):
     assert backup.returncode == 0, backup.stderr
     target = write_config(tmp_path / "b")
     path = backup.stdout.strip().splitlines()[-1]
-    run = subprocess.run([BIN / "aokun", "restore", path, "--config", target], capture_output=True, text=True, timeout=60)
+    run = subprocess.run([BIN / "aokun", "restore", path, "--config", target],
+                         capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     restored = open_store(load_config(target).storage)
     try:

@@ -116,7 +116,7 @@ def save_with(processes: Processes, key: str, value: Any) -> None:
     for kind, live in processes.lives().items():
         # A reload applies the whole file at once: the previous test's key is back at its
         # baseline by the time this one shows.
-        wait_for(lambda: _current(live, key) == expected, RELOAD_S, 0.02, f"{kind} taking {key} = {value!r}")
+        wait_for(lambda live=live: _current(live, key) == expected, RELOAD_S, 0.02, f"{kind} taking {key} = {value!r}")
 
 
 def _as_config(value: Any) -> Any:
@@ -320,7 +320,7 @@ def on_services(probe: Probe, *kinds: str) -> dict[str, Probe]:
 
 def probes_for(key: str) -> dict[str, Probe]:
     """kind -> how that process shows the key."""
-    section, name = key.split(".")
+    section, _name = key.split(".")
     specific = {
         "memory.recall_top_k": {"front": front_recall_count, "panel": panel_recall_count},
         "memory.recall_max_k": {"front": front_max_k},

@@ -430,7 +430,8 @@ def test_reload_refuses_an_empty_or_cut_off_file_and_applies_a_complete_one(tmp_
     cut = text[:text.index("server:")]  # cut at a line: valid YAML, sections missing
     for partial, problem in [("", "is empty"), ("\n# saving...\n", "is empty"),
                              (cut, "lacks the section(s) server, forgetting it had"),
-                             (text.replace("  auto_cleanup_enabled: false\n", ""), "has no keys in the section(s) forgetting")]:
+                             (text.replace("  auto_cleanup_enabled: false\n", ""),
+                              "has no keys in the section(s) forgetting")]:
         config.write_text(partial, encoding="utf-8")
         caplog.clear()
         assert live.reload() is None

@@ -121,7 +121,7 @@ def test_hundreds_of_in_place_rewrites_apply_only_complete_versions(tmp_path):
                 k = KS[i % len(KS)]
                 write_in_place(config, version(k, embedding), rng)
                 if i % CHECKPOINT_EVERY == 0 or i == REWRITES + 1:
-                    wait_for(lambda: all_applied(k), APPLY_S, 0.05, f"every process applying k={k}")
+                    wait_for(lambda k=k: all_applied(k), APPLY_S, 0.05, f"every process applying k={k}")
                 else:
                     time.sleep(rng.uniform(0, 0.01))  # the editor's pace between saves
             for kind, log in logs.items():

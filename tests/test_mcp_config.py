@@ -132,7 +132,8 @@ def test_team_mode_passwords_and_a_users_token_are_passed_as_references(tmp_path
         "AOKUN_STORAGE_PASSWORD": "${AOKUN_STORAGE_PASSWORD}", "AOKUN_QUEUE_PASSWORD": "${AOKUN_QUEUE_PASSWORD}",
         "AOKUN_TOKEN": "${AOKUN_TOKEN}"}
     assert "tok-secret" not in json.dumps(block) + err
-    config = write_config(tmp_path, storage={"backend": "postgresql", "url": pg_url.replace("postgres@", "postgres:pw@")},
+    config = write_config(tmp_path,
+                          storage={"backend": "postgresql", "url": pg_url.replace("postgres@", "postgres:pw@")},
                           queue={"backend": "redis", "url": "redis://:pw@127.0.0.1:6379/0"})
     monkeypatch.delenv("AOKUN_TOKEN")
     block, _ = mcp_config(capsys, "--config", str(config))

@@ -58,7 +58,8 @@ def test_the_decay_curve_is_the_workers_for_the_settings_tried(panel):
         page.fill("#decay-form input[name=days_since_access]", "2")
         page.fill("#decay_rate", "0.05")
         page.wait_for_function(
-            "aokunForgetting.importanceData && aokunForgetting.importanceData.settings['forgetting.decay_rate'] === 0.05"
+            "aokunForgetting.importanceData"
+            " && aokunForgetting.importanceData.settings['forgetting.decay_rate'] === 0.05"
             " && aokunForgetting.importanceData.memory.days_since_access === 2", timeout=10_000)
         data = chart_data(page, "decay-form", "importance", seen)
         tried = expected_importance(0.8, 3, 2, 0.05)

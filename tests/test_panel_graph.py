@@ -6,6 +6,7 @@ in the node panel; /api/graph answering a 3,000-node graph (its timing is script
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 
 import httpx
 import pytest
@@ -248,9 +249,9 @@ def seed_big_graph(store, persona: str, memories: int) -> None:
             facts = [NodeSpec("fact", f"fact {j} of memory {n}", f"fact {j} of memory {n}") for j in range(8)]
             hubs = people + topics
             edges = [EdgeSpec(h, f, "describes", 0.8) for h in hubs for f in facts]
-            edges += [EdgeSpec(a, b, "mentioned_in", 0.7) for a, b in zip(facts, facts[1:])]
+            edges += [EdgeSpec(a, b, "mentioned_in", 0.7) for a, b in pairwise(facts)]
             edges += [EdgeSpec(a, b, "co_occurs_with", 0.8) for i, a in enumerate(hubs) for b in hubs[i + 1:]]
-            edges += [EdgeSpec(a, b, "relation", 0.8, relation="friend") for a, b in zip(people, people[1:])]
+            edges += [EdgeSpec(a, b, "relation", 0.8, relation="friend") for a, b in pairwise(people)]
             entries = [EntrySpec(f"Fact: {f.value}", f.value, f, 0.8) for f in facts]
             tx.graph.replace_for_memory(memory_id, persona, MemoryGraph(hubs + facts, edges, entries), "h", 1.0)
 

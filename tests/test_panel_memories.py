@@ -185,7 +185,8 @@ def test_edit_from_the_browser_reindexes_and_requeues(panel):
         page.click("#save")
         page.wait_for_selector("#saved")
         assert "Dave bakes rye bread every Sunday now" in page.locator("#text").inner_text()
-        assert set(page.locator("#stages tr.stage").evaluate_all("els => els.map(e => e.dataset.status)")) == {"pending"}
+        statuses = page.locator("#stages tr.stage").evaluate_all("els => els.map(e => e.dataset.status)")
+        assert set(statuses) == {"pending"}
         page.click("#pin")
         page.wait_for_selector("#pinned-tag")
     text, importance, pinned, new_hash = db_rows(
@@ -261,4 +262,4 @@ def test_atoms_page_shows_a_superseded_chain_and_shelf_lives(panel):
         page.goto(f"{url}/atoms?page={'9' * 30}")
         assert page.locator("#atoms tr.atom").count() == 0 and "No atoms match" in page.locator("#atoms").inner_text()
         page.goto(f"{url}/atoms?type=planned")
-        assert {e for e in page.locator("#atoms tr.atom").evaluate_all("els => els.map(e => e.id)")} == {f"atom-{plan}"}
+        assert set(page.locator("#atoms tr.atom").evaluate_all("els => els.map(e => e.id)")) == {f"atom-{plan}"}

@@ -141,7 +141,8 @@ def test_missing_keys_and_sections_go_where_the_example_has_them(tmp_path):
         "\nmemory:\n  recall_top_k: 3  # results when recall is called without k\n"
         "\n# no worker of its own\nworker:\n  autostart: false\n"
         "retrieval:\n  rrf_k: 60\n"
-        "  doc_fusion: rrf  # zscore (each channel standardised by its own score spread, then weighted) | score (weighted min-max) | rrf\n"
+        "  doc_fusion: rrf  # zscore (each channel standardised by its own score spread, then weighted)"
+        " | score (weighted min-max) | rrf\n"
         "  bm25_weight: 0.6\n")
     assert load_config(path, env={}).retrieval.doc_fusion == "rrf"
 

@@ -170,7 +170,8 @@ def test_periodic_job_that_fell_due_runs_at_start_and_lost_messages_are_requeued
     started = time.time()
     worker = start_worker(config)
     try:
-        wait_for(lambda: db_rows(config, "SELECT last_run_time FROM periodic_runs WHERE name = 'housekeeping'")[0][0] >= started,
+        wait_for(lambda: db_rows(config, "SELECT last_run_time FROM periodic_runs WHERE name = 'housekeeping'")[0][0]
+                 >= started,
                  30, what="the overdue housekeeping run")
         wait_for(lambda: all_processed(config, 1), 30, what="the orphan memory processed")
     finally:
@@ -185,7 +186,8 @@ def test_embedder_outage_then_recovery_back_fills(tmp_path, fake_api):
     try:
         with mcp_session(stdio_params(config)) as s:
             ids = [s.ok("memorize", {"content": f"outage note {i} about the garden shed"})["id"] for i in range(5)]
-            wait_for(lambda: db_rows(config, "SELECT MAX(attempts) FROM memory_stages WHERE stage = 'embed'")[0][0] >= 2,
+            wait_for(lambda: db_rows(config, "SELECT MAX(attempts) FROM memory_stages WHERE stage = 'embed'")[0][0]
+                     >= 2,
                      30, what="embed retries")
             stats = s.ok("memory_stats")
             assert stats["vectors"]["behind"] == 5 and stats["documents"]["total"] == 5
@@ -253,7 +255,8 @@ def test_sigterm_lets_the_running_job_finish(tmp_path, fake_api):
         with mcp_session(stdio_params(config)) as s:
             wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM workers")[0][0] == 1, 30, what="worker")
             s.ok("memorize", {"content": "slow to embed"})
-            wait_for(lambda: db_rows(config, "SELECT status FROM memory_stages WHERE stage = 'embed'") == [("running",)],
+            wait_for(lambda: db_rows(config, "SELECT status FROM memory_stages WHERE stage = 'embed'")
+                     == [("running",)],
                      30, what="the embed job running")
             worker.send_signal(signal.SIGTERM)
             assert worker.wait(timeout=30) == 0

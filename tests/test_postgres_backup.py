@@ -187,7 +187,7 @@ def test_live_workers_are_refused_and_nothing_changes(pg_url, tmp_path):
         with store.write() as tx:
             tx.documents.insert("Frank fixes bikes", "frank fixes bikes", MemoryFields(), NOW + 9)
         incarnation, rows = store.incarnation(), tables(pg_url)
-    with pytest.raises(StorageError, match="refusing to restore while a worker is running.*worker-1"):
+    with pytest.raises(StorageError, match=r"refusing to restore while a worker is running.*worker-1"):
         restore(path, config, ["worker-1"])
     assert tables(pg_url) == rows
     with opened(config) as store:
@@ -220,7 +220,7 @@ def test_a_damaged_dump_is_refused_and_nothing_changes(pg_url, tmp_path):
             tx.documents.delete(ids[0])
         incarnation, rows = store.incarnation(), tables(pg_url)
     for name, damaged in damaged_copies(path, tmp_path / "damaged").items():
-        ok, detail = check_dump(damaged)
+        ok, _detail = check_dump(damaged)
         assert not ok, name
         with pytest.raises(StorageError, match="refusing to restore") as refused:
             restore(damaged, config, [])
@@ -229,9 +229,9 @@ def test_a_damaged_dump_is_refused_and_nothing_changes(pg_url, tmp_path):
     # A SQLite backup is not restored into a PostgreSQL store (and the reverse): one line each.
     sqlite_backup = tmp_path / "aokun-20240101-000000-000-manual.db"
     sqlite_backup.write_bytes(b"SQLite format 3\0" + b"\0" * 4000)
-    with pytest.raises(StorageError, match="SQLite backup.*aokun migrate"):
+    with pytest.raises(StorageError, match=r"SQLite backup.*aokun migrate"):
         restore(sqlite_backup, config, [])
-    with pytest.raises(StorageError, match="PostgreSQL dump.*aokun migrate"):
+    with pytest.raises(StorageError, match=r"PostgreSQL dump.*aokun migrate"):
         restore(path, StorageConfig(data_dir=tmp_path / "sqlite"), [])
     assert not (tmp_path / "sqlite" / "aokun.db").exists()
     assert tables(pg_url) == rows
@@ -513,7 +513,8 @@ def test_a_restore_blocked_by_a_running_process_gives_up_and_changes_nothing(pg_
         incarnation, rows = store.incarnation(), tables(pg_url)
     with psycopg.connect(pg_url) as reader:  # a transaction left open, as a front mid-read
         reader.execute("SELECT count(*) FROM documents").fetchone()
-        with pytest.raises(StorageError, match="rolled back, nothing was changed.*lock timeout.*stop every front") as blocked:
+        with pytest.raises(StorageError,
+                           match=r"rolled back, nothing was changed.*lock timeout.*stop every front") as blocked:
             restore(path, config, [])
         assert "\n" not in str(blocked.value)
         reader.rollback()

@@ -14,6 +14,7 @@ import math
 import random
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 from pathlib import Path
 
 import psycopg
@@ -93,7 +94,7 @@ class Pair:
         assert sorted(want) == sorted(i for i, _ in pg), (terms, persona, session)
         for row_id, raw in pg:
             assert math.isclose(raw, want[row_id], rel_tol=1e-9, abs_tol=1e-12), (terms, row_id, raw, want[row_id])
-        for (a, _), (b, _) in zip(pg, pg[1:]):  # PostgreSQL's order is SQLite's (up to exact ties)
+        for (a, _), (b, _) in pairwise(pg):  # PostgreSQL's order is SQLite's (up to exact ties)
             assert want[a] >= want[b] - 1e-9 * abs(want[b]), (terms, a, b)
         return len(pg)
 
@@ -274,7 +275,8 @@ def _assert_tokenizer_parity(texts):
         # Adjacent tokens are a phrase match of that row (when the stemmer leaves them be).
         if k is not None and fts_tokens.tokens_many(row[k:k + 2]) == [[t] for t in row[k:k + 2]]:
             phrase = '"' + " ".join(row[k:k + 2]).replace('"', '""') + '"'
-            assert row_id in {r for (r,) in lite.execute("SELECT rowid FROM atoms_fts WHERE atoms_fts MATCH ?", (phrase,))}
+            found = lite.execute("SELECT rowid FROM atoms_fts WHERE atoms_fts MATCH ?", (phrase,))
+            assert row_id in {r for (r,) in found}
 
 
 def test_tokens_are_fts5s_over_a_large_varied_corpus():

@@ -111,7 +111,8 @@ def test_since_until_filter_on_original_time(tmp_path, api):
     front = front_for(tmp_path, api)
     with mcp_session(front.server) as s:
         old = s.ok("memorize", {"content": "dentist appointment", "metadata": {"original_time": "2023-01-10"}})["id"]
-        new = s.ok("memorize", {"content": "dentist appointment again", "metadata": {"original_time": "2024-06-01T09:00:00"}})["id"]
+        new = s.ok("memorize", {"content": "dentist appointment again",
+                                "metadata": {"original_time": "2024-06-01T09:00:00"}})["id"]
         s.ok("memorize", {"content": "dentist with no date"})
         ids = lambda **kw: {r["id"] for r in s.ok("recall", {"query": "dentist", **kw})["results"]}  # noqa: E731
         assert ids(since="2024-01-01") == {new}

@@ -136,7 +136,8 @@ def pg_state(url: str) -> PgState:
                 rows[name] = conn.execute(f'SELECT * FROM "{name}" ORDER BY {order}').fetchall()
         catalog = conn.execute(
             "SELECT relkind::text, relname::text FROM pg_class WHERE relnamespace = 'public'::regnamespace "
-            "UNION ALL SELECT 'constraint ' || contype::text, conrelid::regclass::text || ' ' || conname FROM pg_constraint "
+            "UNION ALL SELECT 'constraint ' || contype::text, conrelid::regclass::text || ' ' || conname "
+            "FROM pg_constraint "
             "WHERE connamespace = 'public'::regnamespace ORDER BY 1, 2").fetchall()
         processes, incarnation = (None, None), None
         if "workers" in names and "fronts" in names:
@@ -353,7 +354,8 @@ def sqlite_outcome(now: dict, before: dict, restored: dict) -> str:
     if now == restored:
         return "restored"
     differing = {name: (len(before["rows"].get(name, [])), len(now["rows"].get(name, [])))
-                 for name in set(now["rows"]) | set(before["rows"]) if now["rows"].get(name) != before["rows"].get(name)}
+                 for name in set(now["rows"]) | set(before["rows"])
+                 if now["rows"].get(name) != before["rows"].get(name)}
     raise AssertionError(f"a half-restored store: rows (before, now) {differing}")
 
 

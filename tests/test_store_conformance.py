@@ -25,7 +25,8 @@ def test_a_committed_write_and_its_stage_rows_are_seen_by_another_thread(store):
     memory_id = add(store, "Alice moved to Lyon")
     doc, rows = in_threads(lambda: (store.documents.get(memory_id), store.stages.of_memory(memory_id)))[0]
     assert doc.text == "Alice moved to Lyon"
-    assert [(r["stage"], r["status"]) for r in rows] == [("embed", "pending"), ("atoms", "pending"), ("graph", "pending")]
+    assert [(r["stage"], r["status"]) for r in rows] \
+        == [("embed", "pending"), ("atoms", "pending"), ("graph", "pending")]
 
 
 def test_an_error_inside_write_leaves_nothing(store):

@@ -63,7 +63,8 @@ def test_graph_browse_reads(store):
     assert store.graph_browse.node_row(999) is None
     relation = store.graph_browse.node_relations(bob, 5)[0]
     assert (relation["outgoing"], relation["relation"], relation["id"]) == (0, "husband", alice)
-    assert {link["value"] for link in store.graph_browse.node_links(alice, 10)} == {"Lyon", "Bob", "Alice lives in Lyon"}
+    assert {link["value"] for link in store.graph_browse.node_links(alice, 10)} \
+        == {"Lyon", "Bob", "Alice lives in Lyon"}
     fact = store.graph.entry_nodes(store.graph.entry_ids_of_memories([memory_id]))[0]
     assert [e["source_memory_id"] for e in store.graph_browse.node_entries(fact, 5)] == [memory_id]
     assert store.graph_browse.node_memories(alice, 5) == ([memory_id], 1)
@@ -156,9 +157,12 @@ def test_atoms_supersede_reinforce_and_reactivate(store):
         assert tx.atoms.supersede("p", "alice", "lives in", "Lyon", new, NOW) == 1
         tx.atoms.insert(owner(store, new_memory), row("Paris"), NOW, state="dormant", superseded_by=old)
         tx.atoms.set_reinforcement(old, 2, 0.9, 60.0, NOW, restart=True)
-    assert [(r["id"], r["state"]) for r in store.atoms.supersede_chain(new, "p")] == [(old, "superseded"), (new, "active")]
-    # Recall reads which memory replaced a superseded atom's (a dormant reinforcement row is no replacement).
-    assert {(r["memory_id"], r["state"], r["replaced_by"]) for r in store.atoms.validity_rows([old_memory, new_memory])} \
+    assert [(r["id"], r["state"]) for r in store.atoms.supersede_chain(new, "p")] \
+        == [(old, "superseded"), (new, "active")]
+    # Recall reads which memory replaced a superseded atom's (a dormant reinforcement row is no
+    # replacement).
+    validity = store.atoms.validity_rows([old_memory, new_memory])
+    assert {(r["memory_id"], r["state"], r["replaced_by"]) for r in validity} \
         == {(old_memory, "superseded", new_memory), (new_memory, "active", None), (new_memory, "dormant", None)}
     assert [(r["id"], r["reinforcement_count"]) for r in store.atoms.reinforced_by(new_memory)] == [(old, 2)]
     assert store.atoms.reactivate_superseded_by(new_memory, NOW) == 1
@@ -170,7 +174,8 @@ def test_atoms_page_and_counts(store):
     memory_id = add(store, "notes", persona_id="p")
     with store.write() as tx:
         ids = [tx.atoms.insert(owner(store, memory_id), AtomRow(t, t, t, 0.5), NOW, state=s)
-               for t, s in [("factual", "active"), ("factual", "expired"), ("episodic", "active"), ("factual", "dormant")]]
+               for t, s in [("factual", "active"), ("factual", "expired"), ("episodic", "active"),
+                            ("factual", "dormant")]]
     assert [r["id"] for r in store.atoms.page(None, None, "p", 10, 0)] == [ids[2], ids[1], ids[0]]
     assert [r["id"] for r in store.atoms.page("factual", "active", None, 10, 0)] == [ids[0]]
     assert [r["id"] for r in store.atoms.page(None, None, None, 1, 1)] == [ids[1]]
@@ -248,7 +253,8 @@ def test_vectors_of_another_model_are_reported_and_dropped(store):
     a = add(store, "a")
     put(store, a, unit(1, 0, 0), model="old")
     put(store, a, unit(1, 0), kind="graph_entry", model="m", memory_id=a)
-    assert sorted(tuple(r) for r in store.vectors.space_figures()) == [("document", "old", 3, 1), ("graph_entry", "m", 2, 1)]
+    assert sorted(tuple(r) for r in store.vectors.space_figures()) \
+        == [("document", "old", 3, 1), ("graph_entry", "m", 2, 1)]
     assert "old" in store.vectors.foreign_space_warning("m", 2)
     assert store.vectors.delete_foreign("m", 2, NOW) == 1
     assert store.vectors.foreign_space_warning("m", 2) is None

@@ -66,7 +66,7 @@ def memories(store):
                                   MemoryGraph([BOB, LYON], [EdgeSpec(BOB, LYON, "co_occurs_with", 0.8),
                                                             EdgeSpec(BOB_FACT, BOB, "describes", 0.8)],
                                               [EntrySpec("Fact: Bob lives in Lyon", "bob lives lyon", BOB_FACT, 0.8)]))
-    (plan, vault, lyon_atom), entries = derive(
+    (_plan, _vault, lyon_atom), entries = derive(
         store, secret, [AtomRow("planned", "Alice flies to Lyon on Friday", "alice flies lyon friday", 0.9,
                                 deadline=NOW + DAY),
                         AtomRow("factual", "The vault code is 4711", "vault code 4711", 0.9), lives_in("Lyon")],

@@ -118,7 +118,8 @@ def test_full_text_rows_are_copied_and_rank_as_in_the_source(store, other):
     for index in FULLTEXT:
         assert other.tables.fulltext_count(index) == store.tables.fulltext_count(index)
     scope = DocumentFilter(persona_id="p")
-    assert other.documents.bm25(["apples", "before"], scope, 10) == store.documents.bm25(["apples", "before"], scope, 10)
+    terms = ["apples", "before"]
+    assert other.documents.bm25(terms, scope, 10) == store.documents.bm25(terms, scope, 10)
     assert other.documents.terms_of(ids) == store.documents.terms_of(ids)
     assert [r["id"] for r in other.atoms.search(["green"], "p", None, None, 5)] == \
         [r["id"] for r in store.atoms.search(["green"], "p", None, None, 5)]

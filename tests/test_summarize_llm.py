@@ -177,7 +177,8 @@ def test_invalid_twice_raises_in_the_provider_and_falls_back_to_rules(store, rul
         provider = LlmSummarizer(llm_config(api.base_url))
         with pytest.raises(SummarizerError, match="still invalid after one repair: not JSON"):
             provider.summarize(TURNS)
-        assert (provider.usage.prompt_tokens, provider.usage.completion_tokens) == (2 * PROMPT_TOKENS, 2 * COMPLETION_TOKENS)
+        assert (provider.usage.prompt_tokens, provider.usage.completion_tokens) \
+            == (2 * PROMPT_TOKENS, 2 * COMPLETION_TOKENS)
         result = summarizer(store, rules, api.base_url).summarize(TURNS)
     assert len(api.requests) == 4  # two per summary: the ask and the one repair
     assert_rules_fallback(result, rules, config, "model reply still invalid after one repair: not JSON")

@@ -32,7 +32,7 @@ Melanie: That's so sweet. What do you do to relax these days?
 Caroline: I love pottery. I take a pottery class every Tuesday evening and my pottery teacher says my bowls are getting better.
 Melanie: I'm flying to Paris next Friday with my husband to see the Louvre, and I booked a pottery workshop there too.
 Caroline: Sounds great! Have fun!
-Melanie: Thanks, talk soon!"""
+Melanie: Thanks, talk soon!"""  # noqa: E501 - one turn a line
 
 CHINESE = """小李：小王，最近怎么样？
 小王：挺好的！我上周六去了动物收容所，领养了一只猫，叫咪咪，特别可爱。

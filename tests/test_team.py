@@ -173,7 +173,7 @@ def test_a_postgresql_restart_loses_no_acknowledged_memory(tmp_path, fake_api):
                 # front cannot check the token and answers 503 in one line, which the client
                 # raises.
                 for i in range(2):
-                    with pytest.raises(MCPError, match="^the token could not be checked: cannot reach the "
+                    with pytest.raises(MCPError, match=r"^the token could not be checked: cannot reach the "
                                                        "PostgreSQL database [^\n]*$"):
                         front.call("memorize", {"content": f"while the database is down {i}"})
                 server.start()  # returns once the server accepts connections (pg_ctl -w)

@@ -145,7 +145,8 @@ def test_hours_from_now_are_counted_in_real_time(zone, local, form, hours):
     anchor = anchored(local, zone, form)
     due = deadline(f"I'll be back in {hours} hours", anchor)
     assert due is not None and due.tzinfo is anchor.tzinfo
-    assert due.astimezone(timezone.utc) - anchor.astimezone(timezone.utc) == timedelta(hours=hours)  # exact, unlike floats
+    # exact, unlike floats
+    assert due.astimezone(timezone.utc) - anchor.astimezone(timezone.utc) == timedelta(hours=hours)
 
 
 MIXED = ("下周二", "十二月二十日", "tomorrow at 3pm", "Jan 15th", "15 January", "1/15", "3天后", "两个小时后",

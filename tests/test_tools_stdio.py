@@ -83,13 +83,20 @@ def test_recall_returns_the_memory_text_and_its_persona_summary_apart(stdio):
 
 
 def test_persona_and_session_isolation(stdio):
-    a = stdio.ok("memorize", {"content": "my favourite colour is blue", "metadata": {"persona_id": "alice", "session_id": "s1"}})["id"]
-    b = stdio.ok("memorize", {"content": "my favourite colour is red", "metadata": {"persona_id": "bob", "session_id": "s2"}})["id"]
-    assert [r["id"] for r in stdio.ok("recall", {"query": "favourite colour", "persona_id": "alice", "min_score": 0})["results"]] == [a]
-    assert [r["id"] for r in stdio.ok("recall", {"query": "favourite colour", "persona_id": "bob", "min_score": 0})["results"]] == [b]
-    assert [r["id"] for r in stdio.ok("recall", {"query": "favourite colour", "session_id": "s2", "min_score": 0})["results"]] == [b]
-    assert stdio.ok("recall", {"query": "favourite colour", "persona_id": "carol", "min_score": 0})["results"] == []
-    assert sorted(r["id"] for r in stdio.ok("recall", {"query": "favourite colour", "min_score": 0})["results"]) == [a, b]
+    a = stdio.ok("memorize", {"content": "my favourite colour is blue",
+                              "metadata": {"persona_id": "alice", "session_id": "s1"}})["id"]
+    b = stdio.ok("memorize", {"content": "my favourite colour is red",
+                              "metadata": {"persona_id": "bob", "session_id": "s2"}})["id"]
+
+    def recalled(**scope):
+        found = stdio.ok("recall", {"query": "favourite colour", **scope, "min_score": 0})["results"]
+        return [r["id"] for r in found]
+
+    assert recalled(persona_id="alice") == [a]
+    assert recalled(persona_id="bob") == [b]
+    assert recalled(session_id="s2") == [b]
+    assert recalled(persona_id="carol") == []
+    assert sorted(recalled()) == [a, b]
     listed = stdio.ok("list_memories", {"persona_id": "alice"})
     assert listed["total"] == 1 and [m["id"] for m in listed["memories"]] == [a]
 

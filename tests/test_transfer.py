@@ -124,8 +124,11 @@ def test_jsonl_round_trip_gives_the_same_memories_metadata_and_times(tmp_path):
     # And the imported store exports the same records (but for the hashes imports gave).
     again = tmp_path / "again.jsonl"
     ok(transfer(target, "export", again))
-    strip = lambda path: [{k: v for k, v in json.loads(line).items() if k not in ("id", "source_hash")}
-                          for line in path.read_text(encoding="utf-8").split("\n")[1:] if line]
+
+    def strip(path):
+        return [{k: v for k, v in json.loads(line).items() if k not in ("id", "source_hash")}
+                for line in path.read_text(encoding="utf-8").split("\n")[1:] if line]
+
     assert strip(again) == strip(exported)
 
 
@@ -175,7 +178,8 @@ def test_markdown_notes_become_memories_by_note_or_heading_section(tmp_path):
     config = store(tmp_path, "notes")
     result = transfer(config, "import", DATA / "notes")
     assert result.returncode == 1, result.stderr  # broken.md was skipped
-    assert result.stdout.strip().endswith(f"imported 8, already present 0, skipped 1 (9 rows, markdown, from {DATA / 'notes'})")
+    assert result.stdout.strip().endswith(
+        f"imported 8, already present 0, skipped 1 (9 rows, markdown, from {DATA / 'notes'})")
     assert result.stderr.strip().splitlines() == [
         "aokun import: broken.md:1: front matter is not valid YAML (expected ',' or ']', but got ':'): "
         "fix it or remove it; skipped"]
@@ -217,7 +221,8 @@ def test_mcp_memory_file_one_memory_per_observation_and_relation(tmp_path):
         ("Anthropic: Builds the Claude models", [], ["organization"], [], "me"),  # not a person
         ("Maria_Garcia: Prefers morning meetings", ["Maria_Garcia"], ["person"], [], "me"),
         ("John_Smith works at Anthropic", ["John_Smith", "Anthropic"], [], ["John_Smith works at Anthropic"], "me"),
-        ("Maria_Garcia mentors John_Smith", ["Maria_Garcia", "John_Smith"], [], ["Maria_Garcia mentors John_Smith"], "me"),
+        ("Maria_Garcia mentors John_Smith", ["Maria_Garcia", "John_Smith"], [],
+         ["Maria_Garcia mentors John_Smith"], "me"),
     ]
     # The progress bar shows on a terminal or with --progress only.
     assert transfer(config, "import", DATA / "memory.jsonl", "--persona", "me").stderr == ""
@@ -283,7 +288,8 @@ def test_bad_lines_of_an_mcp_memory_file(tmp_path):
     assert result.stdout.strip().startswith("imported 2, already present 0, skipped 4")
     assert result.stderr.strip().splitlines() == [
         "aokun import: memory.jsonl line 1 observation 2: an observation must be a non-empty string; skipped",
-        "aokun import: memory.jsonl line 2: a relation needs from, to and relationType, each a non-empty string; skipped",
+        "aokun import: memory.jsonl line 2: a relation needs from, to and relationType, each a non-empty string;"
+        " skipped",
         "aokun import: memory.jsonl line 3: type must be entity or relation (got 'note'); skipped",
         "aokun import: memory.jsonl line 4: not JSON: Expecting value (column 1); skipped",
     ]
@@ -293,7 +299,8 @@ def test_bad_lines_of_an_mcp_memory_file(tmp_path):
 
 @pytest.mark.parametrize("content, message", [
     ("just some words\n", "cannot tell what"),
-    (json.dumps({"format": "aokun-export", "version": 99}) + "\n", "is export format version 99; this Aokun reads up to 1"),
+    (json.dumps({"format": "aokun-export", "version": 99}) + "\n",
+     "is export format version 99; this Aokun reads up to 1"),
 ])
 def test_files_that_cannot_be_imported_are_refused_in_one_line(tmp_path, content, message):
     config = store(tmp_path, "s")

@@ -27,7 +27,10 @@ def test_import_killed_mid_way_then_run_again_stores_each_row_exactly_once(tmp_p
                                                    f"Keeps {i} books on the shelf"]}) + "\n")
     expected = {f"Person_{i}: {what}" for i in range(ENTITIES)
                 for what in (f"Was born in town number {i}", f"Keeps {i} books on the shelf")}
-    count = lambda: db_rows(config, "SELECT COUNT(*) FROM documents")
+
+    def count():
+        return db_rows(config, "SELECT COUNT(*) FROM documents")
+
     proc = subprocess.Popen([sys.executable, "-m", "aokun_admin.main", "import", str(path),
                              "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:

@@ -49,7 +49,7 @@ def test_index_follows_adds_replacements_and_deletes(service):
     for i, doc in enumerate(docs[:3]):
         put(service, doc, unit(i))
     put(service, docs[3], unit(0), model="other")  # another space: never mixed in
-    assert [i for i, _ in index.search(unit(1), 10)][0] == docs[1].id
+    assert index.search(unit(1), 10)[0][0] == docs[1].id
     assert len(index) == 3
     put(service, docs[1], unit(5))  # re-embedded: replaced, not duplicated
     assert len(index.search(unit(5), 10)) == 3 and len(index) == 3

@@ -127,7 +127,8 @@ def _run_in_thread(runner, key):
 def test_a_short_lock_at_completion_is_waited_out(services, fake_api):
     doc = services.memories.memorize("stored once the writer lets go", MemoryFields())
     fake_api.delay_s = 0.5
-    thread, outcome = _run_in_thread(embed_runner(services.store, fake_api), StageKey(doc.id, "embed", doc.content_hash))
+    thread, outcome = _run_in_thread(embed_runner(services.store, fake_api),
+                                     StageKey(doc.id, "embed", doc.content_hash))
     wait_for(lambda: fake_api.requests == 1, 60, interval=0.01, what="the embedding request")
     # Held past busy_timeout (0.2 s) when the result comes back, then let go.
     with write_lock(services.store.location):
@@ -302,7 +303,7 @@ def test_worker_killed_on_every_attempt_ends_failed(tmp_path, fake_api):
         with opened(config) as services:
             memory_id = services.memories.memorize("this kills its worker", MemoryFields()).id
             for attempt in (1, 2):
-                wait_for(lambda: statuses(config, "embed") == [("embed", "running", attempt)], 30,
+                wait_for(lambda attempt=attempt: statuses(config, "embed") == [("embed", "running", attempt)], 30,
                          what=f"attempt {attempt} running")
                 worker.send_signal(signal.SIGKILL)
                 worker.wait()

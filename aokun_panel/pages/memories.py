@@ -72,8 +72,8 @@ def memory_page(s, memory_id: int, now: float, lang: str = "en", principal: Prin
     for e in entries:
         if e["node_id"] is not None:
             nodes[e["node_id"]] = (e["node_type"], e["node_value"])
-    return {"doc": doc, "atoms": [atom_view(r, now, _zone(doc), lang) for r in atom_rows], "chains": chains(s, atom_rows),
-            "entries": entries, "edges": edges,
+    return {"doc": doc, "atoms": [atom_view(r, now, _zone(doc), lang) for r in atom_rows],
+            "chains": chains(s, atom_rows), "entries": entries, "edges": edges,
             "nodes": sorted(nodes.values(), key=lambda n: NODE_TYPES.index(n[0])),
             "stages": s.stages.of_memory(memory_id)}
 

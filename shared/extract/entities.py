@@ -32,7 +32,8 @@ LARGE_CITY = 1_000_000
 SMALL_CITY = 15_000
 # Latin letters only: \w would run a name on into the Chinese after it ("Bart一直很想要…").
 _LATIN = r"A-Za-z0-9À-ÖØ-öø-ÿ’'&-"
-_CAPITALISED_RUN = re.compile(rf"(?<![{_LATIN}])[A-Z][{_LATIN}]*(?:[ \t]+(?:of[ \t]+|de[ \t]+|the[ \t]+|&[ \t]+)?[A-Z][{_LATIN}]*)*")
+_CAPITALISED_RUN = re.compile(rf"(?<![{_LATIN}])[A-Z][{_LATIN}]*"
+                              rf"(?:[ \t]+(?:of[ \t]+|de[ \t]+|the[ \t]+|&[ \t]+)?[A-Z][{_LATIN}]*)*")
 _POSSESSIVE = re.compile(r"[’']s?$")
 _PLACE_BEFORE = re.compile(r"\b(?:in|to|from|near|at|visit(?:ed|ing)?|around)\s+(?:the\s+)?$", re.I)
 _STRONG_PLACE_BEFORE = re.compile(

@@ -50,21 +50,30 @@ def _rules_en(v: RelationVocabulary) -> list[_Rule]:
     job = r"(?:an?\s+|the\s+)?[\w\s-]{1,30}?\s+"
     be = r"(?:\s*['’](?:m|s|re)|\s+(?:is|am|are|was|were))"
     rules = [
-        (rf"{_E}{poss}(?:own\s+|new\s+|older\s+|younger\s+|little\s+|big\s+)?{r},?\s+(?:named\s+|called\s+)?{_E2}", None, 0.9, False),
-        (rf"{_E}\s+(?:have|has|had|got|adopted)\s+(?:a|an)\s+(?:\w+\s+)?{r}\s+(?:named|called)\s+{_E2}", None, 0.85, False),
+        (rf"{_E}{poss}(?:own\s+|new\s+|older\s+|younger\s+|little\s+|big\s+)?{r},?\s+"
+         rf"(?:named\s+|called\s+)?{_E2}", None, 0.9, False),
+        (rf"{_E}\s+(?:have|has|had|got|adopted)\s+(?:a|an)\s+(?:\w+\s+)?{r}\s+"
+         rf"(?:named|called)\s+{_E2}", None, 0.85, False),
         (rf"{_E}{poss}{r}\s+(?:is|was)\s+(?:called\s+|named\s+)?{_E2}", None, 0.85, False),
         (rf"{_E2},?\s+(?:is|was|'s)\s+{_E}{poss}{r}\b", None, 0.85, False),
         (rf"{_E2},\s+{_E}{poss}{r}\b", None, 0.8, False),
-        (rf"{_E}\s+(?:is|was|got|'s|has been|are|were)\s+(?:now\s+|recently\s+|just\s+)?engaged\s+to\s+{_E2}", "fiance", 0.9, False),
-        (rf"{_E}\s+(?:is|was|got|'s|has been)\s+(?:now\s+|recently\s+|just\s+)?married\s+to\s+{_E2}", "spouse", 0.9, False),
+        (rf"{_E}\s+(?:is|was|got|'s|has been|are|were)\s+(?:now\s+|recently\s+|just\s+)?"
+         rf"engaged\s+to\s+{_E2}", "fiance", 0.9, False),
+        (rf"{_E}\s+(?:is|was|got|'s|has been)\s+(?:now\s+|recently\s+|just\s+)?"
+         rf"married\s+to\s+{_E2}", "spouse", 0.9, False),
         (rf"{_E}\s+(?:married|wed)\s+{_E2}", "spouse", 0.85, False),
-        (rf"{_E}\s+(?:is|was|has been|'s)\s+(?:now\s+)?(?:dating|seeing|going out with)\s+{_E2}", "partner", 0.8, False),
-        (rf"{_E}\s+and\s+{_E2}\s+(?:are|were|got|have been|'re)\s+(?:now\s+|just\s+|recently\s+)?(?P<p>{pairs})\b", None, 0.85, False),
-        (rf"{_E}\s+(?:works?|worked|working|is working|has worked|'s working)\s+(?:as\s+{job})?(?:at|for)\s+{_E2}", "works_at", 0.85, False),
+        (rf"{_E}\s+(?:is|was|has been|'s)\s+(?:now\s+)?(?:dating|seeing|going out with)\s+{_E2}",
+         "partner", 0.8, False),
+        (rf"{_E}\s+and\s+{_E2}\s+(?:are|were|got|have been|'re)\s+(?:now\s+|just\s+|recently\s+)?"
+         rf"(?P<p>{pairs})\b", None, 0.85, False),
+        (rf"{_E}\s+(?:works?|worked|working|is working|has worked|'s working)\s+"
+         rf"(?:as\s+{job})?(?:at|for)\s+{_E2}", "works_at", 0.85, False),
         (rf"{_E}{be}\s+{job}(?:at|for)\s+{_E2}", "works_at", 0.75, False),
         (rf"{_E}\s+(?:joined|got a job at|started working at|was hired by|works for)\s+{_E2}", "works_at", 0.8, False),
-        (rf"{_E}\s+(?:studies|studied|is studying|goes to school at|attends|attended)\s+(?:\w+\s+)?(?:at\s+)?{_E2}", "studies_at", 0.75, False),
-        (rf"{_E}\s+(?:lives?|lived|living|has lived|now lives|is living|are living)\s+in\s+{_E2}", "lives_in", 0.85, False),
+        (rf"{_E}\s+(?:studies|studied|is studying|goes to school at|attends|attended)\s+"
+         rf"(?:\w+\s+)?(?:at\s+)?{_E2}", "studies_at", 0.75, False),
+        (rf"{_E}\s+(?:lives?|lived|living|has lived|now lives|is living|are living)\s+in\s+{_E2}",
+         "lives_in", 0.85, False),
         (rf"{_E}\s+(?:moved|have moved|has moved|am moving|is moving|relocated)\s+to\s+{_E2}", "lives_in", 0.75, False),
         (rf"{_E}(?:{be}|\s+(?:comes?|came))\s+(?:originally\s+)?from\s+{_E2}", "comes_from", 0.8, False),
         (rf"{_E}\s+grew\s+up\s+in\s+{_E2}", "comes_from", 0.8, False),

@@ -41,7 +41,8 @@ _NOT_NAMES_ZH = re.compile(
     r"王国|李子|杨树|陈述|程序|万一|包括|张开|曾经|许多|任何|任务|石头|江[边湖]|夏[天季]|"
     r"秋[天季]|冬[天季]|春[天季节]|方[面向法式]|宋体|毛[衣巾病]|文[件化章]|余下|严重|"
     r"连续|乔迁|华为|苏州|杭州|广州|成都|温州|常州|武汉|汪|叶子|田地|房[子间租贷])")
-_ZH_AFTER_NAME = "是在要说把和跟与的去下上今明昨后前最很特也都已刚会想喜爱不没从搬换跳辞买卖打住做当，,。、每常平一总还就又"
+_ZH_AFTER_NAME = ("是在要说把和跟与的去下上今明昨后前最很特也都已刚会想喜爱不没从"
+                  "搬换跳辞买卖打住做当，,。、每常平一总还就又")
 # One-character kinship words, a person only after 我 / 我的 (我妈, 我姐).
 _SHORT_KIN_ZH = "妈|爸|哥|姐|弟|妹|爷|奶"
 _PRONOUN_EN = re.compile(r"\b(?:she|he|they|her|his|him|their|them)\b", re.I)
@@ -68,7 +69,8 @@ def _patterns() -> dict[str, re.Pattern]:
         # my wife Sarah / my wife, Sarah, / my mom
         "kin_en": re.compile(rf"\b(?:my|our)\s+(?P<kin>{en})\b(?:,?\s+(?P<name>{_EN_NAME})\b)?", re.I),
         # Sarah, my wife, / Sarah (my wife) / Tom is my neighbour
-        "name_kin_en": re.compile(rf"^(?P<name>{_EN_NAME})(?:,|\s+is|\s+was|\s+\()?\s*(?:my|our)\s+(?P<kin>{en})\b", re.I),
+        "name_kin_en": re.compile(rf"^(?P<name>{_EN_NAME})(?:,|\s+is|\s+was|\s+\()?\s*(?:my|our)\s+(?P<kin>{en})\b",
+                                  re.I),
         # Mom's birthday / Dad loves (a kinship word opening the sentence)
         "lead_kin_en": re.compile(rf"^(?P<kin>{lead})\b(?!\s+[A-Z])"),
         "name_en": re.compile(rf"^(?P<name>{_EN_NAME})(?:'s)?\s+(?=[a-z])"),

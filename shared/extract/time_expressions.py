@@ -124,7 +124,7 @@ def _hour_counts(text: str, anchor: datetime, past: bool) -> Iterator[TimeExpres
     counts = [(m, en_number(m.group(1))) for m in _EN_HOURS.finditer(text)]
     counts += [(m, zh_number(m.group(1))) for m in _ZH_HOURS.finditer(text)]
     for m, n in counts:
-        if n is not None and (moment := _counted(lambda: later(anchor, timedelta(hours=n)))):
+        if n is not None and (moment := _counted(lambda n=n: later(anchor, timedelta(hours=n)))):
             yield _found(m, "hours", moment, moment, "moment", plan_only=True)
 
 
@@ -146,7 +146,7 @@ def _spans(text: str, anchor: datetime, past: bool) -> Iterator[TimeExpression]:
                 continue
             unit = ZH_UNITS.get(m.group("unit")) or m.group("unit").lower()
             ago = m.group("way").endswith("前") or m.group("way").lower() == "ago"
-            day = _counted(lambda: shift(midnight(anchor), -n if ago else n, unit))
+            day = _counted(lambda n=n, ago=ago, unit=unit: shift(midnight(anchor), -n if ago else n, unit))
             if day is not None:
                 yield _found(m, "span", period(day, unit)[0], day, unit)
 

@@ -60,7 +60,8 @@ def _plan_expression(found: list[TimeExpression], anchor: datetime) -> TimeExpre
 
 def _clock(text: str) -> tuple[int, int] | None:
     """The clock time a text names (今晚八点, 下午3点半, at 5pm, dinner at 8, noon), as (hour, minute)."""
-    m = re.search(rf"(上午|早上|早|中午|下午|傍晚|晚上|晚|夜里|凌晨)?\s*(\d{{1,2}}|[{ZH_COUNT_NUMERAL}]+)\s*[点點时](半|(\d{{1,2}})分?)?", text)
+    m = re.search(rf"(上午|早上|早|中午|下午|傍晚|晚上|晚|夜里|凌晨)?\s*"
+                  rf"(\d{{1,2}}|[{ZH_COUNT_NUMERAL}]+)\s*[点點时](半|(\d{{1,2}})分?)?", text)
     if m:
         hour = zh_number(m.group(2))
         if hour is None or hour > 24:

@@ -4,9 +4,9 @@ Two things decide it. How strong the query's best evidence is in each channel, o
 does not depend on the other candidates or the store's size (Channel.strength): the largest
 share of the query's terms one memory holds, the best cosine (against what this embedder gives
 unrelated text), the best graph weight. A question about something the persona never said
-finds only weak evidence in every channel, however the candidates rank among themselves. And where the memory stands among the candidates: the
-routes' fused score (relative to the best) and its place in that order. Both go into a logistic
-model:
+finds only weak evidence in every channel, however the candidates rank among themselves. And
+where the memory stands among the candidates: the routes' fused score (relative to the best) and
+its place in that order. Both go into a logistic model:
 
     p = 1 / (1 + exp(-(intercept + w_f * fused + w_r * log(1 + place)
                        + sum over channels of w_c * strongest_c)))

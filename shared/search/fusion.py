@@ -61,8 +61,8 @@ class Fusion:
     def __init__(self, config: RetrievalConfig, documents: dict[int, Document], found: Found,
                  temporal: dict[int, float], confidence: dict[int, float], now: float,
                  request: RecallRequest, pending: dict[str, set[int]], strongest: dict[str, float],
-                 scoring: calibration.Calibration, typed: set[int] = frozenset(), related: dict[int, float] | None = None,
-                 replaced: dict[int, int] | None = None):
+                 scoring: calibration.Calibration, typed: set[int] = frozenset(),
+                 related: dict[int, float] | None = None, replaced: dict[int, int] | None = None):
         self.c, self.documents, self.found, self.temporal = config, documents, found, temporal
         self.confidence, self.now, self.request, self.pending = confidence, now, request, pending
         self.strongest = strongest  # per channel that answered: Channel.strength

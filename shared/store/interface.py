@@ -22,8 +22,9 @@ tests/test_store_conformance.py.
 Value types stay where they are: Document, MemoryFields, History, DocumentFilter (documents),
 StageKey, STAGES (stages), AtomOwner, AtomRow, ATOM_TYPES, ATOM_STATES (atoms), NodeSpec,
 EdgeSpec, EntrySpec, MemoryGraph, ENTITY_TYPES, NODE_TYPES (graph), VectorRow, KINDS
-(vectors), the meta keys (meta), ProcessRow (runtime), UserRow (users), FTS_TABLES (fts), TABLE_KEYS and FULLTEXT (tables); so do the pure
-helpers (documents.content_hash, stored_text, unmarked, epoch; stages.dependents;
+(vectors), the meta keys (meta), ProcessRow (runtime), UserRow (users), FTS_TABLES (fts),
+TABLE_KEYS and FULLTEXT (tables); so do the pure helpers
+(documents.content_hash, stored_text, unmarked, epoch; stages.dependents;
 vectors.foreign_spaces_from; neighbours.dialogue_of; tables.key_of).
 """
 

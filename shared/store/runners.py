@@ -196,5 +196,5 @@ def write_session(db: Engine, session: Callable[[Runner], Session]) -> Iterator[
             yield session(InTransaction(db, conn, writable=True))
         except StorageError as exc:
             if isinstance(exc.__cause__, db.errors):
-                raise exc.__cause__
+                raise exc.__cause__  # noqa: B904 - the driver's own error, as it came
             raise

@@ -87,7 +87,7 @@ _INITIAL = [
         create_time REAL NOT NULL,
         update_time REAL NOT NULL
     )
-    """,
+    """,  # noqa: E501 - a migration's text stays as stores were made with it
     "CREATE INDEX memory_atoms_memory ON memory_atoms (memory_id)",
     "CREATE INDEX memory_atoms_persona_state ON memory_atoms (persona_id, state)",
     "CREATE VIRTUAL TABLE atoms_fts USING fts5(tokens, tokenize = 'porter unicode61 remove_diacritics 2')",

@@ -30,7 +30,8 @@ from shared.summarize.rewrite import about_speaker
 
 _IMAGE = re.compile(r"\[\s*shares?\s+(?:an?\s+)?(?:image|photo|picture)s?\s*:\s*([^\]]*)\]", re.I)
 _QUESTION_ZH = re.compile(r"[吗呢么][\s。.!！~～]*$")
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|mine|myself|we|we're|we've|we'll|our|ours|us|ourselves)\b|我(?!们)|我们|咱们", re.I)
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|mine|myself|we|we're|we've|we'll|our|ours|us|ourselves)\b"
+                           r"|我(?!们)|我们|咱们", re.I)
 _SECOND_PERSON = re.compile(r"\b(?:you|your|you're|you've|you'll|yours|yourself)\b|你|您", re.I)
 # Words said before the point ("Wow, ...", "Hey Mel! ...", "Also, ...", "哈哈，...", "对了，..."), taken
 # off the start of a statement so that its fact starts with what was stated. Interjections and
@@ -42,7 +43,8 @@ _OPENERS_EN = (r"hey|hi|hello|wow|whoa|oh|ooh|ah|aw+|yeah|yep|yup|ha(?:ha)+|lol|
                r"on another note|guess what")
 _PAUSED_EN = (r"so|well|yes|no|nope|sure|thanks|thank you|cool|great|awesome|nice|man|dude|totally|"
               r"definitely|absolutely|plus|besides|and|but|right|alright|you know|i mean")
-_OPENERS_ZH = r"哈哈+|嗯+|哇+|嗨|哎+|唉+|啊+|哦+|噢+|呃+|诶|欸|喔|另外|对了|顺便说一下|顺便说|话说|其实|而且|此外|总之|说起来|说到这个|然后"
+_OPENERS_ZH = (r"哈哈+|嗯+|哇+|嗨|哎+|唉+|啊+|哦+|噢+|呃+|诶|欸|喔|另外|对了|顺便说一下|顺便说|"
+               r"话说|其实|而且|此外|总之|说起来|说到这个|然后")
 _PAUSED_ZH = r"好的|好啊|是啊|是的|对啊|对呀|对|没错|谢谢"
 _CONJUNCTIONS_ZH = r"还有|所以|不过|但是|反正|那个|顺便"
 _PAUSE = r"(?=\s*[,，!！.。:：;；~～—–-])"

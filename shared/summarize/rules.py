@@ -49,7 +49,8 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 # place: "Harry Potter", "New York").
 _NAME = re.compile(r"(?<=[a-z,;] )([A-Z][a-z]{1,20})\b(?! [A-Z])")
 # Words in front of which a capitalised word is a place, or a pet.
-_PLACE_BEFORE = frozenset("in at to from near visit visited visiting around across through toward towards of the a an".split())
+_PLACE_BEFORE = frozenset("in at to from near visit visited visiting around across through toward towards of the a an"
+                          .split())
 _NOT_PEOPLE = frozenset("""God Christmas Thanksgiving Halloween Easter English Spanish French German Chinese
 Japanese Italian American Canadian Mexican Indian Korean Internet Google Instagram Facebook Twitter
 YouTube Netflix Spotify Zoom Mom Dad Mum Grandma Grandpa Bro Sis Lord Jesus Irish Scottish British

@@ -19,7 +19,8 @@ class StructuredMemory(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    summary: str = Field(min_length=1, max_length=20_000, description="the key facts in order, within the length budget")
+    summary: str = Field(min_length=1, max_length=20_000,
+                         description="the key facts in order, within the length budget")
     topics: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     participants: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     key_facts: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS,

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from shared.store.postgres.clients import tool, why
 
-# The table of contents entries of a store's dump (`pg_restore --list`): "<id>; <oid> <oid> <kind> <schema> <name> <owner>".
+# The table of contents entries of a store's dump (`pg_restore --list`):
+# "<id>; <oid> <oid> <kind> <schema> <name> <owner>".
 _TOC_DOCUMENTS = re.compile(r"^\d+; \d+ \d+ TABLE public documents ", re.MULTILINE)
 _TOC_DOCUMENTS_DATA = re.compile(r"^\d+; \d+ \d+ TABLE DATA public documents ", re.MULTILINE)
 # A COPY block of the documents table in pg_restore's script, and COPY's text escapes.

@@ -90,7 +90,7 @@ _TABLES = [
         create_time DOUBLE PRECISION NOT NULL,
         update_time DOUBLE PRECISION NOT NULL
     )
-    """,
+    """,  # noqa: E501 - a migration's text stays as stores were made with it
     "CREATE INDEX memory_atoms_memory ON memory_atoms (memory_id)",
     "CREATE INDEX memory_atoms_persona_state ON memory_atoms (persona_id, state)",
     "CREATE INDEX memory_atoms_type_state ON memory_atoms (type, state)",

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from claude_code import dated_transcript, z_time
 from fake_openai import FakeEmbeddingsServer
 from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
 
@@ -28,24 +29,8 @@ TURNS = [("user", "I'm moving to Berlin on January 15, I can't wait."),
 LAST_SAID = START + timedelta(seconds=40 * (len(TURNS) - 1))
 
 
-def z_time(moment: datetime) -> str:
-    """A time as Claude Code writes it: UTC, milliseconds, a Z."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
 def claude_transcript(path: Path) -> Path:
-    lines = []
-    for n, (kind, text) in enumerate(TURNS):
-        message = {"role": kind, "content": text}
-        if kind == "assistant":
-            message.update(model="claude-sonnet", id=f"msg_{n}", type="message",
-                           content=[{"type": "text", "text": text}])
-        when = z_time(START + timedelta(seconds=40 * n))
-        lines.append({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/home/me",
-                      "sessionId": "berlin", "version": "2.1.12", "type": kind, "message": message,
-                      "uuid": f"u-{n}", "timestamp": when})
-    path.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n", encoding="utf-8")
-    return path
+    return dated_transcript(path, TURNS, START, session="berlin")
 
 
 def config_in_los_angeles(folder: Path, api) -> Path:

@@ -18,12 +18,13 @@ import os
 import re
 import subprocess
 from contextlib import contextmanager
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from claude_code import dated_transcript
 from fake_openai import FakeEmbeddingsServer
 from helpers import BIN, db_rows, mcp_session, write_config
 from shared.config import load_config
@@ -148,25 +149,6 @@ def test_next_week_in_the_prompt_hook_answers_next_weeks_plans_first(plans, ques
 # -- a dated Claude Code session, ingested by the hook's command --------------------------------
 
 
-def z_time(moment: datetime) -> str:
-    """A time as Claude Code writes it: UTC, milliseconds, a Z."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def claude_transcript(path: Path, turns: list[tuple[str, str]], started: datetime) -> Path:
-    lines = []
-    for n, (kind, text) in enumerate(turns):
-        message = {"role": kind, "content": text}
-        if kind == "assistant":
-            message.update(model="claude-sonnet", id=f"msg_{n}", type="message",
-                           content=[{"type": "text", "text": text}])
-        lines.append({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/home/me",
-                      "sessionId": "moving", "version": "2.1.12", "type": kind, "message": message,
-                      "uuid": f"u-{n}", "timestamp": z_time(started + timedelta(seconds=40 * n))})
-    path.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n", encoding="utf-8")
-    return path
-
-
 def test_a_dated_session_ingested_from_the_hook_gives_plans_that_are_found(tmp_path):
     now = datetime.now(LA).replace(microsecond=0)
     berlin, shanghai = now.date() + timedelta(days=20), now.date() + timedelta(days=40)
@@ -174,7 +156,7 @@ def test_a_dated_session_ingested_from_the_hook_gives_plans_that_are_found(tmp_p
              ("assistant", "That's exciting! Do you need help planning the move?"),
              ("user", f"我{zh(shanghai)}要去上海见我妈妈。"),
              ("assistant", "Have a good trip to Shanghai.")]
-    transcript = claude_transcript(tmp_path / "session.jsonl", turns, now - timedelta(minutes=5))
+    transcript = dated_transcript(tmp_path / "session.jsonl", turns, now - timedelta(minutes=5), session="moving")
     hook = json.dumps({"session_id": "moving", "transcript_path": str(transcript), "cwd": str(tmp_path),
                        "hook_event_name": "SessionEnd", "reason": "exit"})
     with FakeEmbeddingsServer(dim=32) as api:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from claude_code import claude_line
 from helpers import db_rows, write_config
 from shared.errors import InvalidInput
 from shared.summarize.transcripts import read_transcript
@@ -19,15 +20,6 @@ from shared.summarize.transcripts import read_transcript
 BIN = Path(sys.executable).parent
 TOOL_WORD = "quixotrellis"  # only in tool calls and results: must never reach a memory
 THOUGHT_WORD = "brambleworth"  # only in a thinking block
-
-
-def claude_line(kind: str, content, timestamp: str, **extra) -> dict:
-    message = {"role": kind, "content": content}
-    if kind == "assistant":
-        message.update(model="claude-sonnet", id=extra.pop("message_id", "msg_1"), type="message")
-    return {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/home/me/project",
-            "sessionId": "3f2a", "version": "2.1.12", "type": kind, "message": message,
-            "uuid": f"u-{timestamp}", "timestamp": timestamp, **extra}
 
 
 def claude_transcript(path: Path) -> Path:

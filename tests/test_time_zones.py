@@ -5,7 +5,6 @@ Nothing raises, and a resolved date is the expected day on the user's clock."""
 
 from __future__ import annotations
 
-import json
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -14,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from claude_code import dated_transcript
 from shared.config import AtomsConfig, SummarizerConfig, TextConfig
 from shared.extract.atomize import AtomRules, draft_atoms
 from shared.extract.timeparse import date_mentions, deadline
@@ -73,11 +73,6 @@ def given_as(local: datetime, zone: ZoneInfo, form: str) -> datetime | None:
 def anchored(local: datetime, zone: ZoneInfo, form: str) -> datetime:
     """given_as, put on the clock the callers put it on (time_zone.on_clock)."""
     return on_clock(given_as(local, zone, form), zone)
-
-
-def z_time(moment: datetime) -> str:
-    """A time as Claude Code writes it: UTC, milliseconds, a Z."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 anchor_forms = st.sampled_from(("naive", "zone", "utc"))
@@ -243,21 +238,10 @@ def test_the_rules_summarizer_reads_dated_turns_on_the_users_clock(summarizer, z
     assert f"15 January {next_on_or_after(day_said, 1, 15).year}" in berlin, berlin
 
 
-def claude_line(kind: str, text: str, timestamp: str) -> dict:
-    message = {"role": kind, "content": [{"type": "text", "text": text}] if kind == "assistant" else text}
-    if kind == "assistant":
-        message.update(model="claude-sonnet", id=f"msg-{timestamp}", type="message")
-    return {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/home/me",
-            "sessionId": "s", "version": "2.1.12", "type": kind, "message": message,
-            "uuid": f"u-{timestamp}", "timestamp": timestamp}
-
-
 def claude_transcript(path: Path, start: datetime, turns: list[tuple[str, str]]) -> Path:
     """A Claude Code session file, its timestamps in UTC with a Z as Claude Code writes them."""
-    lines = [claude_line("user" if n % 2 == 0 else "assistant", text, z_time(start + timedelta(seconds=40 * n)))
-             for n, (_, text) in enumerate(turns)]
-    path.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n", encoding="utf-8")
-    return path
+    return dated_transcript(path, [("user" if n % 2 == 0 else "assistant", text)
+                                   for n, (_, text) in enumerate(turns)], start)
 
 
 @STAGE_SETTINGS

@@ -11,6 +11,7 @@ from starlette.requests import Request
 from aokun_panel import words, zones
 from aokun_panel.access import admin_page, csrf_of, principal_of
 from aokun_panel.i18n import js_strings, language_of, translate
+from shared.time_zone import UTC_NAME
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ def render(ctx, request: Request, template: str, page: Page, status_code: int = 
     # A user's navigation leaves out the admin's pages (they would only say "admin only").
     nav = ctx.nav if principal.admin else [p for p in ctx.nav if not admin_page(p.path)]
     zone = zones.chosen(request.cookies, ctx.config.memory.time_zone)
-    offered = [zones.UTC, zone.name, zones.browser(request.cookies), *seen_zones]
+    offered = [UTC_NAME, zone.name, zones.browser(request.cookies), *seen_zones]
     return ctx.templates.TemplateResponse(
         request, template,
         {"page": page, "nav": nav, "csrf": csrf_of(request, ctx.csrf), "admin": principal.admin, "lang": lang,

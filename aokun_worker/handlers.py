@@ -33,9 +33,11 @@ class StageHandler(Protocol):
 
     def compute(self, documents: Sequence[Document]) -> Sequence[Any]:
         """One result per document, in order; raise to fail the whole batch."""
+        ...
 
     def store(self, tx: Session, document: Document, result: Any, now: float) -> None:
         """Write one document's result (inside the stage's completing transaction)."""
+        ...
 
 
 # How many of a memory's context neighbours (nearest first) go into its embedding. BM25 takes

@@ -136,9 +136,11 @@ def insert(tx: sqlite3.Connection, text: str, tokens: str, fields: MemoryFields,
            context: str = "") -> int:
     """A new document and its BM25 row (its own terms, and its context's); returns its id."""
     cur = tx.execute(_INSERT_SQL, (*_row_values(text, fields), now, now))
-    _add_fts(tx, cur.lastrowid, tokens, context, fields)
+    memory_id = cur.lastrowid
+    assert memory_id is not None  # an INSERT's cursor has its row's id
+    _add_fts(tx, memory_id, tokens, context, fields)
     meta.bump_epoch(tx)
-    return cur.lastrowid
+    return memory_id
 
 
 def update(tx: sqlite3.Connection, memory_id: int, text: str, tokens: str, fields: MemoryFields,

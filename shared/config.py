@@ -22,7 +22,7 @@ import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from shared import time_zone
 from shared.errors import ConfigError
@@ -161,7 +161,8 @@ FUSIONS = ("zscore", "score", "rrf")
 # Where the job queue's messages live (shared/queue.py).
 QUEUE_BACKENDS = ("sqlite", "redis")
 # Who summarizes a conversation (shared/summarize/): the offline rules, or the configured model.
-SUMMARIZER_PROVIDERS = ("rules", "llm")
+SummarizerProvider = Literal["rules", "llm"]
+SUMMARIZER_PROVIDERS: tuple[str, ...] = get_args(SummarizerProvider)
 
 # Keys a running process cannot take over from a changed file: they shape what was opened or
 # built at start (files, sockets, models, thread pools, tokenizers). A change to one is

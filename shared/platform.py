@@ -161,7 +161,8 @@ def reuse_address(sock) -> None:
     if POSIX:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     elif hasattr(socket, "SO_EXCLUSIVEADDRUSE"):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_EXCLUSIVEADDRUSE, 1)
+        # Windows only (hasattr above); the stubs of other platforms do not have it.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_EXCLUSIVEADDRUSE, 1)  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def detached_popen_kwargs() -> dict:

@@ -11,14 +11,14 @@ models too: a tool annotated `-> dict` would send no structured content.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, cast, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from shared.errors import InvalidInput
-from shared.lifecycle import ACTIONS
+from shared.lifecycle import MaintenanceAction
 from shared.memory_rules import EARLIEST_YEAR, LATEST_YEAR, MAX_ID_CHARS, lone_surrogate_problem
-from shared.store.atoms import ATOM_TYPES
+from shared.store.atoms import AtomType
 from shared.store.documents import (
     MAX_KEY_FACT_CHARS,
     MAX_LABEL_CHARS,
@@ -126,8 +126,8 @@ class MemoryMetadata(BaseModel):
 
     def to_fields(self) -> MemoryFields:
         """Every key, defaults included, as MemoryFields (for new memories)."""
-        return MemoryFields(**{name: _field_value(name, getattr(self, name))
-                               for name in type(self).model_fields})
+        values: dict[str, Any] = {name: _field_value(name, getattr(self, name)) for name in type(self).model_fields}
+        return MemoryFields(**values)
 
 
 def parse_iso(value: str, name: str) -> datetime:
@@ -149,6 +149,10 @@ def _field_value(name: str, value):
 # -- results ------------------------------------------------------------------------------
 
 
+@overload
+def _iso_utc(ts: float) -> str: ...
+@overload
+def _iso_utc(ts: float | None) -> str | None: ...
 def _iso_utc(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts, timezone.utc).isoformat()
 
@@ -177,7 +181,8 @@ class MemoryOut(BaseModel):
         f = doc.fields
         return cls(
             id=doc.id, text=doc.text, topics=list(f.topics), participants=list(f.participants),
-            key_facts=list(f.key_facts), sentiment=f.sentiment, importance=f.importance,
+            key_facts=list(f.key_facts), importance=f.importance,
+            sentiment=cast(Sentiment, f.sentiment),  # stored only after validation as a Sentiment
             pinned=f.pinned, archived=doc.archived, session_id=f.session_id,
             persona_id=f.persona_id,
             original_time=f.original_time.isoformat() if f.original_time else None,
@@ -324,9 +329,6 @@ class StatsResult(BaseModel):
                                          "its error; `aokun repair --apply` retries the failed ones")
 
 
-AtomType = Literal[ATOM_TYPES]
-
-
 class AtomOut(BaseModel):
     id: int
     type: AtomType
@@ -358,9 +360,6 @@ class AtomOut(BaseModel):
 
 class AtomsResult(BaseModel):
     atoms: list[AtomOut]
-
-
-MaintenanceAction = Literal[ACTIONS]
 
 
 class MaintenanceResult(BaseModel):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
 from shared.extract.relation_words import vocabulary
@@ -65,7 +66,7 @@ def asked_people(question: str) -> list[frozenset[str]]:
     return people
 
 
-def none_mentioned(people: Iterable[frozenset[str]], mentioned: Callable[[frozenset[str]], bool]) -> bool:
+def none_mentioned(people: Iterable[AbstractSet[str]], mentioned: Callable[[AbstractSet[str]], bool]) -> bool:
     """Whether the question names people and the store mentions none of them (mentioned:
     whether any memory in scope holds any of a person's words)."""
     people = list(people)

@@ -177,7 +177,8 @@ def _read_index(handle: BinaryIO, header: Header):
 
     # Read in 8 MB pieces (a few calls into Python), never a second copy of the whole index
     # (a memory map would count the file's pages in the front's RSS as well).
-    return faiss.read_index(faiss.PyCallbackIOReader(read, _PIECE))
+    # faiss has PyCallbackIOReader (its Python callback reader) but its stubs do not name it.
+    return faiss.read_index(faiss.PyCallbackIOReader(read, _PIECE))  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def _crc32(handle: BinaryIO, length: int) -> int:

@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,9 @@ class VectorIndex:
         self.store, self.kind, self.model, self.dim = store, kind, model, dim
         self.snapshot_path = snapshot.path_for(store.cache_dir, kind)
         self._lock = threading.RLock()
-        self._index = None
+        # A faiss index, or None until the first sync. Any: faiss wraps its methods to take numpy
+        # arrays, which the SWIG signatures type checkers read do not say.
+        self._index: Any = None
         self.kind_of_index = ""
         self._seq = -1
 
@@ -86,7 +89,7 @@ class VectorIndex:
         started = time.perf_counter()
         loaded = snapshot.load(self.snapshot_path, self.kind, self.model, self.dim,
                                self._store_state(s, seq))
-        if loaded.index is None:
+        if loaded.index is None or loaded.header is None:  # a loaded index comes with its header
             log.log(logging.INFO if loaded.missing else logging.WARNING,
                     "%s vectors: snapshot %s not used (%s); building the index from the store",
                     self.kind, self.snapshot_path, loaded.refused)
@@ -168,7 +171,7 @@ class VectorIndex:
                 return None
             return s.vectors.changes_since(self.kind, header.seq), header.count
 
-    def search(self, query: np.ndarray, limit: int, allowed: Sequence[int] | None = None
+    def search(self, query: np.ndarray, limit: int, allowed: Sequence[int] | np.ndarray | None = None
                ) -> list[tuple[int, float]]:
         """(id, cosine) best first; `allowed` restricts the search to those ids."""
         import faiss
@@ -181,7 +184,9 @@ class VectorIndex:
             if allowed is not None:
                 if not len(allowed):
                     return []
-                params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64)))
+                selector = faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64))
+                # faiss's Python wrapper takes the fields as keywords; its SWIG signature does not say so.
+                params = faiss.SearchParameters(sel=selector)  # pyright: ignore[reportCallIssue]
             scores, ids = self._index.search(query.reshape(1, -1).astype(np.float32),
                                              min(limit, len(self)), params=params)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]

@@ -10,13 +10,15 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from shared.store import meta
 from shared.store.match import any_of
 from shared.store.portable import Connection
 from shared.units import DAY
 
-ATOM_TYPES = ("episodic", "planned", "factual", "relational", "preference", "unknown")
+AtomType = Literal["episodic", "planned", "factual", "relational", "preference", "unknown"]
+ATOM_TYPES: tuple[str, ...] = get_args(AtomType)
 # The subject of an atom about the user themself (any other subject names a person:
 # shared/extract/subjects.py); an atom stored before subjects were read has none.
 SELF_SUBJECT = "self"

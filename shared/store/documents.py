@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
-from typing import Literal
+from typing import Literal, overload
 
 from shared.errors import MemoryNotFound
 from shared.store import atoms, graph, meta, vectors
@@ -111,6 +111,10 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+@overload
+def epoch(moment: datetime) -> float: ...
+@overload
+def epoch(moment: datetime | None) -> float | None: ...
 def epoch(moment: datetime | None) -> float | None:
     """Seconds since the epoch; a naive time is taken as UTC."""
     if moment is None:

@@ -69,14 +69,15 @@ def bound(fn: Callable, deps: Any, **annotations: Any) -> Callable:
     params = [p.replace(annotation=annotations[p.name]) if p.name in annotations else p
               for p in list(signature.parameters.values())[1:]]
 
-    if inspect.iscoroutinefunction(fn):
-        @functools.wraps(fn)
-        async def call(*args, **kwargs):
-            return await fn(deps, *args, **kwargs)
-    else:
-        @functools.wraps(fn)
-        def call(*args, **kwargs):
-            return fn(deps, *args, **kwargs)
+    @functools.wraps(fn)
+    async def call_async(*args, **kwargs):
+        return await fn(deps, *args, **kwargs)
+
+    @functools.wraps(fn)
+    def call_sync(*args, **kwargs):
+        return fn(deps, *args, **kwargs)
+
+    call = call_async if inspect.iscoroutinefunction(fn) else call_sync
 
     call.__doc__ = listed_description(fn.__doc__ or "")
     call.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
@@ -111,14 +112,15 @@ def answered(fn: F) -> F:
     if get_origin(model) is Annotated:
         return fn
 
-    if inspect.iscoroutinefunction(fn):
-        @functools.wraps(fn)
-        async def wrapper(*args, **kwargs):
-            return compact(await fn(*args, **kwargs))
-    else:
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            return compact(fn(*args, **kwargs))
+    @functools.wraps(fn)
+    async def wrapper_async(*args, **kwargs):
+        return compact(await fn(*args, **kwargs))
+
+    @functools.wraps(fn)
+    def wrapper_sync(*args, **kwargs):
+        return compact(fn(*args, **kwargs))
+
+    wrapper = wrapper_async if inspect.iscoroutinefunction(fn) else wrapper_sync
 
     wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
         return_annotation=Annotated[CallToolResult, model])
@@ -183,7 +185,7 @@ def time_bound(value: str | None, name: str, zone: tzinfo = timezone.utc) -> flo
 def day_end_bound(value: str | None, name: str, zone: tzinfo = timezone.utc) -> float | None:
     """An optional ISO-8601 end bound as epoch seconds: a date alone means the end of that day."""
     bound = time_bound(value, name, zone)
-    if bound is not None and "T" not in value.strip() and len(value.strip()) <= 10:
+    if bound is not None and value is not None and "T" not in value.strip() and len(value.strip()) <= 10:
         bound += DAY
     return bound
 

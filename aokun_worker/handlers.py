@@ -7,7 +7,7 @@ the other way round.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import tzinfo
 from typing import Any, Protocol
 
@@ -31,7 +31,7 @@ class StageHandler(Protocol):
     stage: str
     batch_size: int
 
-    def compute(self, documents: Sequence[Document]) -> Sequence[Any]:
+    def compute(self, documents: Sequence[Document]) -> Collection[Any]:
         """One result per document, in order; raise to fail the whole batch."""
         ...
 

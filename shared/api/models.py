@@ -96,16 +96,16 @@ class MemoryMetadata(BaseModel):
                                       description="the people in it")
     key_facts: list[KeyFact] = Field(default_factory=list, max_length=MAX_LIST_ITEMS,
                                      description="stand-alone sentences, each one fact")
-    sentiment: Sentiment = Field("neutral", description="positive, neutral or negative")
-    importance: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False,
+    sentiment: Sentiment = Field(default="neutral", description="positive, neutral or negative")
+    importance: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False,
                               description="0 to 1; important memories decay more slowly")
-    pinned: bool = Field(False, description="true: never decays or gets archived")
-    session_id: ScopeId | None = Field(None, description="the conversation it came from")
-    persona_id: ScopeId | None = Field(None, description="whose memory: one user or assistant persona")
-    original_time: str | None = Field(None, description="when it happened: ISO-8601 date or "
+    pinned: bool = Field(default=False, description="true: never decays or gets archived")
+    session_id: ScopeId | None = Field(default=None, description="the conversation it came from")
+    persona_id: ScopeId | None = Field(default=None, description="whose memory: one user or assistant persona")
+    original_time: str | None = Field(default=None, description="when it happened: ISO-8601 date or "
                                       "date-time (naive = UTC), e.g. 2024-05-08T13:56:00, in the "
                                       f"years {EARLIEST_YEAR} to {LATEST_YEAR}")
-    persona_summary: Summary | None = Field(None, description="a short profile of the persona "
+    persona_summary: Summary | None = Field(default=None, description="a short profile of the persona "
                                             "as of this memory")
 
     @field_validator("original_time")
@@ -202,19 +202,19 @@ class MemorizeResult(BaseModel):
 class SummarizeResult(StructuredMemory):
     """The structured memory; with store=true also memorize's receipt and whether it was new."""
 
-    id: int | None = Field(None, description="with store=true: the memory's id")
+    id: int | None = Field(default=None, description="with store=true: the memory's id")
     status: Literal["accepted", "already stored"] | None = None
-    text: str | None = Field(None, description="with store=true: the stored text, with its time marker")
+    text: str | None = Field(default=None, description="with store=true: the stored text, with its time marker")
     persona_id: str | None = None
     session_id: str | None = None
-    stored: bool | None = Field(None, description="with store=true: false when this conversation "
+    stored: bool | None = Field(default=None, description="with store=true: false when this conversation "
                                 "was stored before (that memory is returned)")
 
 
 class RecallHit(BaseModel):
     id: int
     text: str = Field(description="the memory's stored text, with its original-time marker")
-    persona_summary: str | None = Field(None, description="the memory's persona_summary, when it has one")
+    persona_summary: str | None = Field(default=None, description="the memory's persona_summary, when it has one")
     score: float
     importance: float
     pinned: bool
@@ -223,7 +223,7 @@ class RecallHit(BaseModel):
     participants: list[str]
     session_id: str | None
     persona_id: str | None
-    explain: dict | None = Field(None, description="with explain=true: channels (rank and "
+    explain: dict | None = Field(default=None, description="with explain=true: channels (rank and "
                                  "score in each) and the parts of the score")
     duplicates: list[int] = Field(default_factory=list, description="ids of other memories "
                                   "with the same text, folded into this one")
@@ -274,8 +274,8 @@ class QueueFigures(BaseModel):
     failed: int
     done: int
     oldest_pending_age_s: float
-    stuck: int = Field(0, description="running stages whose lease ran out")
-    retrying: int = Field(0, description="pending stages that failed before and back off")
+    stuck: int = Field(default=0, description="running stages whose lease ran out")
+    retrying: int = Field(default=0, description="pending stages that failed before and back off")
 
 
 class VectorFigures(BaseModel):

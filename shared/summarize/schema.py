@@ -24,8 +24,8 @@ class StructuredMemory(BaseModel):
     key_facts: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS,
                                  description="stand-alone sentences, the speaker as subject, dates resolved")
     sentiment: Sentiment = "neutral"
-    importance: float = Field(0.5, ge=0.0, le=1.0)
-    persona_summary: str | None = Field(None, max_length=MAX_SUMMARY_CHARS)
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    persona_summary: str | None = Field(default=None, max_length=MAX_SUMMARY_CHARS)
     provider: SummarizerProvider = "rules"
     warnings: list[str] = Field(default_factory=list)
 

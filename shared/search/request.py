@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timezone, tzinfo
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from shared.config import RetrievalConfig
 from shared.store.documents import Document, DocumentFilter
@@ -57,6 +57,6 @@ class Hit:
 
     document: Document
     score: float
-    explain: dict | None = None
+    explain: dict[str, Any] | None = None
     duplicates: tuple[int, ...] = ()
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from shared import platform
 from shared.search import snapshot
@@ -119,7 +120,7 @@ class VectorIndex:
                                               faiss.METRIC_INNER_PRODUCT)
         else:
             base = faiss.IndexFlatIP(self.dim)
-        index = faiss.IndexIDMap2(base)
+        index: Any = faiss.IndexIDMap2(base)  # as self._index
         for ids, matrix in s.vectors.iter_space(self.kind, self.model, self.dim):
             index.add_with_ids(matrix, ids)
         self._index, self.kind_of_index = index, type(base).__name__
@@ -171,7 +172,7 @@ class VectorIndex:
                 return None
             return s.vectors.changes_since(self.kind, header.seq), header.count
 
-    def search(self, query: np.ndarray, limit: int, allowed: Sequence[int] | np.ndarray | None = None
+    def search(self, query: NDArray[Any], limit: int, allowed: Sequence[int] | NDArray[Any] | None = None
                ) -> list[tuple[int, float]]:
         """(id, cosine) best first; `allowed` restricts the search to those ids."""
         import faiss

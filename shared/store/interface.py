@@ -65,7 +65,7 @@ class Record(tuple):
             index.setdefault(name, position)
         return type("Record", (Record,), {"__slots__": (), "_index": index})
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> Any:  # a column by position, name or slice
         if isinstance(key, str):
             try:
                 key = self._index[key]

@@ -126,11 +126,11 @@ class GraphKeywordChannel:
     def indexed(self, ids: Sequence[int]) -> set[int]:
         return graph_taken_in(self.store, ids)
 
-    def _add_node_memories(self, s: Session, points: _Points, nodes, kind: str, weight: float,
-                           total: int) -> None:
+    def _add_node_memories(self, s: Session, points: _Points, nodes: list[int] | set[int] | dict[int, float], kind: str,
+                           weight: float, total: int) -> None:
         """Points for the memories about nodes, by each node's specificity (and, for a dict of
         nodes, its confidence)."""
-        confidence = nodes if isinstance(nodes, dict) else {}
+        confidence: dict[int, float] = nodes if isinstance(nodes, dict) else {}
         nodes = sorted(nodes)
         specificity = self._specificity(s, nodes, total)
         for node_id, memory_id, _ in s.graph.memories_of_nodes(nodes, MEMORIES_PER_EXPANSION):

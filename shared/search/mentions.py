@@ -32,7 +32,7 @@ _ASKED_NAME = re.compile(rf"\b{_AUXILIARY}\s+(?P<after>{_NAME})\b|\b(?P<owner>{_
 
 
 @lru_cache(maxsize=1)
-def _kin() -> tuple[dict[str, frozenset[str]], re.Pattern, re.Pattern]:
+def _kin() -> tuple[dict[str, frozenset[str]], re.Pattern[str], re.Pattern[str]]:
     """({a kinship word, casefolded: every word of its family}, the English and the Chinese
     pattern of the kinship words, longest first)."""
     words = vocabulary()

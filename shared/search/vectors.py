@@ -188,7 +188,9 @@ class VectorIndex:
                 selector = faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64))
                 # faiss's Python wrapper takes the fields as keywords; its SWIG signature does not say so.
                 params = faiss.SearchParameters(sel=selector)  # pyright: ignore[reportCallIssue]
-            scores, ids = self._index.search(query.reshape(1, -1).astype(np.float32),
+            # numpy's stubs leave part of reshape's overloads untyped.
+            row = query.reshape(1, -1)  # pyright: ignore[reportUnknownMemberType]
+            scores, ids = self._index.search(row.astype(np.float32),
                                              min(limit, len(self)), params=params)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]
 

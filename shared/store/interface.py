@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from shared.store.vectors import VectorRow
 
 
-class Record(tuple):
+class Record(tuple[Any, ...]):
     """One result row, the same from every engine: a tuple (unpack it, index it, compare it
     with a tuple) whose columns are also read by name (row["text"], or row.text as a
     template does), and that dict(row) turns into {column: value}."""

@@ -47,7 +47,8 @@ def described(title: str, **hints: bool) -> Callable[[F], F]:
     them. The function stays a plain function, callable (and testable) as it is."""
 
     def mark(fn: F) -> F:
-        fn.tool_spec = ToolSpec(title, **hints)  # type: ignore[attr-defined]
+        # Our mark on the function object (functions declare no such attribute).
+        fn.tool_spec = ToolSpec(title, **hints)  # pyright: ignore[reportFunctionMemberAccess]
         return fn
 
     return mark
@@ -57,7 +58,7 @@ def register(server: MCPServer, fn: Callable, deps: Any, **annotations: Any) -> 
     """Add the tool function `fn(deps, **arguments)` to server with deps bound: its name,
     docstring and arguments (after deps) are the tool's; `annotations` replaces a
     parameter's type where it is built per server (recall's k, bounded by the config)."""
-    spec: ToolSpec = fn.tool_spec  # type: ignore[attr-defined]
+    spec: ToolSpec = fn.tool_spec  # pyright: ignore[reportFunctionMemberAccess]
     tool(server, spec.title, read_only=spec.read_only, destructive=spec.destructive,
          idempotent=spec.idempotent, open_world=spec.open_world)(
         translate_errors(bound(fn, deps, **annotations)))
@@ -80,7 +81,8 @@ def bound(fn: Callable, deps: Any, **annotations: Any) -> Callable:
     call = call_async if inspect.iscoroutinefunction(fn) else call_sync
 
     call.__doc__ = listed_description(fn.__doc__ or "")
-    call.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    # inspect.signature reads __signature__, which functions do not declare.
+    call.__signature__ = signature.replace(parameters=params)  # pyright: ignore[reportAttributeAccessIssue]
     call.__annotations__ = {**{p.name: p.annotation for p in params},
                             "return": signature.return_annotation}
     return call
@@ -122,9 +124,11 @@ def answered(fn: F) -> F:
 
     wrapper = wrapper_async if inspect.iscoroutinefunction(fn) else wrapper_sync
 
-    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+    # inspect.signature reads __signature__ (undeclared on functions); the wrapper takes what fn
+    # takes, which functools.wraps's type does not tell the checker.
+    wrapper.__signature__ = signature.replace(  # pyright: ignore[reportAttributeAccessIssue]
         return_annotation=Annotated[CallToolResult, model])
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # pyright: ignore[reportReturnType]
 
 
 def compact(result: BaseModel) -> CallToolResult:
@@ -152,7 +156,7 @@ def translate_errors(fn: F) -> F:
             except AokunError as exc:
                 raise ToolError(str(exc)) from exc
 
-        return waiter  # type: ignore[return-value]
+        return waiter  # pyright: ignore[reportReturnType] (functools.wraps's type is no F)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -161,7 +165,7 @@ def translate_errors(fn: F) -> F:
         except AokunError as exc:
             raise ToolError(str(exc)) from exc
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # pyright: ignore[reportReturnType] (functools.wraps's type is no F)
 
 
 def checked_id(value: str | None, name: str) -> str | None:

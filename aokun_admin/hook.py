@@ -104,7 +104,7 @@ def main(argv: list[str]) -> int:
     verbose = "--verbose" in argv
     started = time.perf_counter()
     try:
-        parser = add_arguments(HookParser(prog="aokun hook", description=__doc__.split("\n\n")[0]))
+        parser = add_arguments(HookParser(prog="aokun hook", description=(__doc__ or "").split("\n\n")[0]))
         parser.add_argument("--config", help="config file (default: $AOKUN_CONFIG, else ./config.yaml)")
         args = parser.parse_args(argv)
         _quiet_logs(args.verbose)

@@ -106,8 +106,9 @@ def recall_here(config, store, prompt: str, k: int, personas: tuple[str | None, 
         raise HookError("retrieval.channels has neither bm25 nor graph_keyword, which recall "
                         "without a running front needs")
     retrieval = replace(config.retrieval, channels=channels, cache_enabled=False)
-    recaller = Recaller(store, Segmenter(config.text),
-                        build_channels(ChannelParts(store, retrieval, None, None, config.graph)), None, retrieval)
+    # No vector index: the channels kept above use none.
+    parts = ChannelParts(store, retrieval, None, None, config.graph)  # pyright: ignore[reportArgumentType]
+    recaller = Recaller(store, Segmenter(config.text), build_channels(parts), None, retrieval)
     floor = floors(config.retrieval, min_score)
     try:
         zone = user_zone(config.memory.time_zone)

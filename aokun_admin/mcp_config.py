@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -65,6 +66,7 @@ def cmd_mcp_config(admin, args) -> int:
 def stdio_entry(config: AppConfig, inline: bool) -> tuple[dict, list[str]]:
     """command, args and env that start this install's server over stdio on this config."""
     require_config_file(config, "so the server a host starts opens the same store")
+    assert config.source is not None  # require_config_file refuses a config read from no file
     command, args = server_command()
     source = Path(config.source).resolve()
     inspector = inspector_line([command, *args], source)
@@ -126,7 +128,7 @@ def secret_env(names: list[str], inline: bool) -> dict[str, str]:
     return {n: f"${{{n}}}" for n in names}
 
 
-def http_entry(config: AppConfig, inline: bool, running: list[str] = ()) -> tuple[dict, list[str]]:
+def http_entry(config: AppConfig, inline: bool, running: Sequence[str] = ()) -> tuple[dict, list[str]]:
     """The URL of this config's HTTP front (the one running, when it is not at the saved
     address), with the caller's bearer token when there is one."""
     saved = http_url(config.server.host, config.server.port)

@@ -117,8 +117,15 @@ def stdio_command(config: Path | None) -> list[str]:
 class Child:
     name: str
     command: list[str]
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen[str] | None = None
     pump: threading.Thread | None = None
+
+    @property
+    def started(self) -> subprocess.Popen[str]:
+        """The process of a started child (those Supervisor._started lists)."""
+        if self.process is None:
+            raise RuntimeError(f"{self.name} was not started")
+        return self.process
 
 
 class Supervisor:
@@ -181,7 +188,9 @@ class Supervisor:
             self.say(f"{child.name} started (pid {child.process.pid})")
 
     def _pump(self, child: Child) -> None:
-        for line in child.process.stdout:
+        output = child.started.stdout
+        assert output is not None  # started with stdout=PIPE
+        for line in output:
             line = line.rstrip("\r\n")
             self.say(line, child.name)
             if self._on_line is not None:
@@ -191,8 +200,8 @@ class Supervisor:
         """Wait for a stop request or a child's end; return the child that ended, if any."""
         while not self._stop.wait(POLL_S):
             for child in self._started():
-                if child.process.poll() is not None:
-                    self.say(f"{child.name} exited with status {child.process.returncode}; "
+                if child.started.poll() is not None:
+                    self.say(f"{child.name} exited with status {child.started.returncode}; "
                              "stopping the others")
                     return child
         name = signal.Signals(self._signal).name if self._signal is not None else "a signal"
@@ -200,24 +209,25 @@ class Supervisor:
         return None
 
     def _stop_all(self, failed: Child | None) -> int:
-        running = [c for c in self._started() if c.process.poll() is None]
+        running = [c for c in self._started() if c.started.poll() is None]
         for child in running:
-            platform.ask_child_to_stop(child.process)
+            platform.ask_child_to_stop(child.started)
         deadline = time.monotonic() + self._stop_timeout_s
         while running and time.monotonic() < deadline and not self._kill.is_set():
             time.sleep(POLL_S)
-            running = [c for c in running if c.process.poll() is None]
+            running = [c for c in running if c.started.poll() is None]
         for child in running:
-            child.process.kill()
+            child.started.kill()
             self.say(f"{child.name} killed (it had not stopped)")
         for child in self._started():
-            child.process.wait()
-            child.pump.join(timeout=5)
+            child.started.wait()
+            if child.pump is not None:  # set with the process
+                child.pump.join(timeout=5)
             if child is not failed and child not in running:
-                code = child.process.returncode
+                code = child.started.returncode
                 self.say(f"{child.name} stopped" + ("" if _stopped_as_asked(code) else f" (status {code})"))
         if failed is not None:
-            return exit_status(failed.process.returncode)
+            return exit_status(failed.started.returncode)
         return 1 if running else 0
 
     def _started(self) -> list[Child]:

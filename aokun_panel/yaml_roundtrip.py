@@ -1,3 +1,7 @@
+# ruamel's round-trip containers are dict and list subclasses that carry .fa, .lc and .ca (flow
+# style, line/column, comments); the isinstance(x, dict/list) checks here narrow them to plain
+# dict and list, which have none of those.
+# pyright: reportAttributeAccessIssue=false
 """Editing a YAML file the way its author wrote it (ruamel.yaml round-trip): comments, key
 order, indentation, flow or block lists and quotes kept; only what changes is touched.
 

@@ -26,6 +26,7 @@ from urllib.parse import unquote
 from shared import time_zone
 from shared.time_zone import offset_name
 
+UTC = time_zone.UTC_NAME  # the zone switch's first choice (render.py)
 CHOSEN_COOKIE = "aokun_tz"
 BROWSER_COOKIE = "aokun_browser_tz"
 
@@ -56,9 +57,8 @@ def parse(name: str | None) -> Zone | None:
 
 def zone_of(moment: datetime | None) -> str | None:
     """The zone a stored time was given in, as a choice for the zone switch ("+08:00")."""
-    if moment is None or moment.tzinfo is None:
-        return None
-    return offset_name(moment.utcoffset())
+    offset = moment.utcoffset() if moment is not None else None
+    return None if offset is None else offset_name(offset)
 
 
 def chosen(cookies: dict, configured: str = "") -> Zone:

@@ -48,7 +48,8 @@ class AokunMCPServer(MCPServer):
         # Handshake-era clients learn from the initialize result that the list may change.
         # Every transport builds that result through this method (HTTP calls it bare).
         lowlevel = self._lowlevel_server
-        lowlevel.create_initialization_options = functools.partial(
+        # The SDK's own method with its first argument bound (a partial, so no signature to match).
+        lowlevel.create_initialization_options = functools.partial(  # pyright: ignore[reportAttributeAccessIssue]
             lowlevel.create_initialization_options, NotificationOptions(tools_changed=True))
 
     async def list_tools(self):
@@ -122,12 +123,13 @@ class ToolListClients:
 
 def failure_message(exc: ToolError, arg_model: type[BaseModel] | None = None) -> str:
     """The one line a deliberate failure (bad arguments, a ToolError from a tool) shows."""
+    shown: Exception = exc
     cause = exc.__cause__
     if isinstance(cause, (ToolError, ResourceError)):  # the tool's own error, under the SDK's prefix
-        exc, cause = cause, cause.__cause__
+        shown, cause = cause, cause.__cause__
     if isinstance(cause, ValidationError):
         return describe_validation_error(cause, arg_model)
-    return one_line(str(exc))
+    return one_line(str(shown))
 
 
 def crash_message(tool: str, exc: UnexpectedToolError) -> str:

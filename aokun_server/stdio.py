@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import anyio
 import mcp_types as types
@@ -145,7 +145,9 @@ def _claimed(fd: int, stream, mode: str, open_diversion: Callable[[], int],
             raise OSError(f"sys stream is not fd {fd}")
         private = os.dup(fd)  # not inherited by children (PEP 446)
     except (OSError, AttributeError, ValueError):
-        yield stream.buffer  # embedded or redirected: serve the stream as it is
+        # Embedded or redirected: serve the stream as it is. (With no stream at all, None, this
+        # raises AttributeError, as it always has.)
+        yield stream.buffer  # pyright: ignore[reportOptionalMemberAccess]
         return
     diversion = open_diversion()
     os.dup2(diversion, fd)
@@ -154,7 +156,7 @@ def _claimed(fd: int, stream, mode: str, open_diversion: Callable[[], int],
         # closefd=False: a thread may still block reading it after we return; the process
         # exits soon after, and a recycled descriptor under that thread would be worse.
         with os.fdopen(private, mode, closefd=False) as wire:
-            yield wire
+            yield cast(BinaryIO, wire)  # mode is a binary one ("rb" or "wb")
     finally:
         os.dup2(private, fd)
 

@@ -47,7 +47,8 @@ def described(title: str, **hints: bool) -> Callable[[F], F]:
     them. The function stays a plain function, callable (and testable) as it is."""
 
     def mark(fn: F) -> F:
-        fn.tool_spec = ToolSpec(title, **hints)  # type: ignore[attr-defined]
+        # Our mark on the function object (functions declare no such attribute).
+        fn.tool_spec = ToolSpec(title, **hints)  # pyright: ignore[reportFunctionMemberAccess]
         return fn
 
     return mark
@@ -57,7 +58,7 @@ def register(server: MCPServer, fn: Callable, deps: Any, **annotations: Any) -> 
     """Add the tool function `fn(deps, **arguments)` to server with deps bound: its name,
     docstring and arguments (after deps) are the tool's; `annotations` replaces a
     parameter's type where it is built per server (recall's k, bounded by the config)."""
-    spec: ToolSpec = fn.tool_spec  # type: ignore[attr-defined]
+    spec: ToolSpec = fn.tool_spec  # pyright: ignore[reportFunctionMemberAccess]
     tool(server, spec.title, read_only=spec.read_only, destructive=spec.destructive,
          idempotent=spec.idempotent, open_world=spec.open_world)(
         translate_errors(bound(fn, deps, **annotations)))
@@ -69,17 +70,19 @@ def bound(fn: Callable, deps: Any, **annotations: Any) -> Callable:
     params = [p.replace(annotation=annotations[p.name]) if p.name in annotations else p
               for p in list(signature.parameters.values())[1:]]
 
-    if inspect.iscoroutinefunction(fn):
-        @functools.wraps(fn)
-        async def call(*args, **kwargs):
-            return await fn(deps, *args, **kwargs)
-    else:
-        @functools.wraps(fn)
-        def call(*args, **kwargs):
-            return fn(deps, *args, **kwargs)
+    @functools.wraps(fn)
+    async def call_async(*args, **kwargs):
+        return await fn(deps, *args, **kwargs)
+
+    @functools.wraps(fn)
+    def call_sync(*args, **kwargs):
+        return fn(deps, *args, **kwargs)
+
+    call = call_async if inspect.iscoroutinefunction(fn) else call_sync
 
     call.__doc__ = listed_description(fn.__doc__ or "")
-    call.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    # inspect.signature reads __signature__, which functions do not declare.
+    call.__signature__ = signature.replace(parameters=params)  # pyright: ignore[reportAttributeAccessIssue]
     call.__annotations__ = {**{p.name: p.annotation for p in params},
                             "return": signature.return_annotation}
     return call
@@ -111,18 +114,21 @@ def answered(fn: F) -> F:
     if get_origin(model) is Annotated:
         return fn
 
-    if inspect.iscoroutinefunction(fn):
-        @functools.wraps(fn)
-        async def wrapper(*args, **kwargs):
-            return compact(await fn(*args, **kwargs))
-    else:
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            return compact(fn(*args, **kwargs))
+    @functools.wraps(fn)
+    async def wrapper_async(*args, **kwargs):
+        return compact(await fn(*args, **kwargs))
 
-    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+    @functools.wraps(fn)
+    def wrapper_sync(*args, **kwargs):
+        return compact(fn(*args, **kwargs))
+
+    wrapper = wrapper_async if inspect.iscoroutinefunction(fn) else wrapper_sync
+
+    # inspect.signature reads __signature__ (undeclared on functions); the wrapper takes what fn
+    # takes, which functools.wraps's type does not tell the checker.
+    wrapper.__signature__ = signature.replace(  # pyright: ignore[reportAttributeAccessIssue]
         return_annotation=Annotated[CallToolResult, model])
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # pyright: ignore[reportReturnType]
 
 
 def compact(result: BaseModel) -> CallToolResult:
@@ -150,7 +156,7 @@ def translate_errors(fn: F) -> F:
             except AokunError as exc:
                 raise ToolError(str(exc)) from exc
 
-        return waiter  # type: ignore[return-value]
+        return waiter  # pyright: ignore[reportReturnType] (functools.wraps's type is no F)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -159,7 +165,7 @@ def translate_errors(fn: F) -> F:
         except AokunError as exc:
             raise ToolError(str(exc)) from exc
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # pyright: ignore[reportReturnType] (functools.wraps's type is no F)
 
 
 def checked_id(value: str | None, name: str) -> str | None:
@@ -183,7 +189,7 @@ def time_bound(value: str | None, name: str, zone: tzinfo = timezone.utc) -> flo
 def day_end_bound(value: str | None, name: str, zone: tzinfo = timezone.utc) -> float | None:
     """An optional ISO-8601 end bound as epoch seconds: a date alone means the end of that day."""
     bound = time_bound(value, name, zone)
-    if bound is not None and "T" not in value.strip() and len(value.strip()) <= 10:
+    if bound is not None and value is not None and "T" not in value.strip() and len(value.strip()) <= 10:
         bound += DAY
     return bound
 

@@ -7,7 +7,7 @@ the other way round.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import tzinfo
 from typing import Any, Protocol
 
@@ -31,11 +31,13 @@ class StageHandler(Protocol):
     stage: str
     batch_size: int
 
-    def compute(self, documents: Sequence[Document]) -> Sequence[Any]:
+    def compute(self, documents: Sequence[Document]) -> Collection[Any]:
         """One result per document, in order; raise to fail the whole batch."""
+        ...
 
     def store(self, tx: Session, document: Document, result: Any, now: float) -> None:
         """Write one document's result (inside the stage's completing transaction)."""
+        ...
 
 
 # How many of a memory's context neighbours (nearest first) go into its embedding. BM25 takes

@@ -15,13 +15,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from shared.decay import atom_time_factor
 from shared.errors import StorageError
 from shared.store.atoms import AtomOwner, AtomRow
-from shared.store.interface import Session
+from shared.store.interface import Record, Session
 from shared.text.overlap import jaccard
 from shared.units import DAY
 
@@ -105,7 +106,7 @@ def _insert_batch(tx: Session, owner: AtomOwner, rows: Sequence[AtomRow], now: f
     return stored
 
 
-def time_factor(row, now: float) -> float:
+def time_factor(row: Mapping[str, Any] | Record, now: float) -> float:
     """How valid an atom row still is: its type's curve over the age since it was last
     (re)confirmed, or its deadline for a plan."""
     to_deadline = None if row["deadline"] is None else (row["deadline"] - now) / DAY

@@ -22,7 +22,7 @@ import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from shared import time_zone
 from shared.errors import ConfigError
@@ -161,7 +161,8 @@ FUSIONS = ("zscore", "score", "rrf")
 # Where the job queue's messages live (shared/queue.py).
 QUEUE_BACKENDS = ("sqlite", "redis")
 # Who summarizes a conversation (shared/summarize/): the offline rules, or the configured model.
-SUMMARIZER_PROVIDERS = ("rules", "llm")
+SummarizerProvider = Literal["rules", "llm"]
+SUMMARIZER_PROVIDERS: tuple[str, ...] = get_args(SummarizerProvider)
 
 # Keys a running process cannot take over from a changed file: they shape what was opened or
 # built at start (files, sockets, models, thread pools, tokenizers). A change to one is
@@ -545,7 +546,7 @@ def build_config(raw: dict, base_dir: Path) -> AppConfig:
 
 
 def _section_type(f: dataclasses.Field) -> type:
-    return f.default_factory  # type: ignore[return-value]
+    return typing.cast(type, f.default_factory)  # a section's default is made by its class
 
 
 def _build_section(section: str, cls: type, values: dict, base_dir: Path) -> Any:

@@ -113,10 +113,11 @@ def post_with_retry(client: httpx.Client, path: str, payload: dict, *, what: str
     overall = None
     if timeout_s is not None:
         overall = time.monotonic() + (max_retries + 1) * timeout_s + max_retries * max_wait_s
+    message = f"{what} was not tried (max_retries {max_retries})"  # every attempt below sets its own
     for attempt in range(max_retries + 1):
         wait = None
         token = None
-        if overall is not None:
+        if overall is not None and timeout_s is not None:  # overall is set only with a timeout
             token = _DEADLINE.set(min(time.monotonic() + timeout_s, overall))
         try:
             response = client.post(path, json=payload)

@@ -12,6 +12,7 @@ import calendar
 import logging
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal, get_args
 
 from shared import __version__
 from shared.config import AppConfig
@@ -25,7 +26,8 @@ from shared.units import DAY
 log = logging.getLogger("aokun.lifecycle")
 
 # The maintenance actions, in the order "all" runs them (tools, CLI and models use this).
-ACTIONS = ("decay", "archive", "atoms", "backup", "reconcile", "all")
+MaintenanceAction = Literal["decay", "archive", "atoms", "backup", "reconcile", "all"]
+ACTIONS: tuple[str, ...] = get_args(MaintenanceAction)
 
 
 def decay_boundaries(previous: float, now: float, hour: int, minute: int) -> list[float]:

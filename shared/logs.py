@@ -121,7 +121,7 @@ class RateLimitedWarnings:
                 self._causes[cause] = (last, left_out + 1)
                 return False
             self._causes[cause] = (now, 0)
-        if left_out:
+        if left_out and last is not None:  # lines are left out only after a logged one
             message += " (%d more like it in the last %.0f s not logged)"
             args = (*args, left_out, now - last)
         self.log.warning(message, *args)

@@ -16,6 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 POSIX = os.name == "posix"
+# Windows-only names (ctypes.windll, msvcrt.locking, signal.CTRL_BREAK_EVENT and SIGBREAK,
+# subprocess's process-group flags) are used on Windows only; the stubs pyright reads here
+# (Linux) lack them, hence the reportAttributeAccessIssue ignores where they appear.
 
 
 def pid_alive(pid: int) -> bool:
@@ -55,7 +58,7 @@ def _windows_pid_alive(pid: int) -> bool:
     import ctypes
 
     synchronize, still_active = 0x00100000 | 0x1000, 259
-    kernel = ctypes.windll.kernel32  # type: ignore[attr-defined]
+    kernel = ctypes.windll.kernel32  # pyright: ignore[reportAttributeAccessIssue]
     handle = kernel.OpenProcess(synchronize, False, pid)
     if not handle:
         return False
@@ -94,7 +97,7 @@ def ask_child_to_stop(process: subprocess.Popen) -> None:
     if process.poll() is not None:
         return
     try:
-        process.send_signal(signal.SIGTERM if POSIX else signal.CTRL_BREAK_EVENT)  # type: ignore[attr-defined]
+        process.send_signal(signal.SIGTERM if POSIX else signal.CTRL_BREAK_EVENT)  # pyright: ignore[reportAttributeAccessIssue]
     except (ProcessLookupError, OSError):
         pass  # it ended meanwhile
 
@@ -104,7 +107,7 @@ def own_group_popen_kwargs() -> dict:
     terminal's Ctrl-C reaches only the supervisor, which then stops each child once."""
     if POSIX:
         return {"start_new_session": True}
-    return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}  # type: ignore[attr-defined]
+    return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:
@@ -117,7 +120,7 @@ def stop_signals() -> tuple[signal.Signals, ...]:
 def graceful_stop_signals() -> tuple[signal.Signals, ...]:
     """What another process can send to ask ours to stop gracefully: SIGTERM on POSIX, and on
     Windows also the CTRL_BREAK_EVENT that ask_child_to_stop sends (it arrives as SIGBREAK)."""
-    return (signal.SIGTERM,) if POSIX else (signal.SIGTERM, signal.SIGBREAK)  # type: ignore[attr-defined]
+    return (signal.SIGTERM,) if POSIX else (signal.SIGTERM, signal.SIGBREAK)  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def fsync_directory(path: Path) -> None:
@@ -161,14 +164,15 @@ def reuse_address(sock) -> None:
     if POSIX:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     elif hasattr(socket, "SO_EXCLUSIVEADDRUSE"):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_EXCLUSIVEADDRUSE, 1)
+        # Windows only (hasattr above); the stubs of other platforms do not have it.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_EXCLUSIVEADDRUSE, 1)  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def detached_popen_kwargs() -> dict:
     """Popen arguments for a child that outlives its parent and its parent's terminal."""
     if POSIX:
         return {"start_new_session": True}
-    flags = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+    flags = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP  # pyright: ignore[reportAttributeAccessIssue]
     return {"creationflags": flags}
 
 
@@ -200,7 +204,7 @@ def _windows_byte_lock(fd: int, poll_s: float = 0.05) -> Iterator[None]:
     os.lseek(fd, 0, os.SEEK_SET)  # msvcrt locks from the current position; "a" opened at the end
     while True:
         try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # pyright: ignore[reportAttributeAccessIssue]
             break
         except OSError:
             time.sleep(poll_s)  # LK_LOCK would give up after 10 s; wait as flock does
@@ -208,4 +212,4 @@ def _windows_byte_lock(fd: int, poll_s: float = 0.05) -> Iterator[None]:
         yield
     finally:
         os.lseek(fd, 0, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # pyright: ignore[reportAttributeAccessIssue]

@@ -56,8 +56,9 @@ def open_queue(storage: StorageConfig, queue: QueueConfig | None = None):
                       queue_file=queue_file, filename=str(queue_file.path),
                       timeout=queue_file.timeout_s)
     # What shared/tasks.py turns into one-line StorageErrors, and how it names the queue.
-    huey.aokun_errors = (sqlite3.Error,)
-    huey.aokun_where = str(queue_file.path)
+    # Our own marks on Huey's object (read with getattr in shared/tasks.py); Huey declares no such attributes.
+    huey.aokun_errors = (sqlite3.Error,)  # pyright: ignore[reportAttributeAccessIssue]
+    huey.aokun_where = str(queue_file.path)  # pyright: ignore[reportAttributeAccessIssue]
     return huey
 
 
@@ -139,8 +140,9 @@ def open_redis_queue(queue: QueueConfig):
     # results=False as on SQLite: nothing reads task results.
     huey = RedisHuey(name=queue.name, results=False, connection_pool=client.connection_pool,
                      storage_class=_redis_storage_class(), where=redact_url(queue.url))
-    huey.aokun_errors = (redis.RedisError,)
-    huey.aokun_where = f"the queue Redis at {redact_url(queue.url)}"
+    # Our own marks on Huey's object (read with getattr in shared/tasks.py); Huey declares no such attributes.
+    huey.aokun_errors = (redis.RedisError,)  # pyright: ignore[reportAttributeAccessIssue]
+    huey.aokun_where = f"the queue Redis at {redact_url(queue.url)}"  # pyright: ignore[reportAttributeAccessIssue]
     return huey
 
 
@@ -266,7 +268,8 @@ def _create_tables(path: Path, timeout_s: float) -> None:
     """Huey's tables in the file at `path` (created if missing)."""
     from huey.storage import SqliteStorage
 
-    SqliteStorage(QUEUE_NAME, filename=str(path), timeout=timeout_s).close()
+    # Huey leaves timeout unannotated (its default 5 reads as an int); sqlite3 takes seconds as a float.
+    SqliteStorage(QUEUE_NAME, filename=str(path), timeout=timeout_s).close()  # pyright: ignore[reportArgumentType]
 
 
 @functools.cache

@@ -16,9 +16,13 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from shared.errors import StorageError
 from shared.store.stages import StageKey
+
+if TYPE_CHECKING:
+    from huey import Huey
 
 log = logging.getLogger("aokun.queue")
 
@@ -29,7 +33,7 @@ DRAIN = 0  # memory id of a drain message (real ids start at 1)
 class Enqueuer:
     """Puts memory stages on the Huey queue. Built with a processor in the worker only."""
 
-    def __init__(self, huey, processor: Processor | None = None):
+    def __init__(self, huey: Huey, processor: Processor | None = None):
         self.huey = huey
 
         @huey.task(name="aokun.process")

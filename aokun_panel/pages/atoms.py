@@ -90,7 +90,7 @@ def atoms_page(s, filters: dict, offset: int, now: float, lang: str = "en", user
             "chains": chains(s, shown), "more": len(rows) > PAGE_SIZE}
 
 
-def memory_zones(s, memory_ids: list[int], user: tzinfo) -> dict[int, tzinfo]:
+def memory_zones(s, memory_ids: list[int], user: tzinfo) -> dict[int, tzinfo | None]:
     """{memory id: the clock its plans were read on}: its original time's own offset, or the
     user's zone (shared/time_zone.py: on_clock)."""
     found = s.documents.get_many(memory_ids)

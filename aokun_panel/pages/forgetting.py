@@ -108,7 +108,7 @@ def atom_curves(current: AppConfig, query) -> dict:
     settings tried), and when the sweep expires, forgets and purges it."""
     tried = tried_config(current, query, ATOM_KEYS)
     importance = _memory_input(query, "importance", 0.5, 0.0, 1.0)
-    reinforcements = _memory_input(query, "reinforcements", 0, 0, 1000, whole=True)
+    reinforcements = int(_memory_input(query, "reinforcements", 0, 0, 1000, whole=True))  # whole: an int already
     ttls = {t: ttl_days(t, importance, reinforcements, tried.atoms) for t in ATOM_TYPES}
     f = tried.forgetting
     horizon = min(MAX_ATOM_DAYS, max(30.0, max(ttls.values()) * 1.1))

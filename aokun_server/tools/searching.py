@@ -3,6 +3,7 @@ Each is `tool(deps, **arguments)`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Annotated
 
@@ -199,7 +200,7 @@ def recall_answer(hits: list[Hit], min_score: float, max_chars: int | None) -> C
 
 
 def atoms_answer(hits: list[AtomHit], min_score: float, asked: bool,
-                 types: list[str] | None) -> CallToolResult:
+                 types: Sequence[str] | None) -> CallToolResult:
     """The atoms as structured content and as one line of JSON; when there are none, a
     sentence saying why."""
     result = AtomsResult(atoms=[AtomOut.of(h.row, h.score, h.time_factor) for h in hits])

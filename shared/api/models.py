@@ -11,14 +11,14 @@ models too: a tool annotated `-> dict` would send no structured content.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, cast, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from shared.errors import InvalidInput
-from shared.lifecycle import ACTIONS
+from shared.lifecycle import MaintenanceAction
 from shared.memory_rules import EARLIEST_YEAR, LATEST_YEAR, MAX_ID_CHARS, lone_surrogate_problem
-from shared.store.atoms import ATOM_TYPES
+from shared.store.atoms import AtomType
 from shared.store.documents import (
     MAX_KEY_FACT_CHARS,
     MAX_LABEL_CHARS,
@@ -96,16 +96,16 @@ class MemoryMetadata(BaseModel):
                                       description="the people in it")
     key_facts: list[KeyFact] = Field(default_factory=list, max_length=MAX_LIST_ITEMS,
                                      description="stand-alone sentences, each one fact")
-    sentiment: Sentiment = Field("neutral", description="positive, neutral or negative")
-    importance: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False,
+    sentiment: Sentiment = Field(default="neutral", description="positive, neutral or negative")
+    importance: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False,
                               description="0 to 1; important memories decay more slowly")
-    pinned: bool = Field(False, description="true: never decays or gets archived")
-    session_id: ScopeId | None = Field(None, description="the conversation it came from")
-    persona_id: ScopeId | None = Field(None, description="whose memory: one user or assistant persona")
-    original_time: str | None = Field(None, description="when it happened: ISO-8601 date or "
+    pinned: bool = Field(default=False, description="true: never decays or gets archived")
+    session_id: ScopeId | None = Field(default=None, description="the conversation it came from")
+    persona_id: ScopeId | None = Field(default=None, description="whose memory: one user or assistant persona")
+    original_time: str | None = Field(default=None, description="when it happened: ISO-8601 date or "
                                       "date-time (naive = UTC), e.g. 2024-05-08T13:56:00, in the "
                                       f"years {EARLIEST_YEAR} to {LATEST_YEAR}")
-    persona_summary: Summary | None = Field(None, description="a short profile of the persona "
+    persona_summary: Summary | None = Field(default=None, description="a short profile of the persona "
                                             "as of this memory")
 
     @field_validator("original_time")
@@ -126,8 +126,8 @@ class MemoryMetadata(BaseModel):
 
     def to_fields(self) -> MemoryFields:
         """Every key, defaults included, as MemoryFields (for new memories)."""
-        return MemoryFields(**{name: _field_value(name, getattr(self, name))
-                               for name in type(self).model_fields})
+        values: dict[str, Any] = {name: _field_value(name, getattr(self, name)) for name in type(self).model_fields}
+        return MemoryFields(**values)
 
 
 def parse_iso(value: str, name: str) -> datetime:
@@ -149,6 +149,10 @@ def _field_value(name: str, value):
 # -- results ------------------------------------------------------------------------------
 
 
+@overload
+def _iso_utc(ts: float) -> str: ...
+@overload
+def _iso_utc(ts: float | None) -> str | None: ...
 def _iso_utc(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts, timezone.utc).isoformat()
 
@@ -177,7 +181,8 @@ class MemoryOut(BaseModel):
         f = doc.fields
         return cls(
             id=doc.id, text=doc.text, topics=list(f.topics), participants=list(f.participants),
-            key_facts=list(f.key_facts), sentiment=f.sentiment, importance=f.importance,
+            key_facts=list(f.key_facts), importance=f.importance,
+            sentiment=cast(Sentiment, f.sentiment),  # stored only after validation as a Sentiment
             pinned=f.pinned, archived=doc.archived, session_id=f.session_id,
             persona_id=f.persona_id,
             original_time=f.original_time.isoformat() if f.original_time else None,
@@ -197,19 +202,19 @@ class MemorizeResult(BaseModel):
 class SummarizeResult(StructuredMemory):
     """The structured memory; with store=true also memorize's receipt and whether it was new."""
 
-    id: int | None = Field(None, description="with store=true: the memory's id")
+    id: int | None = Field(default=None, description="with store=true: the memory's id")
     status: Literal["accepted", "already stored"] | None = None
-    text: str | None = Field(None, description="with store=true: the stored text, with its time marker")
+    text: str | None = Field(default=None, description="with store=true: the stored text, with its time marker")
     persona_id: str | None = None
     session_id: str | None = None
-    stored: bool | None = Field(None, description="with store=true: false when this conversation "
+    stored: bool | None = Field(default=None, description="with store=true: false when this conversation "
                                 "was stored before (that memory is returned)")
 
 
 class RecallHit(BaseModel):
     id: int
     text: str = Field(description="the memory's stored text, with its original-time marker")
-    persona_summary: str | None = Field(None, description="the memory's persona_summary, when it has one")
+    persona_summary: str | None = Field(default=None, description="the memory's persona_summary, when it has one")
     score: float
     importance: float
     pinned: bool
@@ -218,7 +223,7 @@ class RecallHit(BaseModel):
     participants: list[str]
     session_id: str | None
     persona_id: str | None
-    explain: dict | None = Field(None, description="with explain=true: channels (rank and "
+    explain: dict | None = Field(default=None, description="with explain=true: channels (rank and "
                                  "score in each) and the parts of the score")
     duplicates: list[int] = Field(default_factory=list, description="ids of other memories "
                                   "with the same text, folded into this one")
@@ -269,8 +274,8 @@ class QueueFigures(BaseModel):
     failed: int
     done: int
     oldest_pending_age_s: float
-    stuck: int = Field(0, description="running stages whose lease ran out")
-    retrying: int = Field(0, description="pending stages that failed before and back off")
+    stuck: int = Field(default=0, description="running stages whose lease ran out")
+    retrying: int = Field(default=0, description="pending stages that failed before and back off")
 
 
 class VectorFigures(BaseModel):
@@ -324,9 +329,6 @@ class StatsResult(BaseModel):
                                          "its error; `aokun repair --apply` retries the failed ones")
 
 
-AtomType = Literal[ATOM_TYPES]
-
-
 class AtomOut(BaseModel):
     id: int
     type: AtomType
@@ -358,9 +360,6 @@ class AtomOut(BaseModel):
 
 class AtomsResult(BaseModel):
     atoms: list[AtomOut]
-
-
-MaintenanceAction = Literal[ACTIONS]
 
 
 class MaintenanceResult(BaseModel):

@@ -8,6 +8,7 @@ import json
 import re
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -51,7 +52,7 @@ def describe_validation_error(exc: ValidationError, arg_model: type[BaseModel] |
     return one_line("; ".join(parts))
 
 
-def describe_error(error: dict, arg_model: type[BaseModel] | None = None) -> str:
+def describe_error(error: Mapping[str, Any], arg_model: type[BaseModel] | None = None) -> str:
     where = field_path(error["loc"])
     what = expectation(error)
     if error["type"] == "extra_forbidden" and arg_model is not None:
@@ -68,9 +69,10 @@ def field_path(loc: tuple) -> str:
     return path
 
 
-def expectation(error: dict) -> str:
+def expectation(error: Mapping[str, Any]) -> str:
     """What the field must be, and what came instead when that helps."""
-    kind, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
+    kind, ctx = error["type"], error.get("ctx") or {}
+    value: Any = error.get("input")  # whatever was sent
     if kind in ("value_error", "assertion_error") and "error" in ctx:
         return str(ctx["error"])
     if kind == "extra_forbidden":
@@ -118,12 +120,13 @@ def _bound(limit: Any) -> str:
 
 def accepted_keys(model: type[BaseModel], path: tuple) -> list[str]:
     """The keys the model reached by path accepts ([] when path does not lead to a model)."""
+    reached: type[BaseModel] | None = model
     for part in path:
-        field = model.model_fields.get(part) if isinstance(part, str) else None
-        model = _model_in(field.annotation) if field is not None else None
-        if model is None:
+        field = reached.model_fields.get(part) if isinstance(part, str) else None
+        reached = _model_in(field.annotation) if field is not None else None
+        if reached is None:
             return []
-    return list(model.model_fields)
+    return list(reached.model_fields)
 
 
 def _model_in(annotation: Any) -> type[BaseModel] | None:

@@ -32,9 +32,11 @@ class Embedder(Protocol):
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32, each row L2-normalised; raises EmbeddingError."""
+        ...
 
     def embed_query(self, text: str) -> np.ndarray:
         """(dim,) float32, L2-normalised; raises EmbeddingError."""
+        ...
 
 
 def normalise(matrix: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ import threading
 import unicodedata
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 from shared.config import GraphConfig
 from shared.extract.entities import IMPORTED_KINDS, PERSON, EntityFinder, Mention, self_spans
@@ -65,7 +66,7 @@ class GraphBuilder:
         self._lock = threading.Lock()
         self._tfidf = None
 
-    def _keywords(self):
+    def _keywords(self) -> Any:  # jieba's TFIDF extractor (jieba has no type hints)
         with self._lock:
             if self._tfidf is None:
                 import jieba.analyse

@@ -26,7 +26,7 @@ class RelationKind:
 
 class RelationVocabulary:
     def __init__(self, raw: dict):
-        self.kinds = {key: RelationKind(key, v["inverse"], v["family"], v.get("object"),
+        self.kinds: dict[str, RelationKind] = {key: RelationKind(key, v["inverse"], v["family"], v.get("object"),
                                         tuple(v.get("en") or ()), tuple(v.get("zh") or ()))
                       for key, v in raw["relations"].items()}
         missing = {k.inverse for k in self.kinds.values()} - set(self.kinds)

@@ -217,7 +217,9 @@ def _masked(sentence: str, mentions: Sequence[Mention]) -> tuple[str, dict[str, 
     spans = [(m.start, m.end, f"⟦{i}⟧", m) for i, m in enumerate(mentions)]
     spans += [(s, e, SELF, None) for s, e in self_spans(sentence)
               if not any(s < m.end and m.start < e for m in mentions)]
-    out, slots, position = [], {SELF: None}, 0
+    out: list[str] = []
+    slots: dict[str, Mention | None] = {SELF: None}
+    position = 0
     for start, end, mark, mention in sorted(spans, key=lambda x: x[0]):
         if start < position:
             continue

@@ -35,10 +35,8 @@ def deadline(text: str, anchor: datetime) -> datetime | None:
         return chosen.due
     day = chosen.due if chosen is not None else None
     clock = _clock(text)
-    if day is None and clock is None:
-        return None
     if clock is None:
-        return day.replace(hour=23, minute=59, second=59, microsecond=0)
+        return None if day is None else day.replace(hour=23, minute=59, second=59, microsecond=0)
     moment = (day or anchor).replace(hour=clock[0], minute=clock[1], second=0, microsecond=0)
     if day is None and moment < anchor:  # "at 3pm" said at four: tomorrow's, not a plan already due
         moment += timedelta(days=1)

@@ -48,7 +48,8 @@ def fit(hits: Sequence[Hit], max_chars: int | None) -> list[Hit]:
     still fit. None: no budget."""
     if max_chars is None:
         return list(hits)
-    kept, used = [], 0
+    kept: list[Hit] = []
+    used = 0
     for hit in hits:
         cost = len(line(hit)) + (1 if kept else 0)
         if used + cost <= max_chars:

@@ -7,22 +7,23 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from shared.atom_life import time_factor
 from shared.search.bm25 import squash
-from shared.store.interface import Store
+from shared.store.interface import Record, Store
 from shared.store.match import MAX_QUERY_TERMS
 from shared.text.segment import Segmenter
 
 
 @dataclass(frozen=True)
 class AtomHit:
-    row: dict
+    row: dict[str, Any]
     score: float  # relevance x time factor; 0 for an atom listed by type, not found by the query
     time_factor: float
 
 
-def holding_types(rows: Sequence, types: Sequence[str], now: float) -> set[int]:
+def holding_types(rows: Sequence[Record], types: Sequence[str], now: float) -> set[int]:
     """Memories with an active atom of one of the types still valid at `now` (rows:
     store.atoms.validity_rows of the candidates; time factor above 0: a plan past its deadline
     no longer answers "what are my plans")."""
@@ -54,7 +55,7 @@ class AtomSearch:
     def _matching(self, terms: list[str], k: int, types: Sequence[str] | None, persona_id: str | None,
                   session_id: str | None, now: float) -> list[AtomHit]:
         rows = self.store.atoms.search(terms, persona_id, session_id, types, max(4 * k, 20))
-        hits = []
+        hits: list[AtomHit] = []
         for row in rows:
             factor = time_factor(row, now)
             hits.append(AtomHit(dict(row), squash(row["raw"]) * factor, factor))

@@ -30,11 +30,14 @@ class Channel(Protocol):
 
     def search(self, query: Query, scope: DocumentFilter, depth: int) -> list[tuple[int, float]]:
         """Up to `depth` memories in scope, best first, scores in [0, 1]."""
+        ...
 
     def indexed(self, ids: Sequence[int]) -> set[int]:
         """Those of `ids` this channel has taken in (so could have found)."""
+        ...
 
     def strength(self, query: Query, ranking: Ranking) -> float | None:
         """How strong the query's best evidence in this channel is, on a scale that does not
         depend on the other candidates or on the store's size (score calibration's input);
         None when the channel can say nothing (its evidence is then left out)."""
+        ...

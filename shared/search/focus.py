@@ -24,8 +24,8 @@ def focus(query: str) -> str:
     lines = [line for line in query.splitlines() if line.strip()]
     if len(lines) < 2:
         return query
-    turns = [_TURN.match(line) for line in lines]
-    if not all(turns):
+    turns = [turn for line in lines if (turn := _TURN.match(line))]
+    if len(turns) < len(lines):
         return query
     last_speaker = turns[-1].group(1).strip().lower()
     return "\n".join(line.strip() for line, turn in zip(lines, turns)

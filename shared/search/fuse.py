@@ -106,7 +106,7 @@ def fuse_routes(document: Ranking, graph: Ranking, document_weight: float, graph
     doc, gra = dict(normalise(document)), dict(normalise(graph))
     if graph:
         gra.update({i: doc[i] for i in graph_pending if i in doc and i not in gra})
-    combined = {}
+    combined: dict[int, float] = {}
     for doc_id in list(doc) + [i for i in gra if i not in doc]:
         score = document_weight * doc.get(doc_id, 0.0) + graph_weight * gra.get(doc_id, 0.0)
         if doc_id in doc and doc_id in gra:

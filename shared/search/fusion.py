@@ -28,6 +28,7 @@ found to a Fusion.
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from shared.config import RetrievalConfig
@@ -61,7 +62,7 @@ class Fusion:
     def __init__(self, config: RetrievalConfig, documents: dict[int, Document], found: Found,
                  temporal: dict[int, float], confidence: dict[int, float], now: float,
                  request: RecallRequest, pending: dict[str, set[int]], strongest: dict[str, float],
-                 scoring: calibration.Calibration, typed: set[int] = frozenset(),
+                 scoring: calibration.Calibration, typed: AbstractSet[int] = frozenset(),
                  related: dict[int, float] | None = None, replaced: dict[int, int] | None = None):
         self.c, self.documents, self.found, self.temporal = config, documents, found, temporal
         self.confidence, self.now, self.request, self.pending = confidence, now, request, pending

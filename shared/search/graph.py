@@ -64,7 +64,7 @@ class GraphKeywordChannel:
         self.aliases = aliases or {}
         self.weight = config.graph_keyword_weight
 
-    def search(self, query: Query, scope: DocumentFilter, limit: int) -> list[tuple[int, float]]:
+    def search(self, query: Query, scope: DocumentFilter, depth: int) -> list[tuple[int, float]]:
         c = self.config
         terms = query.terms
         if not terms:
@@ -79,7 +79,7 @@ class GraphKeywordChannel:
         hit_nodes: set[int] = set(s.graph.nodes_named(names, scope.persona_id, c.graph_expansion_limit))
         targets = self._relation_targets(s, query, scope.persona_id)
         self._add_node_memories(s, points, targets, "relation", RELATION_TARGET_WEIGHT, total)
-        entries = s.graph.search_entries(terms, scope.persona_id, limit)
+        entries = s.graph.search_entries(terms, scope.persona_id, depth)
         for entry_id, memory_id, raw, _ in entries:
             points.add(memory_id, ("entry", entry_id), c.graph_entry_weight * squash(raw))
         hit_nodes |= set(s.graph.entry_nodes([e[0] for e in entries]))
@@ -93,7 +93,7 @@ class GraphKeywordChannel:
             seen.update(frontier)
             budget -= len(frontier)
             self._add_node_memories(s, points, frontier, f"hop{hop}", weight, total)
-        return self._in_scope(points, scope, limit)
+        return self._in_scope(points, scope, depth)
 
     def relation_memories(self, query: Query, scope: DocumentFilter) -> dict[int, float]:
         """{memory: weight} for the memories about the entities the question's relations lead
@@ -126,11 +126,11 @@ class GraphKeywordChannel:
     def indexed(self, ids: Sequence[int]) -> set[int]:
         return graph_taken_in(self.store, ids)
 
-    def _add_node_memories(self, s: Session, points: _Points, nodes, kind: str, weight: float,
-                           total: int) -> None:
+    def _add_node_memories(self, s: Session, points: _Points, nodes: list[int] | set[int] | dict[int, float], kind: str,
+                           weight: float, total: int) -> None:
         """Points for the memories about nodes, by each node's specificity (and, for a dict of
         nodes, its confidence)."""
-        confidence = nodes if isinstance(nodes, dict) else {}
+        confidence: dict[int, float] = nodes if isinstance(nodes, dict) else {}
         nodes = sorted(nodes)
         specificity = self._specificity(s, nodes, total)
         for node_id, memory_id, _ in s.graph.memories_of_nodes(nodes, MEMORIES_PER_EXPANSION):
@@ -166,12 +166,12 @@ class GraphVectorChannel:
     def _entry_ids_in_scope(self, scope: DocumentFilter) -> list[int]:
         return self.store.graph.entry_ids_of_memories(self.store.documents.ids_in_scope(scope))
 
-    def search(self, query: Query, scope: DocumentFilter, limit: int) -> list[tuple[int, float]]:
+    def search(self, query: Query, scope: DocumentFilter, depth: int) -> list[tuple[int, float]]:
         self.index.sync()
         if not len(self.index):
             return []
         allowed = self.scope_ids.get(scope) if is_scoped(scope) else None
-        hits = self.index.search(query.vector(), limit * 3, allowed=allowed)
+        hits = self.index.search(query.vector(), depth * 3, allowed=allowed)
         owners = self.store.graph.entries_memories([e for e, _ in hits])
         best: dict[int, float] = {}
         for entry_id, cosine in hits:
@@ -179,7 +179,7 @@ class GraphVectorChannel:
                 memory_id = owners[entry_id][0]
                 best[memory_id] = max(best.get(memory_id, 0.0), cosine_to_unit(cosine))
         admitted = self.store.documents.filter_ids(list(best), scope)
-        return [(m, s) for m, s in ordered(best) if m in admitted][:limit]
+        return [(m, s) for m, s in ordered(best) if m in admitted][:depth]
 
     def strength(self, query: Query, ranking: Sequence[tuple[int, float]]) -> float | None:
         """The best entry's cosine; None while no entry in scope has a vector yet."""

@@ -23,6 +23,7 @@ from shared.extract.timeparse import date_mentions
 from shared.search.timeframe import TimeQuestion, epoch_of
 from shared.store.atoms import DATED_STATES
 from shared.store.documents import Document, epoch, unmarked
+from shared.store.interface import Record
 from shared.time_zone import on_clock
 
 # A memory that happens inside the window an agenda question asks about is what it asks for,
@@ -31,7 +32,7 @@ WINDOW_SCORE = 0.5
 _PERIOD_DAYS = ("week", "weekend", "month", "year")
 
 
-def plan_dates(validity: Iterable) -> dict[int, list[float]]:
+def plan_dates(validity: Iterable[Record]) -> dict[int, list[float]]:
     """{memory: its dated plans' deadlines} (rows: store.atoms.validity_rows)."""
     dates: dict[int, list[float]] = {}
     for row in validity:
@@ -56,11 +57,11 @@ def spans_of(document: Document, plans: Sequence[float], zone: tzinfo) -> list[t
     return spans
 
 
-def inside(asked: TimeQuestion, documents: Mapping[int, Document], validity: Iterable,
+def inside(asked: TimeQuestion, documents: Mapping[int, Document], validity: Iterable[Record],
            zone: tzinfo) -> dict[int, float]:
     """{memory: the first moment it happens inside the window} for the memories that do."""
     plans = plan_dates(validity)
-    found = {}
+    found: dict[int, float] = {}
     for doc_id, document in documents.items():
         moments = [first for first, end in spans_of(document, plans.get(doc_id, ()), zone)
                    if (asked.window.holds(first) if end == first else asked.window.covers(first, end))]

@@ -34,7 +34,7 @@ def find_intents(query: str, cues: dict[str, Sequence[str]]) -> set[str]:
     candidates = sorted(((cue.lower(), intent) for intent, words in cues.items() for cue in words),
                         key=lambda item: -len(item[0]))
     taken: list[tuple[int, int]] = []
-    found = set()
+    found: set[str] = set()
     for cue, intent in candidates:
         for start, end in _spans(text, cue):
             if all(end <= s or start >= e for s, e in taken):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
 from shared.extract.relation_words import vocabulary
@@ -31,7 +32,7 @@ _ASKED_NAME = re.compile(rf"\b{_AUXILIARY}\s+(?P<after>{_NAME})\b|\b(?P<owner>{_
 
 
 @lru_cache(maxsize=1)
-def _kin() -> tuple[dict[str, frozenset[str]], re.Pattern, re.Pattern]:
+def _kin() -> tuple[dict[str, frozenset[str]], re.Pattern[str], re.Pattern[str]]:
     """({a kinship word, casefolded: every word of its family}, the English and the Chinese
     pattern of the kinship words, longest first)."""
     words = vocabulary()
@@ -65,7 +66,7 @@ def asked_people(question: str) -> list[frozenset[str]]:
     return people
 
 
-def none_mentioned(people: Iterable[frozenset[str]], mentioned: Callable[[frozenset[str]], bool]) -> bool:
+def none_mentioned(people: Iterable[AbstractSet[str]], mentioned: Callable[[AbstractSet[str]], bool]) -> bool:
     """Whether the question names people and the store mentions none of them (mentioned:
     whether any memory in scope holds any of a person's words)."""
     people = list(people)

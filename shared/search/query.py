@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TypeVar, cast
 
 import numpy as np
 
 from shared.store.match import MAX_QUERY_TERMS
 from shared.text.segment import Segmenter
+
+T = TypeVar("T")
 
 # The embedder sees at most this much of a query (longer queries cost time, not quality).
 MAX_EMBED_CHARS = 2000
@@ -42,10 +45,10 @@ class Query:
                     raise
             return self._vector
 
-    def derived(self, name: str, compute: Callable[[], object]):
+    def derived(self, name: str, compute: Callable[[], T]) -> T:
         """A value worked out from the query once per recall, by whichever part asks first
         (the entities a question's relations lead to: the graph channel and recall both use them)."""
         with self._derived_lock:
             if name not in self._derived:
                 self._derived[name] = compute()
-            return self._derived[name]
+            return cast(T, self._derived[name])  # a name always stands for one kind of value

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import cast
 
 from shared.atom_life import replaced_memories, temporal_factors
 from shared.config import RetrievalConfig
@@ -25,6 +26,7 @@ from shared.search.cache import RecallCache
 from shared.search.channel import Channel
 from shared.search.focus import focus
 from shared.search.fusion import Found, Fusion
+from shared.search.graph import GraphKeywordChannel
 from shared.search.intent import wanted_atom_types
 from shared.search.query import Query
 from shared.search.request import Hit, RecallRequest, floors
@@ -141,7 +143,8 @@ class Recaller:
         channel = found.channels.get("graph_keyword")
         if channel is None or self.config.relation_boost <= 0:
             return {}
-        return channel.relation_memories(query, scope)
+        # Only the graph keyword channel answers relations (channels.BUILDERS builds it).
+        return cast(GraphKeywordChannel, channel).relation_memories(query, scope)
 
     def _pending(self, found: Found, ids: list[int]) -> dict[str, set[int]]:
         """{channel: the candidates it has not taken in yet}. A channel that cannot say counts

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timezone, tzinfo
+from typing import Any, TypedDict
 
 from shared.config import RetrievalConfig
 from shared.store.documents import Document, DocumentFilter
@@ -32,7 +33,13 @@ class RecallRequest:
     zone: tzinfo = timezone.utc  # the user's clock, on which the query's time words are read
 
 
-def floors(config: RetrievalConfig, min_score: float | None) -> dict[str, float]:
+class Floors(TypedDict):
+    min_score: float
+    min_best_score: float
+    min_answerable: float
+
+
+def floors(config: RetrievalConfig, min_score: float | None) -> Floors:
     """A request's floors: without a min_score of the caller's, the configured three; a
     caller's min_score rules alone (it asked for exactly that floor): results below it are
     left out and nothing else is."""
@@ -50,6 +57,6 @@ class Hit:
 
     document: Document
     score: float
-    explain: dict | None = None
+    explain: dict[str, Any] | None = None
     duplicates: tuple[int, ...] = ()
 

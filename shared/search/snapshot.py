@@ -177,7 +177,8 @@ def _read_index(handle: BinaryIO, header: Header):
 
     # Read in 8 MB pieces (a few calls into Python), never a second copy of the whole index
     # (a memory map would count the file's pages in the front's RSS as well).
-    return faiss.read_index(faiss.PyCallbackIOReader(read, _PIECE))
+    # faiss has PyCallbackIOReader (its Python callback reader) but its stubs do not name it.
+    return faiss.read_index(faiss.PyCallbackIOReader(read, _PIECE))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownArgumentType]
 
 
 def _crc32(handle: BinaryIO, length: int) -> int:
@@ -191,14 +192,14 @@ def _crc32(handle: BinaryIO, length: int) -> int:
     return crc
 
 
-def base_type(index) -> str:
+def base_type(index: Any) -> str:
     """The name of the index inside the id map (IndexFlatIP, IndexScalarQuantizer)."""
     import faiss
 
     return type(faiss.downcast_index(index.index)).__name__
 
 
-def write(path: Path, index, header: Header) -> Header:
+def write(path: Path, index: Any, header: Header) -> Header:
     """Write `index` with `header` to `path` atomically; return the header as written."""
     import faiss
 

@@ -135,7 +135,7 @@ def read(question: str, terms_of: Callable[[str], list[str]], now: float,
     if not spans:
         return None
     ends = [end for _, end in spans]
-    window = Window(min(start for start, _ in spans), None if None in ends else max(ends))
+    window = Window(min(start for start, _ in spans), None if None in ends else max(e for e in ends if e is not None))
     return TimeQuestion(window, agenda, _ahead(window.end, now))
 
 
@@ -144,9 +144,9 @@ def _ahead(end: float | None, now: float) -> bool:
     return end is None or end > now + 1.0
 
 
-def _counted(question: str, anchor: datetime, taken: list[tuple[int, int]]) -> list[tuple[float, float]]:
+def _counted(question: str, anchor: datetime, taken: list[tuple[int, int]]) -> list[tuple[float, float | None]]:
     """The ranges counted from now: through the end of the last day counted."""
-    spans = []
+    spans: list[tuple[float, float | None]] = []
     for pattern, way in _COUNTED:
         for m in pattern.finditer(question):
             if not _free(taken, m.start(), m.end()):
@@ -160,9 +160,9 @@ def _counted(question: str, anchor: datetime, taken: list[tuple[int, int]]) -> l
     return spans
 
 
-def _open(question: str, now: float, taken: list[tuple[int, int]], back: bool) -> list[tuple]:
+def _open(question: str, now: float, taken: list[tuple[int, int]], back: bool) -> list[tuple[float, float | None]]:
     """From now on (coming up, 接下来), or the recent days (recently, 最近): back or ahead."""
-    spans = []
+    spans: list[tuple[float, float | None]] = []
     for m in _FROM_NOW_ON.finditer(question):
         if _free(taken, m.start(), m.end()):
             taken.append(m.span())

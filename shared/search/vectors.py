@@ -14,8 +14,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from shared import platform
 from shared.search import snapshot
@@ -49,7 +51,9 @@ class VectorIndex:
         self.store, self.kind, self.model, self.dim = store, kind, model, dim
         self.snapshot_path = snapshot.path_for(store.cache_dir, kind)
         self._lock = threading.RLock()
-        self._index = None
+        # A faiss index, or None until the first sync. Any: faiss wraps its methods to take numpy
+        # arrays, which the SWIG signatures type checkers read do not say.
+        self._index: Any = None
         self.kind_of_index = ""
         self._seq = -1
 
@@ -86,7 +90,7 @@ class VectorIndex:
         started = time.perf_counter()
         loaded = snapshot.load(self.snapshot_path, self.kind, self.model, self.dim,
                                self._store_state(s, seq))
-        if loaded.index is None:
+        if loaded.index is None or loaded.header is None:  # a loaded index comes with its header
             log.log(logging.INFO if loaded.missing else logging.WARNING,
                     "%s vectors: snapshot %s not used (%s); building the index from the store",
                     self.kind, self.snapshot_path, loaded.refused)
@@ -116,7 +120,7 @@ class VectorIndex:
                                               faiss.METRIC_INNER_PRODUCT)
         else:
             base = faiss.IndexFlatIP(self.dim)
-        index = faiss.IndexIDMap2(base)
+        index: Any = faiss.IndexIDMap2(base)  # as self._index
         for ids, matrix in s.vectors.iter_space(self.kind, self.model, self.dim):
             index.add_with_ids(matrix, ids)
         self._index, self.kind_of_index = index, type(base).__name__
@@ -168,7 +172,7 @@ class VectorIndex:
                 return None
             return s.vectors.changes_since(self.kind, header.seq), header.count
 
-    def search(self, query: np.ndarray, limit: int, allowed: Sequence[int] | None = None
+    def search(self, query: NDArray[Any], limit: int, allowed: Sequence[int] | NDArray[Any] | None = None
                ) -> list[tuple[int, float]]:
         """(id, cosine) best first; `allowed` restricts the search to those ids."""
         import faiss
@@ -181,8 +185,12 @@ class VectorIndex:
             if allowed is not None:
                 if not len(allowed):
                     return []
-                params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64)))
-            scores, ids = self._index.search(query.reshape(1, -1).astype(np.float32),
+                selector = faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64))
+                # faiss's Python wrapper takes the fields as keywords; its SWIG signature does not say so.
+                params = faiss.SearchParameters(sel=selector)  # pyright: ignore[reportCallIssue]
+            # numpy's stubs leave part of reshape's overloads untyped.
+            row = query.reshape(1, -1)  # pyright: ignore[reportUnknownMemberType]
+            scores, ids = self._index.search(row.astype(np.float32),
                                              min(limit, len(self)), params=params)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]
 

@@ -10,12 +10,15 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from shared.store import meta
 from shared.store.match import any_of
+from shared.store.portable import Connection
 from shared.units import DAY
 
-ATOM_TYPES = ("episodic", "planned", "factual", "relational", "preference", "unknown")
+AtomType = Literal["episodic", "planned", "factual", "relational", "preference", "unknown"]
+ATOM_TYPES: tuple[str, ...] = get_args(AtomType)
 # The subject of an atom about the user themself (any other subject names a person:
 # shared/extract/subjects.py); an atom stored before subjects were read has none.
 SELF_SUBJECT = "self"
@@ -76,6 +79,7 @@ def insert(conn: sqlite3.Connection, owner: AtomOwner, row: AtomRow, now: float,
     if state == "active":
         conn.execute("INSERT INTO atoms_fts (rowid, tokens) VALUES (?, ?)", (cur.lastrowid, row.tokens))
     meta.bump_epoch(conn)
+    assert cur.lastrowid is not None  # an INSERT's cursor has its row's id
     return cur.lastrowid
 
 
@@ -283,7 +287,7 @@ def forget(conn: sqlite3.Connection, expired_before: float, now: float) -> list[
     return ids
 
 
-def forget_states(conn: sqlite3.Connection, expired_before: float, now: float) -> list[int]:
+def forget_states(conn: Connection, expired_before: float, now: float) -> list[int]:
     """forget() but for the full-text rows (which another engine keeps elsewhere)."""
     ids = [r[0] for r in conn.execute(
         "SELECT id FROM memory_atoms WHERE state = 'expired' AND state_time < ? ORDER BY id",
@@ -301,14 +305,14 @@ def purge(conn: sqlite3.Connection, forgotten_before: float, now: float) -> list
     return ids
 
 
-def _set_state(conn: sqlite3.Connection, ids: list[int], state: str, now: float) -> None:
+def _set_state(conn: Connection, ids: list[int], state: str, now: float) -> None:
     conn.executemany("UPDATE memory_atoms SET state = ?, state_time = ?, update_time = ? WHERE id = ?",
                      [(state, now, now, i) for i in ids])
     if ids:
         meta.bump_epoch(conn)
 
 
-def outdate(conn: sqlite3.Connection, memory_id: int) -> None:
+def outdate(conn: Connection, memory_id: int) -> None:
     """A memory's atoms no longer fit it (see CURRENT): their content hash, the version they
     were made from, is cleared, and no read shows them until the atoms stage replaces them."""
     if conn.execute("UPDATE memory_atoms SET content_hash = NULL WHERE memory_id = ?"
@@ -316,7 +320,7 @@ def outdate(conn: sqlite3.Connection, memory_id: int) -> None:
         meta.bump_epoch(conn)
 
 
-def delete_for_memory(conn: sqlite3.Connection, memory_id: int) -> dict[str, int]:
+def delete_for_memory(conn: Connection, memory_id: int) -> dict[str, int]:
     """Remove a memory's atoms and their FTS rows; return {table: rows removed}."""
     fts = conn.execute(
         "DELETE FROM atoms_fts WHERE rowid IN (SELECT id FROM memory_atoms WHERE memory_id = ?)",

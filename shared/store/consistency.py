@@ -6,6 +6,7 @@ import sqlite3
 
 from shared.store import atoms, documents, graph, stages, vectors
 from shared.store.db import Database
+from shared.store.portable import Connection
 
 # Derived output -> (stage that makes it, SQL listing done memories without it).
 _CHECKS = {
@@ -32,7 +33,7 @@ def missing_outputs(conn: sqlite3.Connection, model: str) -> dict[str, list[int]
             for name, (_, sql) in _CHECKS.items()}
 
 
-def redo_missing(conn: sqlite3.Connection, missing: dict[str, list[int]], now: float) -> int:
+def redo_missing(conn: Connection, missing: dict[str, list[int]], now: float) -> int:
     """Set the stage that makes each missing output back to pending (stage rows recreated)."""
     redone = 0
     for name, ids in missing.items():

@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
-from typing import Literal
+from typing import Literal, overload
 
 from shared.errors import MemoryNotFound
 from shared.store import atoms, graph, meta, vectors
@@ -111,6 +111,10 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+@overload
+def epoch(moment: datetime) -> float: ...
+@overload
+def epoch(moment: datetime | None) -> float | None: ...
 def epoch(moment: datetime | None) -> float | None:
     """Seconds since the epoch; a naive time is taken as UTC."""
     if moment is None:
@@ -136,9 +140,11 @@ def insert(tx: sqlite3.Connection, text: str, tokens: str, fields: MemoryFields,
            context: str = "") -> int:
     """A new document and its BM25 row (its own terms, and its context's); returns its id."""
     cur = tx.execute(_INSERT_SQL, (*_row_values(text, fields), now, now))
-    _add_fts(tx, cur.lastrowid, tokens, context, fields)
+    memory_id = cur.lastrowid
+    assert memory_id is not None  # an INSERT's cursor has its row's id
+    _add_fts(tx, memory_id, tokens, context, fields)
     meta.bump_epoch(tx)
-    return cur.lastrowid
+    return memory_id
 
 
 def update(tx: sqlite3.Connection, memory_id: int, text: str, tokens: str, fields: MemoryFields,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from shared.store import meta
 from shared.store.match import any_of
+from shared.store.portable import Connection
 
 # What a named entity is; the self ("the user", one node per persona) is a person.
 ENTITY_TYPES = ("person", "place", "organisation", "other")
@@ -275,14 +276,14 @@ def delete_entries(conn: sqlite3.Connection, entry_ids: Sequence[int]) -> dict[s
     return {"graph_entries": len(rows), "graph_edges": edges, "graph_nodes": nodes}
 
 
-def _delete_orphan_nodes(conn: sqlite3.Connection) -> int:
+def _delete_orphan_nodes(conn: Connection) -> int:
     return conn.execute(
         "DELETE FROM graph_nodes WHERE id NOT IN (SELECT src_node_id FROM graph_edges) "
         "AND id NOT IN (SELECT dst_node_id FROM graph_edges) "
         "AND id NOT IN (SELECT node_id FROM graph_entries WHERE node_id IS NOT NULL)").rowcount
 
 
-def delete_for_memory(conn: sqlite3.Connection, memory_id: int) -> dict[str, int]:
+def delete_for_memory(conn: Connection, memory_id: int) -> dict[str, int]:
     """Remove a memory's graph output, then any node nothing refers to any more."""
     fts = conn.execute(
         "DELETE FROM graph_entries_fts WHERE rowid IN "

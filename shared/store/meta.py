@@ -8,6 +8,8 @@ from __future__ import annotations
 import secrets
 import sqlite3
 
+from shared.store.portable import Connection
+
 # Bumped by every write that changes what recall can return (documents, atoms, graph).
 WRITE_EPOCH = "write_epoch"
 # Bumped by every vector write; rows and tombstones carry the number they were written under.
@@ -29,7 +31,7 @@ KEYS = (WRITE_EPOCH, VECTOR_SEQ, VECTOR_TOMBSTONE_FLOOR, DECAY_APPLIED_AT, PACKA
         WORKERS_LAST_SEEN)
 
 
-def get(conn: sqlite3.Connection, key: str) -> float | None:
+def get(conn: Connection, key: str) -> float | None:
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (_known(key),)).fetchone()
     return None if row is None else _number(row[0])
 
@@ -42,24 +44,24 @@ def _number(value: float) -> float:
     return value
 
 
-def put(conn: sqlite3.Connection, key: str, value: float) -> None:
+def put(conn: Connection, key: str, value: float) -> None:
     """Set a value (inside the caller's write transaction)."""
     conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)"
                  " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (_known(key), value))
 
 
-def increment(conn: sqlite3.Connection, key: str) -> int:
+def increment(conn: Connection, key: str) -> int:
     """Add one and return the new value (inside the caller's write transaction)."""
     _add_one(conn, key)
     return int(conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0])
 
 
-def _add_one(conn: sqlite3.Connection, key: str) -> None:
+def _add_one(conn: Connection, key: str) -> None:
     conn.execute("INSERT INTO meta (key, value) VALUES (?, 1)"
                  " ON CONFLICT (key) DO UPDATE SET value = meta.value + 1", (_known(key),))
 
 
-def bump_epoch(conn: sqlite3.Connection) -> None:
+def bump_epoch(conn: Connection) -> None:
     """Note a change that recall results depend on (call inside the write transaction; one
     statement: on a database server every statement is a round trip)."""
     _add_one(conn, WRITE_EPOCH)
@@ -78,13 +80,13 @@ def _known(key: str) -> str:
     return key
 
 
-def store_id(conn: sqlite3.Connection) -> int | None:
+def store_id(conn: Connection) -> int | None:
     """This store's random id, or None before anything needed one."""
     value = get(conn, STORE_ID)
     return None if value is None else int(value)
 
 
-def ensure_store_id(conn: sqlite3.Connection, bits: int = 62) -> int:
+def ensure_store_id(conn: Connection, bits: int = 62) -> int:
     """This store's random id, made now if it has none (inside the caller's write transaction).
     `bits`: what the meta column holds exactly (62 fits SQLite's INTEGER; a DOUBLE PRECISION
     column holds integers below 2**53 exactly)."""

@@ -41,7 +41,8 @@ def before(conn: sqlite3.Connection, persona_id: str | None, session_id: str | N
         " COALESCE(original_ts, create_time) AS moment FROM documents"
         f" WHERE {same} AND id < ? ORDER BY id DESC LIMIT ?",
         (*params, before_id if before_id is not None else 2 ** 62, limit)).fetchall()
-    found, last = [], moment
+    found: list[tuple[int, str]] = []
+    last = moment
     for row in rows:
         other_dialogue = session_id is None and dialogue_of(json.loads(row["participants"]), row["text"]) != dialogue
         if (row["persona_id"] != persona_id or row["session_id"] != session_id or row["archived"]

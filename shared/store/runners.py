@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from shared.errors import StorageError
 from shared.store.interface import Record
@@ -29,16 +29,22 @@ from shared.store.interface import Record
 class Engine(Protocol):
     """What the runners need of an engine's database (db.Database, postgres PgDatabase)."""
 
-    errors: type[Exception]  # the driver's error base class
+    @property
+    def errors(self) -> type[Exception]:
+        """The driver's error base class (read-only here, so a subclass such as sqlite3.Error fits)."""
+        ...
 
     def current(self) -> Any | None:
         """The calling thread's open transaction's connection, if any."""
+        ...
 
     def snapshot(self) -> AbstractContextManager[Any]: ...
 
     def write(self) -> AbstractContextManager[Any]: ...
 
-    def failure(self, exc: Exception, outcome: str = "") -> StorageError: ...
+    def failure(self, exc: Any, outcome: str = "") -> StorageError:
+        """exc: an instance of errors (each engine takes its own driver's)."""
+        ...
 
     def records(self, rows: list) -> list[Record]: ...
 
@@ -187,8 +193,11 @@ class Session:
         return conn is not None and self._run.db.transaction_alive(conn)
 
 
+SessionT = TypeVar("SessionT", bound=Session)
+
+
 @contextmanager
-def write_session(db: Engine, session: Callable[[Runner], Session]) -> Iterator[Session]:
+def write_session(db: Engine, session: Callable[[Runner], SessionT]) -> Iterator[SessionT]:
     """A write transaction's session. A failed statement inside it leaves as the driver's
     error, so the engine's transaction rolls back and words it with the outcome."""
     with db.write() as conn:

@@ -17,6 +17,8 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from shared.store.portable import Connection
+
 STAGES = ("embed", "atoms", "graph")
 # A stage row's status (the memory_stages CHECK constraint in schema.py lists the same four).
 PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
@@ -62,7 +64,7 @@ def create_for_memory(conn: sqlite3.Connection, memory_id: int, content_hash: st
         [(memory_id, stage, content_hash, now, now) for stage in STAGES])
 
 
-def reset_for_memory(conn: sqlite3.Connection, memory_id: int, content_hash: str, now: float) -> None:
+def reset_for_memory(conn: Connection, memory_id: int, content_hash: str, now: float) -> None:
     """After an edit of the content: every stage must run again for the new content.
     One row of VALUES per stage: the statement runs as it is on SQLite and PostgreSQL."""
     conn.execute(
@@ -221,7 +223,7 @@ def restart_stage(conn: sqlite3.Connection, stage: str, now: float) -> int:
         " update_time = ? WHERE stage = ?", (now, stage)).rowcount
 
 
-def restart(conn: sqlite3.Connection, memory_id: int, stage: str, content_hash: str, now: float) -> None:
+def restart(conn: Connection, memory_id: int, stage: str, content_hash: str, now: float) -> None:
     """One stage of one memory back to pending with fresh attempts (its output is missing)."""
     conn.execute(
         "INSERT INTO memory_stages (memory_id, stage, content_hash, update_time) VALUES (?, ?, ?, ?)"
@@ -288,7 +290,7 @@ def _problem(row: tuple, now: float) -> dict:
             "last_error": detail, "age_s": round(now - since, 1)}
 
 
-def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float) -> dict[str, int]:
+def delete_for_memory(conn: Connection, memory_id: int, now: float) -> dict[str, int]:
     """Remove a memory's stage rows; return {table: rows removed}."""
     cur = conn.execute("DELETE FROM memory_stages WHERE memory_id = ?", (memory_id,))
     return {"memory_stages": cur.rowcount}

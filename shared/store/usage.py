@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 
 def record(conn: sqlite3.Connection, model: str, prompt_tokens: int, completion_tokens: int,
@@ -18,7 +19,7 @@ def record(conn: sqlite3.Connection, model: str, prompt_tokens: int, completion_
         (model, int(prompt_tokens), int(completion_tokens), int(failed), now))
 
 
-def figures(conn: sqlite3.Connection) -> dict[str, dict]:
+def figures(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
     """{model: {calls, prompt_tokens, completion_tokens, failures}}."""
     return {row[0]: {"calls": row[1], "prompt_tokens": row[2], "completion_tokens": row[3],
                      "failures": row[4]}

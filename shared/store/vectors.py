@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shared.store import meta
+from shared.store.portable import BatchCursor, Connection
 
 KINDS = ("document", "graph_entry")
 
@@ -29,7 +30,7 @@ class VectorRow:
     content_hash: str
 
 
-def next_seq(conn: sqlite3.Connection) -> int:
+def next_seq(conn: Connection) -> int:
     """Take the next change number (call inside a write transaction)."""
     return meta.increment(conn, meta.VECTOR_SEQ)
 
@@ -51,7 +52,7 @@ def upsert(conn: sqlite3.Connection, row: VectorRow, now: float) -> None:
          row.content_hash, next_seq(conn), now))
 
 
-def delete_for_memory(conn: sqlite3.Connection, memory_id: int, now: float,
+def delete_for_memory(conn: Connection, memory_id: int, now: float,
                       kind: str | None = None) -> dict[str, int]:
     """Remove the vectors derived from a memory (all kinds, or one), leaving tombstones."""
     where, params = ("memory_id = ?", (memory_id,)) if kind is None else \
@@ -82,7 +83,7 @@ def iter_space(conn: sqlite3.Connection, kind: str, model: str, dim: int,
                                  " AND dim = ?", (kind, model, dim)), dim, batch)
 
 
-def _batches(cursor: sqlite3.Cursor, dim: int, batch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def _batches(cursor: BatchCursor, dim: int, batch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(owner ids, vectors) from (owner_id, vector) rows, `batch` rows at a time."""
     while rows := cursor.fetchmany(batch):
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))

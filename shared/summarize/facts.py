@@ -19,6 +19,7 @@ was so much fun.", "She is grey.") stays with the fact it goes on from.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -271,6 +272,6 @@ def _states_a_fact(statement: Statement) -> bool:
     return bool(about_someone) and not _REFERS_BACK.match(statement.text)
 
 
-def _main_type(statements: tuple[Statement, ...]) -> str:
+def _main_type(statements: Sequence[Statement]) -> str:
     typed = [s.atom_type for s in statements if s.atom_type != "unknown"]
     return max(typed, key=typed.count) if typed else "unknown"

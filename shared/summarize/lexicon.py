@@ -12,6 +12,10 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shared.store.documents import Sentiment
 
 _EN_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 _EN_WORD_ANY_CASE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
@@ -72,7 +76,7 @@ class Feeling:
     def __add__(self, other: Feeling) -> Feeling:
         return Feeling(self.positive + other.positive, self.negative + other.negative, self.strong + other.strong)
 
-    def label(self) -> str:
+    def label(self) -> Sentiment:
         """positive / negative when one side clearly outweighs the other, else neutral."""
         total = self.positive + self.negative
         if total < 2:
@@ -149,7 +153,8 @@ def english_keywords(sentences: list[str], exclude: set[str], stop_words: frozen
         if seen >= 2:
             a, b = pair.split()
             scored[pair] = counts[a] + counts[b]
-            scored.pop(a, None), scored.pop(b, None)
+            scored.pop(a, None)
+            scored.pop(b, None)
     ranked = sorted((k for k, v in scored.items() if v >= 2), key=lambda k: (-scored[k], first[k]))
     return [" ".join(proper.get(w, w) for w in k.split()) for k in _merge_plurals(ranked)[:limit]]
 

@@ -24,7 +24,7 @@ from shared.config import SummarizerConfig
 from shared.extract.atomize import AtomRules
 from shared.extract.entities import NOT_NAMES, EntityFinder
 from shared.extract.relations import people_named
-from shared.store.documents import MAX_LABEL_CHARS
+from shared.store.documents import MAX_LABEL_CHARS, Sentiment
 from shared.summarize import lexicon
 from shared.summarize.conversation import UNNAMED, Turn
 from shared.summarize.facts import (
@@ -194,7 +194,7 @@ def _summary(facts: list[KeyFact], speakers: list[str], topics: list[str], budge
     return f"{who} made small talk" + (f" about {', '.join(topics)}." if topics else ".")
 
 
-def _sentiment(turns: list[Turn]) -> str:
+def _sentiment(turns: list[Turn]) -> Sentiment:
     total = lexicon.Feeling()
     for turn in turns:
         total += lexicon.feeling(turn.text)

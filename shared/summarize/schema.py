@@ -3,11 +3,9 @@ from the rules, from a model's JSON, or back to a caller of summarize_memory."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.config import SUMMARIZER_PROVIDERS
+from shared.config import SummarizerProvider
 
 # memorize's limits, so a summary is always storable.
 from shared.store.documents import MAX_KEY_FACT_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, MAX_SUMMARY_CHARS, Sentiment
@@ -26,9 +24,9 @@ class StructuredMemory(BaseModel):
     key_facts: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS,
                                  description="stand-alone sentences, the speaker as subject, dates resolved")
     sentiment: Sentiment = "neutral"
-    importance: float = Field(0.5, ge=0.0, le=1.0)
-    persona_summary: str | None = Field(None, max_length=MAX_SUMMARY_CHARS)
-    provider: Literal[SUMMARIZER_PROVIDERS] = "rules"
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    persona_summary: str | None = Field(default=None, max_length=MAX_SUMMARY_CHARS)
+    provider: SummarizerProvider = "rules"
     warnings: list[str] = Field(default_factory=list)
 
     def trimmed(self) -> StructuredMemory:

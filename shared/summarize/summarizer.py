@@ -59,6 +59,7 @@ class Summarizer:
             log.warning("llm provider failed, rules summary used: %s", failure)
             memory = self._rules.summarize(turns, config)
             warnings.insert(0, f"llm provider failed ({failure}): rules summary used")
+        assert memory is not None  # the provider's, or the rules' after its failure
         return memory.model_copy(update={"warnings": [*memory.warnings, *warnings]})
 
     def _count_usage(self, config: SummarizerConfig, spent: Usage, failed: bool) -> list[str]:

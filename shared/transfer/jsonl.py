@@ -152,7 +152,8 @@ def _history(item: dict) -> History | None:
         create_time=created,
         update_time=_seconds("update_time", item.get("update_time", created)),
         archived=archived,
-        access_count=_count("access_count", item.get("access_count", 0)),
+        # A count may come as 3.0 from another tool's JSON; it is stored as given.
+        access_count=_count("access_count", item.get("access_count", 0)),  # pyright: ignore[reportArgumentType]
         last_access_time=None if last is None else _seconds("last_access_time", last))
 
 

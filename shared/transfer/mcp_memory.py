@@ -19,6 +19,7 @@ Names are kept as written, so an entity's observations and relations meet at one
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TypeGuard
 
 from shared.extract.entities import IMPORTED_KINDS, PERSON
 from shared.transfer.rows import BadRow, Row, parse_json
@@ -80,5 +81,5 @@ def _relation_row(item: dict, where: str) -> Row | BadRow:
                source=f"mcp-memory relation\n{source}\n{relation}\n{target}")
 
 
-def _text(value) -> bool:
+def _text(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and bool(value.strip())

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import psycopg
+import psycopg.sql
 
 from shared.store import atoms, meta
 from shared.store.atoms import AtomOwner, AtomRow
@@ -56,7 +57,8 @@ def similar_active(conn: PgConnection, terms: Sequence[str], persona_id: str | N
         "SELECT a.id, a.reinforcement_count, a.confidence, a.type {source} WHERE a.state = 'active'"
         f" AND {atoms.CURRENT} AND {{persona}} AND a.memory_id != %s"
         f" ORDER BY {fulltext.BEST_FIRST} LIMIT %s").format(
-            source=source, persona=psycopg.sql.SQL(persona)),
+            # psycopg's stubs want a LiteralString; this SQL is put together from our own constants.
+            source=source, persona=psycopg.sql.SQL(persona)),  # pyright: ignore[reportArgumentType]
         [*params, *persona_params, other_than_memory, limit]).fetchall()
     tokens = fulltext.stored_columns(conn.raw, "atoms", [r[0] for r in rows]) if rows else {}
     return [_SIMILAR((r[0], tokens.get(r[0], ("",))[0], r[1], r[2], r[3])) for r in rows]
@@ -76,7 +78,8 @@ def atom_search(conn: PgConnection, terms: Sequence[str], persona_id: str | None
         where_params.append(list(types))
     return conn.sql(psycopg.sql.SQL(
         f"SELECT a.*, s.raw {{source}} WHERE {{where}} ORDER BY {fulltext.BEST_FIRST} LIMIT %s").format(
-            source=source, where=psycopg.sql.SQL(" AND ".join(clauses))),
+            # psycopg's stubs want a LiteralString; this SQL is put together from our own constants.
+            source=source, where=psycopg.sql.SQL(" AND ".join(clauses))),  # pyright: ignore[reportArgumentType]
         [*params, *where_params, limit]).fetchall()
 
 

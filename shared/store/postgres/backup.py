@@ -33,12 +33,14 @@ their command line (a password in storage.url is taken out of the connection str
 
 from __future__ import annotations
 
+import io
 import re
 import secrets
 import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -227,13 +229,16 @@ def _load(reader: list[str], loader: list[str], opening: str, closing: str, befo
     with open(reader_err, "wb") as rerr, open(loader_out, "wb") as lout:
         source = subprocess.Popen(reader, stdout=subprocess.PIPE, stderr=rerr)
         sink = subprocess.Popen(loader, stdin=subprocess.PIPE, stdout=lout, stderr=subprocess.STDOUT, env=env)
+        # Both pipes asked for above, buffered (Popen's default bufsize).
+        dump, sink_input = source.stdout, sink.stdin
+        assert isinstance(dump, io.BufferedReader) and sink_input is not None
         try:
             # A write that fails means psql stopped at an error (ON_ERROR_STOP): it rolled back.
             sent = _send(sink, f"BEGIN;\n{opening}".encode()) and all(
-                _send(sink, chunk) for chunk in iter(lambda: source.stdout.read1(1 << 16), b""))
+                _send(sink, chunk) for chunk in iter(lambda: dump.read1(1 << 16), b""))
             if not sent:
                 source.kill()
-            source.stdout.close()
+            dump.close()
             if source.wait() != 0 and sent:
                 sink.kill()  # its transaction never reaches COMMIT: the server rolls it back
                 sink.wait()
@@ -245,7 +250,7 @@ def _load(reader: list[str], loader: list[str], opening: str, closing: str, befo
                 before_commit()
                 committing = _send(sink, b"COMMIT;\n")
             try:
-                sink.stdin.close()
+                sink_input.close()
             except BrokenPipeError:
                 pass
             if sink.wait() != 0 or not committing:
@@ -263,6 +268,7 @@ def _load(reader: list[str], loader: list[str], opening: str, closing: str, befo
 
 def _send(sink: subprocess.Popen, data: bytes) -> bool:
     """Write into psql's input; False if psql has stopped reading it."""
+    assert sink.stdin is not None  # started with stdin=PIPE
     try:
         sink.stdin.write(data)
         sink.stdin.flush()
@@ -276,9 +282,10 @@ def _new_incarnation(conninfo: str, env: dict, location: str) -> int:
     current = None
     password = env.get("PGPASSWORD")
     try:
-        with psycopg.connect(conninfo, autocommit=True, connect_timeout=10,
-                             **({"password": password} if password else {})) as conn:
-            if conn.execute("SELECT to_regclass('public.store_incarnation')").fetchone()[0] is not None:
+        extra: dict[str, Any] = {"password": password} if password else {}
+        with psycopg.connect(conninfo, autocommit=True, connect_timeout=10, **extra) as conn:
+            exists = conn.execute("SELECT to_regclass('public.store_incarnation')").fetchone()
+            if exists is not None and exists[0] is not None:  # a SELECT of one value: always a row
                 row = conn.execute("SELECT value FROM public.store_incarnation").fetchone()
                 current = row[0] if row else None
     except psycopg.Error as exc:

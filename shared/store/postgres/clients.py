@@ -34,12 +34,12 @@ def connection(url: str, password: str) -> tuple[str, dict]:
         params = conninfo_to_dict(url)
     except psycopg.Error as exc:
         raise StorageError(f"storage.url is not a valid PostgreSQL URL ({first_error(str(exc))})") from exc
-    password = params.pop("password", None) or password
+    password = str(params.pop("password", None) or password)  # conninfo values are strings
     params.setdefault("application_name", "aokun-backup")
     env = dict(os.environ)
     if password:
         env["PGPASSWORD"] = password
-    return make_conninfo(**params), env
+    return make_conninfo("", **params), env
 
 
 def run(argv: list[str], env: dict, location: str, what: str) -> None:

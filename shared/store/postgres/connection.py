@@ -26,10 +26,10 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol, overload
 from urllib.parse import urlsplit
 
 import psycopg
@@ -79,11 +79,30 @@ def to_pyformat(statement: str) -> str:
     return "".join(out)
 
 
-def _values(params: Sequence[Any] | None) -> Sequence[Any] | None:
+@overload
+def _values(params: Sequence[Any]) -> list[Any]: ...
+@overload
+def _values(params: None) -> None: ...
+def _values(params: Sequence[Any] | None) -> list[Any] | None:
     """SQLite stores booleans as 0/1 in INTEGER columns; so do our PostgreSQL tables."""
     if params is None:
         return None
     return [int(p) if isinstance(p, bool) else p for p in params]
+
+
+class Rows(Protocol):
+    """A statement's cursor as the aggregate modules read it, as they read sqlite3's: rows
+    are Records, and a statement that always yields a row (a COUNT, INSERT ... RETURNING) is
+    read with fetchone()[0]."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
 
 
 class PgConnection:
@@ -91,18 +110,19 @@ class PgConnection:
     with qmark placeholders, rows as Records. `raw` is the psycopg connection (for SQL
     written for PostgreSQL, with %s placeholders)."""
 
-    def __init__(self, raw: psycopg.Connection):
+    def __init__(self, raw: psycopg.Connection[Any]):  # rows come as Records (_records)
         self.raw = raw
 
-    def execute(self, statement: str, params: Sequence[Any] | None = None) -> psycopg.Cursor:
-        return self.raw.execute(to_pyformat(statement), _values(params))
+    def execute(self, statement: str, params: Sequence[Any] | None = None) -> Rows:
+        # psycopg's stubs ask for a LiteralString; ours is the module's literal SQL, rewritten.
+        return self.raw.execute(to_pyformat(statement), _values(params))  # pyright: ignore[reportArgumentType]
 
-    def executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> psycopg.Cursor:
+    def executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> Rows:
         cursor = self.raw.cursor()
-        cursor.executemany(to_pyformat(statement), [_values(r) for r in rows])
+        cursor.executemany(to_pyformat(statement), [_values(r) for r in rows])  # pyright: ignore[reportArgumentType] - as in execute
         return cursor
 
-    def sql(self, statement: Any, params: Sequence[Any] | None = None) -> psycopg.Cursor:
+    def sql(self, statement: Any, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Rows:
         """A statement written for psycopg (%s placeholders, or psycopg.sql composed)."""
         return self.raw.execute(statement, params)
 
@@ -148,8 +168,8 @@ class PgDatabase:
         # reconnect_timeout=0: a failed attempt is given up at once rather than retried after
         # a growing delay, during which a server that is back again would not be used; the
         # next loan connects again (_connection).
-        self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs=kwargs, open=False,
-                                    reconnect_timeout=0, name="aokun")
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            url, min_size=1, max_size=pool_size, kwargs=kwargs, open=False, reconnect_timeout=0, name="aokun")
         self._opened = False
         self._open_lock = threading.Lock()
         self._local = threading.local()
@@ -171,7 +191,7 @@ class PgDatabase:
         finally:
             self._pool.putconn(raw)
 
-    def _connection(self, outcome: str) -> psycopg.Connection:
+    def _connection(self, outcome: str) -> psycopg.Connection[Any]:
         """A checked connection from the pool, waiting up to storage.busy_timeout_ms (at least
         1 s) while the pool is busy; a server that is away refuses the loan after one slice."""
         wait = max(self._busy_timeout_ms / 1000, 1.0)
@@ -205,8 +225,8 @@ class PgDatabase:
         server does not take it, the pool alone would only time out."""
         timeout = max(2, math.ceil(deadline - time.monotonic()))  # libpq's least is 2 s
         try:
-            psycopg.connect(self.url, connect_timeout=timeout,
-                            **({"password": self.password} if self.password else {})).close()
+            extra: dict[str, Any] = {"password": self.password} if self.password else {}
+            psycopg.connect(self.url, connect_timeout=timeout, **extra).close()
         except psycopg.Error as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             if any(words in first for words in _NO_SLOT_LEFT):
@@ -298,7 +318,7 @@ class PgDatabase:
         except psycopg.Error:
             pass  # a broken connection: the pool's check replaces it before its next loan
 
-    def autocommit(self) -> Iterator[PgConnection]:
+    def autocommit(self) -> AbstractContextManager[PgConnection]:
         """A connection outside any transaction (VACUUM, DDL of tools)."""
         return self._lend("")
 

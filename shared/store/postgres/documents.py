@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import psycopg
+import psycopg.sql
 
 from shared.store import consistency, documents, meta, neighbours, vectors
 from shared.store.atoms import outdate as outdate_atoms
@@ -107,7 +108,8 @@ def bm25(conn: PgConnection, terms: Sequence[str], scope: DocumentFilter, limit:
     statement = psycopg.sql.SQL(
         "SELECT d.id, s.raw FROM ({ranked}) s JOIN documents d ON d.id = s.row_id"
         f" WHERE {{where}} ORDER BY {fulltext.BEST_FIRST} LIMIT %s").format(
-            ranked=fulltext.best_first(ranked), where=psycopg.sql.SQL(where.replace("?", "%s")))
+            # psycopg's stubs want a LiteralString; this SQL is put together from our own constants.
+            ranked=fulltext.best_first(ranked), where=psycopg.sql.SQL(where.replace("?", "%s")))  # pyright: ignore[reportArgumentType]
     return [(r[0], r[1]) for r in conn.sql(statement, [*ranked_params, *params, limit])]
 
 
@@ -124,7 +126,8 @@ def filter_ids(conn: PgConnection, ids: Sequence[int], scope: DocumentFilter) ->
     where, params = _filter_sql(scope, alias="documents")
     return {r[0] for r in conn.sql(
         psycopg.sql.SQL("SELECT id FROM documents WHERE id = ANY(%s) AND {where}").format(
-            where=psycopg.sql.SQL(where.replace("?", "%s"))), [list(ids), *params])}
+            # psycopg's stubs want a LiteralString; this SQL is put together from our own constants.
+            where=psycopg.sql.SQL(where.replace("?", "%s"))), [list(ids), *params])}  # pyright: ignore[reportArgumentType]
 
 
 def texts_of(conn: PgConnection, ids: Sequence[int]) -> dict[int, list[str]]:

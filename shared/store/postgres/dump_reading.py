@@ -51,17 +51,20 @@ def dump_holds(path: Path, memory_id: int, content_hash: str, create_time: float
         return False
     reader = subprocess.Popen([pg_restore, "--data-only", "--table=documents", "--file=-", str(path)],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    data = reader.stdout
+    assert data is not None  # stdout=PIPE
     try:
-        return _copy_holds(reader.stdout, memory_id, content_hash, create_time)
+        return _copy_holds(data, memory_id, content_hash, create_time)
     finally:
         if reader.poll() is None:
             reader.kill()
-        reader.stdout.close()
+        data.close()
         reader.wait()
 
 
 def _copy_holds(lines, memory_id: int, content_hash: str, create_time: float) -> bool:
     columns = None
+    prefix: bytes | None = None
     for raw in lines:
         line = raw.rstrip(b"\n")
         if columns is None:
@@ -94,7 +97,7 @@ def _unescape(field: bytes) -> str | None:
     if field == b"\\N":
         return None
 
-    def one(match: re.Match) -> bytes:
+    def one(match: re.Match[bytes]) -> bytes:
         octal, hexa, char = match.groups()
         if octal:
             return bytes([int(octal, 8) & 0xFF])

@@ -161,7 +161,9 @@ def remove_rows(conn: psycopg.Connection, index: str, row_ids: Sequence[int]) ->
     code, _ = _index(index)
     if not row_ids:
         return 0
-    return conn.execute(_REMOVE_ROWS, {"idx": code, "ids": list(row_ids)}).fetchone()[0]
+    counted = conn.execute(_REMOVE_ROWS, {"idx": code, "ids": list(row_ids)}).fetchone()
+    assert counted is not None  # a SELECT of one count: always a row
+    return counted[0]
 
 
 def set_column(conn: psycopg.Connection, index: str, row_id: int, column: int, text: str) -> None:
@@ -320,7 +322,8 @@ def ranked(index: str, terms: Sequence[str], weights: Sequence[float],
             " (SELECT r.length FROM fulltext_rows r WHERE r.idx = %s AND r.row_id = h.row_id OFFSET 0) r"
             " GROUP BY h.row_id")
     params = [code, padded, *[p for a in arms for p in a[1]], code]
-    return sql.SQL(text), params
+    # psycopg's stubs want a LiteralString; this SQL is put together from our own constants.
+    return sql.SQL(text), params  # pyright: ignore[reportArgumentType]
 
 
 def ranked_join(index: str, table: str, alias: str, terms: Sequence[str],

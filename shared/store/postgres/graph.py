@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import psycopg
+import psycopg.sql
 
 from shared.store import graph, meta
 from shared.store.graph import MemoryGraph, NodeSpec

@@ -271,7 +271,7 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 def apply_migrations(db: PgDatabase, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
     """Apply the migrations not yet recorded, each in its own write transaction (the write
     lock makes processes starting together take turns); return their versions."""
-    applied = []
+    applied: list[int] = []
     for migration in sorted(migrations, key=lambda m: m.version):
         with db.write() as tx:
             tx.sql(_MIGRATIONS_DDL)

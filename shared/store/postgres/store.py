@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -79,7 +79,8 @@ class PostgresStore(PostgresSession):
         """The database's number for what it holds: a restore writes a new one."""
         try:
             with self.db.snapshot() as conn:
-                return int(conn.sql("SELECT value FROM store_incarnation").fetchone()[0])
+                row = conn.sql("SELECT value FROM store_incarnation").fetchone()
+                return int(row[0]) if row is not None else 0
         except (StorageError, psycopg.Error, TypeError):
             return 0
 
@@ -137,7 +138,8 @@ def _probe(storage: StorageConfig) -> None:
     """One direct connection, for libpq's own words: the pool would only say it timed out."""
     password = password_of(storage)
     try:
-        psycopg.connect(storage.url, connect_timeout=5, **({"password": password} if password else {})).close()
+        extra: dict[str, Any] = {"password": password} if password else {}
+        psycopg.connect(storage.url, connect_timeout=5, **extra).close()
     except psycopg.Error as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1].strip()
         wrong = any(words in first for words in _WRONG_SETTINGS)

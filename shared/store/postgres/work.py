@@ -53,7 +53,8 @@ def _streamed(conn: PgConnection, statement: str, params: Sequence, dim: int,
     the cursor reads the one snapshot it was declared in while the caller consumes it.
     bytea comes back as bytes (or a memoryview): vectors._batches joins either for numpy."""
     with conn.raw.cursor(name=f"aokun_vectors_{next(_cursor_names)}") as cursor:
-        cursor.execute(statement, params)
+        # psycopg's stubs want a LiteralString; this SQL is put together from our own constants.
+        cursor.execute(statement, params)  # pyright: ignore[reportArgumentType]
         yield from vectors._batches(cursor, dim, batch)
 
 

@@ -26,7 +26,6 @@ from urllib.parse import unquote
 from shared import time_zone
 from shared.time_zone import offset_name
 
-UTC = time_zone.UTC_NAME  # the zone switch's first choice (render.py)
 CHOSEN_COOKIE = "aokun_tz"
 BROWSER_COOKIE = "aokun_browser_tz"
 

@@ -41,10 +41,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 RESOURCE = "score_calibration.json"
 
@@ -68,9 +69,9 @@ class Model:
 class Calibration:
     """{the channels that answered a query: its model}, for candidates and for questions."""
 
-    models: Mapping[frozenset, Model]
-    answerable_models: Mapping[frozenset, Model] = field(default_factory=dict)
-    unreadable: frozenset = frozenset()  # channels whose strength is on an unknown scale
+    models: Mapping[frozenset[str], Model]
+    answerable_models: Mapping[frozenset[str], Model] = field(default_factory=dict[frozenset[str], Model])
+    unreadable: frozenset[str] = frozenset()  # channels whose strength is on an unknown scale
 
     def probabilities(self, ranked: Sequence[tuple[int, float]],
                       best: Mapping[str, float]) -> dict[int, float]:
@@ -91,19 +92,19 @@ class Calibration:
             return 1.0
         return _sigmoid(model.logit(best))
 
-    def _model_for(self, channels: frozenset) -> Model | None:
+    def _model_for(self, channels: frozenset[str]) -> Model | None:
         return _model_for(self.models, channels)
 
     @staticmethod
-    def from_dict(raw: Mapping) -> Calibration:
+    def from_dict(raw: Mapping[str, Any]) -> Calibration:
         return Calibration(_models(raw["models"]), _models(raw.get("answerable", [])))
 
 
-def _models(rows) -> dict[frozenset, Model]:
+def _models(rows: Iterable[Mapping[str, Any]]) -> dict[frozenset[str], Model]:
     return {frozenset(m["channels"]): Model(m["intercept"], dict(m["weights"])) for m in rows}
 
 
-def _model_for(models: Mapping[frozenset, Model], channels: frozenset) -> Model | None:
+def _model_for(models: Mapping[frozenset[str], Model], channels: frozenset[str]) -> Model | None:
     """The model of exactly these channels, else of the largest set within them."""
     model = models.get(channels)
     if model is not None:
@@ -116,7 +117,7 @@ def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
 
 
-def resource() -> dict:
+def resource() -> dict[str, Any]:
     """shared/resources/score_calibration.json: {"spaces": {embedding model: its models},
     "default_space", "embedder_channels"} (written by scripts/calibrate.py)."""
     return json.loads(resources.files("shared.resources").joinpath(RESOURCE).read_text(encoding="utf-8"))

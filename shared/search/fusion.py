@@ -27,30 +27,34 @@ found to a Fusion.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import Any
 
 from shared.config import RetrievalConfig
 from shared.decay import recency
 from shared.search import calibration, happening, timeframe
 from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel
 from shared.search.focus import asks, speaker
-from shared.search.fuse import SCORE_FUSIONS, fuse_routes, normalise, ordered, rrf, spread
-from shared.search.intent import has_cue, route_weights
+from shared.search.fuse import SCORE_FUSIONS, Ranking, fuse_routes, normalise, ordered, rrf, spread
+from shared.search.intent import RouteWeights, has_cue, route_weights
 from shared.search.mmr import mmr
 from shared.search.request import Hit, RecallRequest
 from shared.store.documents import Document, unmarked
 from shared.text.overlap import jaccard
 from shared.units import DAY
 
+# The store's terms_of: {memory: its indexed terms} (what MMR compares memories by).
+TermsOf = Callable[[Sequence[int]], Mapping[int, Sequence[str]]]
+
 
 @dataclass
 class Found:
     """Each channel's ranking, by route."""
 
-    rankings: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
-    channels: dict[str, Channel] = field(default_factory=dict)
+    rankings: dict[str, list[tuple[int, float]]] = field(default_factory=dict[str, list[tuple[int, float]]])
+    channels: dict[str, Channel] = field(default_factory=dict[str, Channel])
 
     def route(self, route: str) -> list[tuple[Channel, list[tuple[int, float]]]]:
         return [(self.channels[n], r) for n, r in self.rankings.items() if self.channels[n].route == route]
@@ -76,9 +80,9 @@ class Fusion:
         self.within: dict[int, float] = {}  # the candidates happening inside it: when, first
         self.listed: list[int] = []  # found for the window alone, by date
         self.unmentioned = False  # the question asks about people the store never mentions
-        self.parts: dict[int, dict] = {i: {} for i in documents}
+        self.parts: dict[int, dict[str, Any]] = {i: {} for i in documents}  # explain's, as Hit.explain
 
-    def hits(self, terms_of: Callable) -> list[Hit]:
+    def hits(self, terms_of: TermsOf) -> list[Hit]:
         """The candidates scoring at least min_score, best first, duplicates folded, at most k.
         Scores are probabilities of relevance (shared/search/calibration.py), in fused order."""
         weights = route_weights(self.request.query, self.c)
@@ -113,13 +117,13 @@ class Fusion:
     def answerable(self) -> float:
         return self.scoring.answerable(self.strongest)
 
-    def fused(self, weights=None) -> list[tuple[int, float]]:
+    def fused(self, weights: RouteWeights | None = None) -> list[tuple[int, float]]:
         """The routes' fusion of rankings, best first. A memory the graph has not taken in
         yet counts as found by the graph route too (no evidence is not evidence against)."""
         weights = weights or route_weights(self.request.query, self.c)
         graph_channels = [ch.name for ch, _ in self.found.route(GRAPH_ROUTE)]
-        graph_pending = set.intersection(*(self.pending.get(n, set()) for n in graph_channels)) \
-            if graph_channels else set()
+        graph_pendings = [self.pending.get(n, set[int]()) for n in graph_channels]
+        graph_pending = graph_pendings[0].intersection(*graph_pendings[1:]) if graph_pendings else set[int]()
         routes = fuse_routes(self._document_route(), self._graph_route(), weights.document,
                              weights.graph, self.c.both_routes_bonus, graph_pending)
         return newer_first(ordered({i: max(0.0, s + self._shift(i)) for i, s in routes if i in self.documents}),
@@ -154,7 +158,7 @@ class Fusion:
 
     def _document_route(self) -> list[tuple[int, float]]:
         fused_list = self._fused(DOCUMENT_ROUTE, self.c.doc_fusion)
-        scores = {}
+        scores: dict[int, float] = {}
         for doc_id, fused in normalise(fused_list):
             if doc_id not in self.documents:
                 continue
@@ -169,7 +173,7 @@ class Fusion:
     def _graph_route(self) -> list[tuple[int, float]]:
         fused_list = self._fused(GRAPH_ROUTE, self.c.graph_fusion)
         confidence = self.confidence
-        scores = {}
+        scores: dict[int, float] = {}
         for doc_id, fused in normalise(fused_list):
             if doc_id not in self.documents:
                 continue
@@ -186,7 +190,7 @@ class Fusion:
                 "score": round(score, 6)}
         return ordered(scores)
 
-    def _diversify(self, fused: list[tuple[int, float]], terms_of: Callable) -> list[int]:
+    def _diversify(self, fused: list[tuple[int, float]], terms_of: TermsOf) -> list[int]:
         k = self.request.k
         if not self.c.mmr_enabled or len(fused) <= 1:
             return [i for i, _ in fused[:k]]
@@ -196,8 +200,8 @@ class Fusion:
                      self.c.mmr_lambda, k)
         return [i for i, _ in picked]
 
-    def _explain(self, doc_id: int, weights, final: float) -> dict:
-        channels = {}
+    def _explain(self, doc_id: int, weights: RouteWeights, final: float) -> dict[str, Any]:
+        channels: dict[str, dict[str, float]] = {}
         for name, ranking in self.found.rankings.items():
             channels.update(_rank_of(name, ranking, doc_id))
         parts = dict(self.parts[doc_id])
@@ -236,7 +240,8 @@ def fold_duplicates(ranking: list[tuple[int, float]], documents: dict[int, Docum
     """The ranking with each memory whose text (without its time marker, case and spacing
     aside) repeats a better-ranked one's left out, and {kept id: the ids folded into it}."""
     first: dict[str, int] = {}
-    kept, folded = [], {}
+    kept: list[tuple[int, float]] = []
+    folded: dict[int, list[int]] = {}
     for doc_id, score in ranking:
         key = " ".join(unmarked(documents[doc_id].text).casefold().split())
         if key in first:
@@ -247,7 +252,7 @@ def fold_duplicates(ranking: list[tuple[int, float]], documents: dict[int, Docum
     return kept, {i: tuple(ids) for i, ids in folded.items()}
 
 
-def _rank_of(name: str, ranking, doc_id: int) -> dict:
+def _rank_of(name: str, ranking: Ranking, doc_id: int) -> dict[str, dict[str, float]]:
     for rank, (other, score) in enumerate(ranking, start=1):
         if other == doc_id:
             return {name: {"rank": rank, "score": round(score, 6)}}

@@ -17,7 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import cast
 
-from shared.atom_life import replaced_memories, temporal_factors
+import numpy as np
+
+# atom_life takes its rows as a bare Sequence (that module is not strict yet).
+from shared.atom_life import replaced_memories, temporal_factors  # pyright: ignore[reportUnknownVariableType]
 from shared.config import RetrievalConfig
 from shared.errors import AokunError
 from shared.search import answer, calibration, happening, mentions, timeframe
@@ -38,12 +41,15 @@ __all__ = ["Hit", "RecallRequest", "Recaller", "floors"]
 
 log = logging.getLogger("aokun.recall")
 
+# A channel and what its search gave: its ranking, or the error it raised.
+Outcome = tuple[Channel, list[tuple[int, float]] | AokunError]
+
 
 class Recaller:
     """Runs the channels concurrently and fuses them; caches answers per write epoch."""
 
     def __init__(self, store: Store, segmenter: Segmenter, channels: Sequence[Channel],
-                 embed: Callable | None, config: RetrievalConfig,
+                 embed: Callable[[str], np.ndarray] | None, config: RetrievalConfig,
                  executor: ThreadPoolExecutor | None = None, clock: Callable[[], float] = time.time,
                  space: str | None = None):
         self.store = store
@@ -95,7 +101,7 @@ class Recaller:
         strongest = _strongest(found, query)
         validity = self.store.atoms.validity_rows(list(documents))
         wanted = wanted_atom_types(request.query, self.config) if self.config.atom_type_boost > 0 else ()
-        typed = holding_types(validity, wanted, now) if wanted else set()
+        typed = holding_types(validity, wanted, now) if wanted else set[int]()
         fusion = Fusion(self.config, documents, found, temporal_factors(validity, now),
                          self.store.graph.memory_confidence(list(documents)), now, request,
                          self._pending(found, list(documents)), strongest, self.scoring, typed, related,
@@ -149,7 +155,7 @@ class Recaller:
     def _pending(self, found: Found, ids: list[int]) -> dict[str, set[int]]:
         """{channel: the candidates it has not taken in yet}. A channel that cannot say counts
         as having taken in all of them (the rankings then decide, as before)."""
-        pending = {}
+        pending: dict[str, set[int]] = {}
         for name, channel in found.channels.items():
             try:
                 pending[name] = set(ids) - channel.indexed(ids)
@@ -185,11 +191,11 @@ class Recaller:
             found.channels[channel.name] = channel
         return found
 
-    def _run(self, channels: Sequence[Channel], query: Query, scope: DocumentFilter, depth: int) -> list:
+    def _run(self, channels: Sequence[Channel], query: Query, scope: DocumentFilter, depth: int) -> list[Outcome]:
         """(channel, ranking or the AokunError it raised) for each channel, in order; each
         channel's reads share one snapshot (store.reading: on a database server one
         transaction instead of dozens)."""
-        outcomes = []
+        outcomes: list[Outcome] = []
         for channel in channels:
             try:
                 with self.store.reading():
@@ -205,7 +211,7 @@ def _strongest(found: Found, query: Query) -> dict[str, float]:
     return {name: value for name, value in strengths.items() if value is not None}
 
 
-def _bound(pick: Callable, *bounds: float | None) -> float | None:
+def _bound(pick: Callable[[list[float]], float], *bounds: float | None) -> float | None:
     """The tighter of two optional bounds (pick: max for a start, min for an end)."""
     given = [b for b in bounds if b is not None]
     return pick(given) if given else None

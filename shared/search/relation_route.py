@@ -36,7 +36,7 @@ class Chain:
 
 
 @lru_cache(maxsize=1)
-def _patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     v = vocabulary()
     en, zh = f"(?:{v.words_pattern('en')})", f"(?:{v.words_pattern('zh')})"
     # Names are told by their capital letter, so only the relation words ignore case.
@@ -51,7 +51,7 @@ def chains(question: str, aliases: dict[str, str]) -> list[Chain]:
     """The entity-and-relation chains a question asks about."""
     v = vocabulary()
     possessive, of_form, chinese = _patterns()
-    found = []
+    found: list[Chain] = []
     for m in list(possessive.finditer(question)) + list(of_form.finditer(question)):
         name = re.sub(r"['’]s$", "", m.group("name"))
         if name.lower() != "my" and (name in NOT_NAMES or (name.split()[0] in NOT_NAMES and len(name.split()) == 1)):
@@ -82,7 +82,8 @@ def _chinese_names(before: str, aliases: dict[str, str]) -> tuple[str, ...]:
 def resolve(s: Session, chain: Chain, persona_id: str | None) -> list[tuple[int, float]]:
     """(node, confidence) of the entities a chain leads to."""
     named = s.graph.entity_nodes_named(list(chain.names), persona_id)
-    start = next((named[n] for n in chain.names if n in named), [])
+    none_named: list[int] = []
+    start = next((named[n] for n in chain.names if n in named), none_named)
     frontier = [(node, 1.0) for node in start]
     v = vocabulary()
     for key in chain.relations:
@@ -101,7 +102,7 @@ def resolve(s: Session, chain: Chain, persona_id: str | None) -> list[tuple[int,
 def named_entities(question: str, aliases: dict[str, str]) -> list[str]:
     """Canonical forms of the multi-word names a question holds ("Acme Corp", "New York"):
     single words reach their nodes as query terms already."""
-    names = []
+    names: list[str] = []
     for m in re.finditer(_NAME_EN, question):
         words = [w for w in re.sub(r"['’]s$", "", m.group(0)).split() if w not in NOT_NAMES]
         if len(words) > 1:

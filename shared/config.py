@@ -196,19 +196,18 @@ class RetrievalConfig:
     candidate_depth: int = _opt(30, minimum=1, maximum=1000)
     # results whose score (the estimated probability that a memory is relevant) is below
     # this are left out, so a recall may answer nothing; recall's min_score overrides it.
-    # 0.015: held out, 0.02 cost MADial more than 0.02 R@5 (scripts/calibrate.py --fixed)
+    # Chosen on held-out folds (scripts/calibrate.py; figures in docs/performance.md).
     min_score: float = _opt(0.015, minimum=0.0, maximum=1.0)
     # a recall whose best result scores below this answers nothing. Off by default: a memory
-    # found by meaning alone, with no word in common ("kitten" for a cat), scores about 0.1,
-    # no more than the best of a question about something never said; 0.145 (chosen on folds)
-    # answers 14% of LoCoMo's and 36% of MADial-en's foreign questions with nothing but drops
-    # such matches. A recall that gives its own min_score uses it for both.
+    # found by meaning alone, with no word in common ("kitten" for a cat), scores no more than
+    # the best of a question about something never said, so a floor here drops such matches
+    # (the question-level floor below decides whether to answer at all).
     min_best_score: float = _opt(0.0, minimum=0.0, maximum=1.0)
     # Answer nothing when the store is less likely than this to hold an answer to the question
     # at all (shared/search/calibration.py: a model of the question's strongest evidence, apart
-    # from how its candidates rank). 0.06: the highest that cost each dev benchmark at most 0.02
-    # R@5 and kept the everyday facts answered, with e5 and with USE (scripts/calibrate.py
-    # --pool). A recall that gives its own min_score asks for exactly that floor, not this one.
+    # from how its candidates rank). Chosen on folds for every local embedder at once
+    # (scripts/calibrate.py --pool). A recall that gives its own min_score asks for exactly
+    # that floor, not this one.
     min_answerable: float = _opt(0.06, minimum=0.0, maximum=1.0)
     # document route: channels fused (zscore: each channel standardised by its own score
     # spread, then weighted; score: weighted min-max; rrf: reciprocal rank fusion),

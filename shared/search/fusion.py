@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from shared.config import RetrievalConfig
@@ -79,7 +80,9 @@ class Fusion:
         self.asked: timeframe.TimeQuestion | None = None  # the window on when things happen
         self.within: dict[int, float] = {}  # the candidates happening inside it: when, first
         self.listed: list[int] = []  # found for the window alone, by date
-        self.unmentioned = False  # the question asks about people the store never mentions
+        # Whether the question asks about people the store never mentions: a store lookup per
+        # person, so asked only where it decides something (the floor is on) or is shown.
+        self.none_mentioned: Callable[[], bool] = lambda: False
         self.parts: dict[int, dict[str, Any]] = {i: {} for i in documents}  # explain's, as Hit.explain
 
     def hits(self, terms_of: TermsOf) -> list[Hit]:
@@ -109,9 +112,13 @@ class Fusion:
         decides."""
         if self.asked is not None and self.within:
             return True
-        if self.unmentioned and self.request.min_answerable > 0:
+        if self.request.min_answerable > 0 and self.unmentioned:
             return False
         return self.answerable >= self.request.min_answerable
+
+    @cached_property
+    def unmentioned(self) -> bool:
+        return self.none_mentioned()
 
     @property
     def answerable(self) -> float:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 from typing import cast
 
 import numpy as np
@@ -106,7 +107,7 @@ class Recaller:
                          self.store.graph.memory_confidence(list(documents)), now, request,
                          self._pending(found, list(documents)), strongest, self.scoring, typed, related,
                          replaced_memories(validity))
-        fusion.unmentioned = self._none_mentioned(request)
+        fusion.none_mentioned = partial(self._none_mentioned, request)
         if asked is not None:
             fusion.asked, fusion.listed = asked, [i for i in listed if i in documents]
             fusion.within = happening.inside(asked, documents, validity, request.zone)

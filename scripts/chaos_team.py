@@ -31,7 +31,8 @@ from pathlib import Path
 import yaml
 
 from bench_servers import PG_BIN, OwnPostgres, own_postgres_server
-from chaos import Cluster, Service, Tally, free_port, report, run_doctor, storm
+from chaos_checks import report, run_doctor
+from chaos_storm import Cluster, Service, Tally, free_port, storm
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 DATABASE = "aokun_chaos"
@@ -96,7 +97,7 @@ def pg_rows(url: str, sql: str, params: tuple = ()) -> list[tuple]:
 # --- what the clients saw, with times ----------------------------------------------------------
 
 class TimedTally(Tally):
-    """chaos.Tally, plus when each memorize was acknowledged or failed (monotonic seconds)."""
+    """chaos_storm.Tally, plus when each memorize was acknowledged or failed (monotonic seconds)."""
 
     def __init__(self):
         super().__init__()
@@ -227,7 +228,7 @@ class Disturbances:
                 + (["Redis flush"] if not self.flush else []))
 
     def lines(self, tally: TimedTally) -> list[str]:
-        """The figures of the restart, the flush and the self-exits, for chaos.report."""
+        """The figures of the restart, the flush and the self-exits, for chaos_checks.report."""
         return [self._restart_line(tally),
                 (f"Redis flush at {self.flush['time']:.1f} s: {self.flush['keys']} queue keys deleted, "
                  f"{self.flush['open']} stage rows pending or running then" if self.flush
@@ -274,7 +275,7 @@ def drain(url: str, timeout: float) -> float | None:
 
 
 def store_checks(url: str, acked: dict[int, str], run: str) -> dict:
-    """chaos.store_checks, on PostgreSQL."""
+    """chaos_checks.store_checks, on PostgreSQL."""
     texts = dict(pg_rows(url, "SELECT id, text FROM documents"))
     tagged = {i for i, t in texts.items() if run in t}
     duplicates = pg_rows(url, "SELECT COUNT(*) FROM (SELECT text FROM documents WHERE strpos(text, %s) > 0 "

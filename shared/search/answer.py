@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # recall imports this module to fit its answers
-    from shared.search.recall import Hit
+from shared.search.request import Hit
 
 NOTHING_FOUND = "No memory is relevant enough to this query (min_score {min_score:g})."
 NOTHING_FITS = "No memory relevant enough to this query (min_score {min_score:g}) fits in max_chars {max_chars}."

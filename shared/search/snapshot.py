@@ -79,14 +79,6 @@ def lock_path(data_dir: Path) -> Path:
     return Path(data_dir) / "vectors-snapshot.lock"
 
 
-def file_id(path: Path) -> int:
-    """The inode of a file (0 if it cannot be read): a restored database is a new file."""
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return 0
-
-
 def read_header(path: Path) -> Header:
     """The header of the snapshot at `path`; raises OSError (no file) or ValueError (not a
     whole snapshot)."""

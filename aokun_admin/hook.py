@@ -24,7 +24,7 @@ Whose memories: the caller's (aokun_admin/caller.py). With a user's token (AOKUN
 server.token in the user's config) the hook prints that user's personas only, on every path;
 a token it cannot resolve (revoked, unknown) or a --persona the token does not hold prints
 nothing and one line on stderr, whether a front or the store would have answered. Without a
-token, on a store without users, the hook reads every persona, as it always did.
+token, on a store without users, the hook reads every persona (the admin's scope).
 
 Where recall runs: a prompt goes to a running HTTP front of this store when there is one, with
 the caller's token, as a plain JSON-RPC POST (hook_front.py): the front has jieba and the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Atom types and plan deadlines on everyday sentences, held out (issue 18).
+"""Atom types and plan deadlines on everyday sentences, held out.
 
 The labelled set is scripts/data/atom_labels.jsonl, one sentence a line: {id, lang, type,
 deadline?} with either its own text and anchor (when it was said), or a reference into the dev

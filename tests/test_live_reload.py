@@ -403,7 +403,7 @@ def test_a_process_on_defaults_follows_the_config_file_created_for_it(tmp_path, 
         watcher.stop()
 
 
-# -- half-written files (issue 21 item 6) ---------------------------------------------------
+# -- half-written files ---------------------------------------------------------------------
 
 FULL = {"storage": {"data_dir": "data"}, "worker": {"autostart": False},
         "memory": {"recall_top_k": 7}, "server": {"exposed_tools": ["memorize", "recall"]},

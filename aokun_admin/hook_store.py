@@ -5,8 +5,9 @@ listens, and recall in the hook's own process when no front answers.
 The store is opened read-only (no migrations, no writes, no access counts; a front's recall
 records them). Recall here runs from BM25 and graph keywords without vectors (see recall_here
 for why), once per persona the caller may read, merged as the recall tool merges them
-(shared/search/persona_merge.py). A session-start profile (hook_profile.py) is a few SQL reads per persona
-and needs neither segmenter nor embedder, so it always reads the store directly.
+(shared/search/persona_merge.py). A session-start profile (hook_profile.py) is a few SQL
+reads per persona and needs neither segmenter nor embedder, so it always reads the store
+directly.
 
 Cold start: standard library only at import time, as for every hook module; the store,
 search and segmenter are imported by the call that needs them.

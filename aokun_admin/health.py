@@ -1,16 +1,21 @@
 """The admin commands about health: doctor (is everything consistent, will every stage get
-done), status (who is alive) and stop (stop this data_dir's workers)."""
+done), status (who is alive) and stop (stop this data_dir's workers), and how this data_dir's
+worker processes on this host are found and stopped."""
 
 from __future__ import annotations
 
+import socket
 import sys
 import time
+from pathlib import Path
 
-from shared import health
+from shared import platform
 from shared.config import AppConfig
 from shared.embedders import build_embedder, recorded_models, space_dim
-from shared.health import format_age
+from shared.pipeline_warnings import format_age, pipeline_warnings
 from shared.queue import describe_queue, queue_file_problem, redis_problem
+from shared.store.runtime import ProcessRow
+from shared.worker_pid_files import read_pid_files
 
 
 def cmd_doctor(admin, args) -> int:
@@ -57,7 +62,7 @@ def _queue_engine(config: AppConfig) -> tuple[str, str | None]:
 
 
 def _pipeline_health(admin, detail_limit: int = 20) -> tuple[dict, list[str]]:
-    """Queue figures, live workers and fronts, warnings (shared.health), and one line per
+    """Queue figures, live workers and fronts, warnings (shared/pipeline_warnings.py), and one line per
     failed or stuck stage (the first detail_limit)."""
     now = time.time()
     alive_since = now - admin.config.worker.heartbeat_timeout_s
@@ -72,7 +77,7 @@ def _pipeline_health(admin, detail_limit: int = 20) -> tuple[dict, list[str]]:
     if len(problems) == detail_limit:
         details.append(f"... (first {detail_limit} shown; `aokun repair` lists every failed stage)")
     return {"queue": queue, "workers": workers, "fronts": fronts,
-            "warnings": health.pipeline_warnings(queue, len(workers), newest, now)}, details
+            "warnings": pipeline_warnings(queue, len(workers), newest, now)}, details
 
 
 def cmd_status(admin, args) -> int:
@@ -81,7 +86,7 @@ def cmd_status(admin, args) -> int:
     now = time.time()
     print(f"data_dir: {admin.config.storage.data_dir}")
     rows = admin.store.runtime.worker_rows()
-    unseen = {pid: kind for pid, kind in health.local_workers(
+    unseen = {pid: kind for pid, kind in local_workers(
         admin.config.storage.data_dir, rows, now - admin.config.worker.heartbeat_timeout_s).items()
         if pid not in {row.pid for row in pipeline["workers"]}}
     last = _last_worker(rows, pipeline["workers"] or list(unseen), admin.store.runtime.last_worker_gone(), now)
@@ -95,7 +100,7 @@ def cmd_status(admin, args) -> int:
         print(f"  {_describe(row, now)}")
     queue = pipeline["queue"]
     print(f"queue: {queue['pending']} pending, {queue['running']} running, {queue['failed']} failed, "
-          f"{queue['done']} done; oldest pending {health.format_age(queue['oldest_pending_age_s'])}")
+          f"{queue['done']} done; oldest pending {format_age(queue['oldest_pending_age_s'])}")
     for warning in pipeline["warnings"]:
         print(f"WARNING: {warning}")
     return 0
@@ -129,13 +134,13 @@ def cmd_stop(admin, args) -> int:
     """SIGTERM this data_dir's workers on this host (each finishes its running job), wait."""
     data_dir = admin.config.storage.data_dir
     rows = admin.store.runtime.worker_rows()
-    targets = health.local_workers(data_dir, rows, time.time() - admin.config.worker.heartbeat_timeout_s)
+    targets = local_workers(data_dir, rows, time.time() - admin.config.worker.heartbeat_timeout_s)
     if not targets:
         print(f"no worker of {data_dir} is running on this host")
         return 0
     print(f"stopping {len(targets)} worker(s) of {data_dir}: "
           + ", ".join(f"pid {pid} ({kind})" for pid, kind in targets.items()), flush=True)
-    running = health.stop_processes(list(targets), args.timeout)
+    running = stop_processes(list(targets), args.timeout)
     for pid, kind in targets.items():
         print(f"{'still running' if pid in running else 'stopped'}: worker pid {pid} ({kind})")
     if running:
@@ -151,3 +156,44 @@ def embedder_space(config: AppConfig, s) -> tuple[str, int]:
     embedder = build_embedder(config.embedding, threads=1, recorded=recorded_models(s))
     dim = space_dim(config.embedding, embedder)
     return embedder.model, dim
+
+
+# -- this data_dir's worker processes on this host ------------------------------------------
+
+def local_workers(data_dir: Path, rows: list[ProcessRow], alive_since: float) -> dict[int, str]:
+    """{pid: what it is} of this data_dir's worker processes on this host: those with a fresh
+    heartbeat row, and those whose pid file names a live aokun-worker (one that has not beaten
+    yet, or hangs). Pid files of processes that are gone are removed."""
+    here = socket.gethostname()
+    found = {row.pid: row.kind + (", stopping" if row.stopping else "")
+             for row in rows if row.hostname == here and row.heartbeat_time >= alive_since
+             and platform.pid_alive(row.pid)}
+    for pid, path in read_pid_files(data_dir).items():
+        if not platform.pid_alive(pid):
+            path.unlink(missing_ok=True)
+        elif pid not in found and _is_worker_of(pid, data_dir):
+            found[pid] = "no fresh heartbeat"
+    return found
+
+
+def _is_worker_of(pid: int, data_dir: Path) -> bool:
+    # A pid file can outlive its worker and its pid be reused: trust it only for a process
+    # whose command line is an aokun-worker's (and names this data_dir, if it names one).
+    args = platform.command_line(pid)
+    if not args or not any("aokun_worker" in a or a.endswith("aokun-worker") for a in args):
+        return False
+    if "--data-dir" in args[:-1]:
+        return Path(args[args.index("--data-dir") + 1]).resolve() == data_dir.resolve()
+    return True
+
+
+def stop_processes(pids: list[int], timeout_s: float) -> list[int]:
+    """Ask each process to stop and wait up to timeout_s; return those still running."""
+    for pid in pids:
+        platform.terminate(pid)
+    deadline = time.monotonic() + timeout_s
+    running = [pid for pid in pids if platform.pid_alive(pid)]
+    while running and time.monotonic() < deadline:
+        time.sleep(0.1)
+        running = [pid for pid in running if platform.pid_alive(pid)]
+    return running

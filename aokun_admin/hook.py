@@ -24,7 +24,7 @@ Whose memories: the caller's (aokun_admin/caller.py). With a user's token (AOKUN
 server.token in the user's config) the hook prints that user's personas only, on every path;
 a token it cannot resolve (revoked, unknown) or a --persona the token does not hold prints
 nothing and one line on stderr, whether a front or the store would have answered. Without a
-token, on a store without users, the hook reads every persona, as it always did.
+token, on a store without users, the hook reads every persona (the admin's scope).
 
 Where recall runs: a prompt goes to a running HTTP front of this store when there is one, with
 the caller's token, as a plain JSON-RPC POST (hook_front.py): the front has jieba and the
@@ -67,7 +67,7 @@ from aokun_admin.hook_input import (
     read_hook_json,
     read_prompt,
 )
-from aokun_admin.hook_store import front_url, open_existing, own_check, readable_personas, recall_here, where
+from aokun_admin.hook_store import front_url, open_existing, own_check, readable_personas, recall_here
 
 CLAUDE_EVENT_NAMES = {"prompt": "UserPromptSubmit", "session-start": "SessionStart"}
 PROMPT_HEADER = "Possibly relevant memories (Aokun; [id · relevance 0-1], best first):"
@@ -162,16 +162,17 @@ def run(args) -> tuple[str, str]:
     read_hook_json(args)
     config = load_config(args.config)
     from aokun_admin.hook_profile import profile
+    from shared.store.face import location
     from shared.time_zone import user_zone
 
-    store = open_existing(config)
+    services = open_existing(config)
     try:
-        personas = readable_personas(config, store, args.persona)
-        text = profile(store, personas, args.k or 5, args.budget or PROFILE_BUDGET, PROFILE_HEADER,
+        personas = readable_personas(config, services.store, args.persona)
+        text = profile(services.store, personas, args.k or 5, args.budget or PROFILE_BUDGET, PROFILE_HEADER,
                        SECTIONS, user_zone(config.memory.time_zone))
     finally:
-        store.close()
-    return text, f"the store ({where(config)})"
+        services.close()
+    return text, f"the store ({location(config.storage)})"
 
 
 # -- a prompt -------------------------------------------------------------------------------
@@ -193,7 +194,8 @@ def prompt_context(config, prompt: str, args) -> tuple[str, str]:
             hits = ask_front(config, asked, prompt, k, room, args, None)
             if hits is not None:
                 return _lines(hits), f"the front at {asked}"
-    store = open_existing(config)
+    services = open_existing(config)
+    store = services.store
     try:
         # Checked here first, so a persona out of the token's reach is refused in the same
         # words whether a front or the store would answer.
@@ -206,9 +208,9 @@ def prompt_context(config, prompt: str, args) -> tuple[str, str]:
             hits = ask_front(config, url, prompt, k, room, args, store)
             source = f"the front at {url}"
         if hits is None:
-            hits, source = recall_here(config, store, prompt, k, personas, args.min_score, room)
+            hits, source = recall_here(services, prompt, k, personas, args.min_score, room)
     finally:
-        store.close()
+        services.close()
     return _lines(hits), source
 
 

@@ -1,11 +1,13 @@
-"""`aokun hook`'s side of the store: opening it as it is, the caller's persona scopes, where a
-live front of it listens, and recall in the hook's own process when no front answers.
+"""`aokun hook`'s side of the store: opening it as it is, through the light assembly
+(shared/assembly.py: open_reader), the caller's persona scopes, where a live front of it
+listens, and recall in the hook's own process when no front answers.
 
 The store is opened read-only (no migrations, no writes, no access counts; a front's recall
 records them). Recall here runs from BM25 and graph keywords without vectors (see recall_here
-for the measurement), once per persona the caller may read, merged by score as the recall
-tool merges them. A session-start profile (hook_profile.py) is a few SQL reads per persona
-and needs neither segmenter nor embedder, so it always reads the store directly.
+for why), once per persona the caller may read, merged as the recall tool merges them
+(shared/search/persona_merge.py). A session-start profile (hook_profile.py) is a few SQL
+reads per persona and needs neither segmenter nor embedder, so it always reads the store
+directly.
 
 Cold start: standard library only at import time, as for every hook module; the store,
 search and segmenter are imported by the call that needs them.
@@ -20,16 +22,18 @@ from aokun_admin.hook_front import HookError
 
 
 def open_existing(config):
-    """The store, opened for reading as it is: never created, never migrated."""
+    """The parts over the store, opened for reading as it is: never created, never migrated
+    (shared/assembly.py: open_reader). The caller closes them."""
+    from shared.assembly import open_reader
     from shared.errors import StorageError
-    from shared.store.schema import open_store
+    from shared.store.face import location
 
     try:
-        return open_store(config.storage, migrate=False)
+        return open_reader(config)
     except StorageError as exc:
         if exc.kind != "cannot_open":
             raise
-        raise HookError(f"no memory store at {where(config)} (check storage in the config)") from None
+        raise HookError(f"no memory store at {location(config.storage)} (check storage in the config)") from None
 
 
 def readable_personas(config, store, persona: str | None) -> tuple[str | None, ...]:
@@ -53,22 +57,13 @@ def own_check(config, persona: str | None, store) -> None:
             return
         opened = open_existing(config)
         try:
-            readable_personas(config, opened, persona)
+            readable_personas(config, opened.store, persona)
         finally:
             opened.close()
     except AccessDenied:
         raise
     except Exception:  # no store here to word it: the front's refusal stands
         return
-
-
-def where(config) -> str:
-    """Where the config's store is, for messages (never a password)."""
-    if config.storage.backend == "postgresql":
-        from shared.store.postgres.connection import where as postgres_where
-
-        return f"postgresql {postgres_where(config.storage.url)}"
-    return str(config.storage.db_path)
 
 
 def front_url(config, store) -> str | None:
@@ -84,39 +79,22 @@ def front_url(config, store) -> str | None:
     return saved if saved in running else (running[0] if running else None)
 
 
-def recall_here(config, store, prompt: str, k: int, personas: tuple[str | None, ...],
+def recall_here(services, prompt: str, k: int, personas: tuple[str | None, ...],
                 min_score: float | None, room: int) -> tuple[list, str]:
-    """Recall in this process from BM25 and the graph's keyword channel, without vectors:
-    measured with scripts/bench_hook.py on 300 memories, loading the embedder and both vector
-    indexes put the hook's median from 2.6 s to 3.6 s (a busy 2-core machine), on top of
-    jieba's dictionary (~1 s) that the keyword channels need anyway. Recall without vectors
-    is what a front serves while its embedder is down; a running front serves every channel.
-    A question's time words are read on the user's clock (memory.time_zone)."""
-    from dataclasses import replace
-
-    from shared.search import answer
-    from shared.search.channels import ChannelParts, build_channels
-    from shared.search.recall import Recaller, RecallRequest, floors
+    """Recall in this process from BM25 and the graph's keyword channel, without vectors
+    (shared/assembly.py: keyword_recaller): loading the embedder and both vector indexes
+    would add about a second to every hook call (docs/performance.md), on top of jieba's
+    dictionary that the keyword channels need anyway. Recall without vectors is what a front
+    serves while its embedder is down; a running front serves every channel. A question's
+    time words are read on the user's clock (memory.time_zone)."""
+    from shared.search.persona_merge import recall_over_personas
+    from shared.search.recall import RecallRequest, floors
     from shared.store.documents import DocumentFilter
-    from shared.text.segment import Segmenter
     from shared.time_zone import user_zone
 
-    channels = tuple(c for c in config.retrieval.channels if c in ("bm25", "graph_keyword"))
-    if not channels:
-        raise HookError("retrieval.channels has neither bm25 nor graph_keyword, which recall "
-                        "without a running front needs")
-    retrieval = replace(config.retrieval, channels=channels, cache_enabled=False)
-    # No vector index: the channels kept above use none.
-    parts = ChannelParts(store, retrieval, None, None, config.graph)  # pyright: ignore[reportArgumentType]
-    recaller = Recaller(store, Segmenter(config.text), build_channels(parts), None, retrieval)
-    floor = floors(config.retrieval, min_score)
-    try:
-        zone = user_zone(config.memory.time_zone)
-        runs = [recaller.recall(RecallRequest(prompt, k, DocumentFilter(persona_id=persona),
-                                              max_chars=room, zone=zone, **floor)) for persona in personas]
-    finally:
-        recaller.executor.shutdown(wait=False)
-    # Scores are probabilities of relevance, comparable across personas: the best k of all.
-    hits = runs[0] if len(runs) == 1 else answer.fit(
-        sorted((hit for run in runs for hit in run), key=lambda hit: -hit.score)[:k], room)
-    return hits, f"the store ({'+'.join(channels)})"
+    config = services.config
+    recaller = services.keyword_recaller
+    request = RecallRequest(prompt, k, DocumentFilter(), max_chars=room, zone=user_zone(config.memory.time_zone),
+                            **floors(config.retrieval, min_score))
+    hits = recall_over_personas(recaller.recall, request, personas)
+    return hits, f"the store ({'+'.join(recaller.config.channels)})"

@@ -53,7 +53,7 @@ def add_parsers(commands, with_config) -> None:
 
 def cmd_export(admin, args) -> int:
     principal = exporting_principal(admin, args.token if args.token is not None else os.environ.get(LOCAL_TOKEN_ENV))
-    # The admin's export is as it always was (persona_id or everything); a user's covers the
+    # The admin's export covers persona_id, or everything; a user's covers the
     # personas its token holds, or the one it names if held.
     scopes = None if principal.admin else read_personas(principal, args.persona)
     if args.format == "jsonl":
@@ -111,7 +111,7 @@ def cmd_import(admin, args) -> int:
     print(f"{counts.summary()} ({total} rows, {fmt}, from {args.file})")
     if counts.imported:
         # A store that grew at once is planned from its new size now, not at the next hourly
-        # housekeeping (on PostgreSQL without autovacuum, recall at 100k: 280 ms p50 -> 49 ms).
+        # housekeeping: stale planner statistics slow recall severalfold (docs/performance.md).
         admin.store.refresh_statistics()
     queue_imported(admin)
     return 1 if counts.skipped else 0

@@ -42,7 +42,7 @@ USER_HOME = "/memories"
 
 def principal_of(request: Request) -> Principal:
     """The request's principal, as the gate set it. A request the gate did not mark (an app
-    built without one, in-process tests) is the admin's, as the panel was before users."""
+    built without one, in-process tests) is the admin's: every persona, as on a store without users."""
     return getattr(request.state, "principal", ADMIN)
 
 

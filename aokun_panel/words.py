@@ -1,18 +1,18 @@
 """Server-side texts that depend on numbers, in the page's language: durations, and the
-pipeline's warnings (shared/health.py says them in English for the CLI; the panel says the same
+pipeline's warnings (shared/pipeline_warnings.py says them in English for the CLI; the panel says the same
 things, from the same figures, in either language; tests/test_panel_i18n.py holds the English
-ones equal to shared/health's)."""
+ones equal to shared/pipeline_warnings')."""
 
 from __future__ import annotations
 
 from aokun_panel.i18n import translate
 from shared.units import DAY, HOUR
 
-TROUBLE = ("stuck", "retrying", "failed")  # shared/health.py's _TROUBLE figures, in its order
+TROUBLE = ("stuck", "retrying", "failed")  # shared/pipeline_warnings.py's _TROUBLE figures, in its order
 
 
 def age(lang: str, seconds) -> str:
-    """40 s, 12 min, 2 h, 3 days (40 秒, 12 分钟 ...), as shared.health.format_age rounds."""
+    """40 s, 12 min, 2 h, 3 days (40 秒, 12 分钟 ...), as shared.pipeline_warnings.format_age rounds."""
     if seconds is None:
         return translate(lang, "js.never")
     seconds = max(0.0, float(seconds))
@@ -31,7 +31,7 @@ def stages(lang: str, n: int) -> str:
 
 def pipeline_warnings(lang: str, queue: dict, live_workers: int, newest_heartbeat: float | None,
                       now: float) -> list[str]:
-    """shared.health.pipeline_warnings, in `lang`."""
+    """shared.pipeline_warnings.pipeline_warnings, in `lang`."""
     lines = []
     waiting = queue.get("pending", 0) + queue.get("running", 0)
     if waiting and not live_workers:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from aokun_server.autostart import ensure_worker
+from aokun_server.heartbeat import FrontHeartbeat
 from aokun_server.identity import Identity
 from aokun_server.reinforcer import Reinforcer
 from aokun_server.server import AokunMCPServer
@@ -21,7 +22,6 @@ from shared import __version__
 from shared.assembly import LiveRecaller, Services, open_services
 from shared.config import AppConfig
 from shared.errors import StorageError
-from shared.health import FrontHeartbeat
 from shared.live_config import ConfigWatcher, LiveConfig, apply_log_level
 from shared.memories import MemoryService
 

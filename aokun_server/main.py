@@ -39,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging()  # before the MCP SDK would set up its own (server.log_level once read)
     # One OpenMP thread for the query embedder (its count is fixed when the engine first
-    # loads), sleeping when idle: measured 50 ms per query instead of 1.4 s on a busy 2-core box.
+    # loads), sleeping when idle: spinning threads on a busy machine slow each query many times
+    # over (docs/performance.md, Recall speed).
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:

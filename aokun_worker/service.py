@@ -12,9 +12,10 @@ from dataclasses import replace
 
 from aokun_worker.handlers import AtomsHandler, EmbedHandler, GraphHandler
 from aokun_worker.heartbeat import Heartbeat
+from aokun_worker.idle_exit import IdleExit
 from aokun_worker.periodic import PeriodicJob, PeriodicScheduler, SettleWatch
 from aokun_worker.runner import RunnerParts, StageRunner
-from shared import health, platform
+from shared import platform
 from shared.assembly import Services, open_services
 from shared.config import AppConfig
 from shared.embedders import space_dim
@@ -28,6 +29,7 @@ from shared.store.vectors import KINDS
 from shared.tasks import Enqueuer
 from shared.time_zone import user_zone
 from shared.units import DAY, HOUR
+from shared.worker_pid_files import write_pid_file
 
 log = logging.getLogger("aokun.worker")
 
@@ -161,7 +163,7 @@ class WorkerService:
             signal.signal(stop_signal, self._stop_before_consuming)
         self.heartbeat.start()
         watcher = self.live.watch()
-        pid_path = health.write_pid_file(self.config.storage.data_dir)
+        pid_path = write_pid_file(self.config.storage.data_dir)
         try:
             if self.autostarted:
                 with self.store.write() as tx:
@@ -219,7 +221,7 @@ class IdleWatch:
     def __init__(self, service: WorkerService):
         self.service = service
         self._lock = threading.Lock()
-        self._exit: health.IdleExit | None = None
+        self._exit: IdleExit | None = None
         self._on_idle: Callable[[], None] | None = None
 
     def begin(self, on_idle: Callable[[], None]) -> None:
@@ -244,8 +246,8 @@ class IdleWatch:
         service = self.service
         if not service.autostarted or idle_s <= 0 or self._on_idle is None:
             return
-        self._exit = health.IdleExit(service.store, service.heartbeat.worker_id, idle_s,
-                                     service.config.worker.heartbeat_timeout_s, on_idle=self._on_idle)
+        self._exit = IdleExit(service.store, service.heartbeat.worker_id, idle_s,
+                              service.config.worker.heartbeat_timeout_s, on_idle=self._on_idle)
         if old is not None:
             self._exit.last_front_seen = old.last_front_seen
         self._exit.start()

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Atom types and plan deadlines on everyday sentences, held out (issue 18).
+"""Atom types and plan deadlines on everyday sentences, held out.
 
 The labelled set is scripts/data/atom_labels.jsonl, one sentence a line: {id, lang, type,
 deadline?} with either its own text and anchor (when it was said), or a reference into the dev
@@ -11,7 +11,7 @@ of its deadline are compared with the label.
 The rules' free constants (atom_rules.yaml "weights") are chosen on four folds and scored on
 the fifth, for each of five folds (stable by id; scripts/folds.py). Printed: held-out accuracy
 of the type overall, per type and per language, and of plan deadlines (right date), with the
-constants each fold chose. Code without free constants (an earlier commit) is scored as it is.
+constants each fold chose. Rules without free constants are scored as they are.
 
     .venv/bin/python scripts/bench_atoms.py
     .venv/bin/python scripts/bench_atoms.py --bench ../shared/bench --folds 5

@@ -10,7 +10,7 @@ times per case, each with a different LoCoMo question as the prompt:
 - prompt, with a running HTTP front (found by its note in data_dir; no store opened);
 - session-start (the profile: SQL reads only).
 
-It ends with the two prompt figures the issue sets goals for (p50 with a front, without one)
+It ends with the two prompt figures that have goals (p50 with a front, without one)
 and the machine's load average while it ran.
 
     .venv/bin/python scripts/bench_hook.py [--memories 300] [--runs 7] [--no-worker]

@@ -123,8 +123,8 @@ def seed(config_path: Path, size: int, rows: list[dict]) -> None:
         print(f"\r  seeded {have}/{size} ({time.perf_counter() - started:.0f} s)", end="", flush=True)
     print()
     # What the worker's hourly housekeeping (and `aokun import`) does: the planner's statistics
-    # for the seeded size. PostgreSQL here runs without autovacuum; without them a 100k store
-    # recalled at 280 ms p50 instead of 49.
+    # for the seeded size. PostgreSQL here runs without autovacuum; without them recall is
+    # several times slower (docs/performance.md).
     store.refresh_statistics()
     store.close()
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fuzz every input path with generated garbage (issue 21): the stdio front, the streamable
+"""Fuzz every input path with generated garbage: the stdio front, the streamable
 HTTP front, `aokun import` and `aokun ingest`, each a real process on a config of its own.
 
 The garbage is seeded (random.Random(seed)), so a failure names its seed and target and runs

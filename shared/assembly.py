@@ -11,11 +11,17 @@ LiveConfig, so a key that applies live reaches every process kind through the sa
 What a process adds on top (the MCP server and its tools, the worker's stage runner and
 periodic jobs, the panel's pages) is built in its own package from these parts.
 
-Heavy parts (the embedder, FAISS, the summarizer's rules) are imported when first built, not
-when this module is imported: `aokun status` must answer without loading them.
+`open_reader` is the light assembly of a process that only reads, and must answer fast:
+`aokun hook`, which runs before every prompt a host sends. Its store is opened as it is, and
+it recalls from the channels that need no vectors (`keyword_recaller`).
+
+Parts are imported when first built, not when this module is imported: `aokun status` must
+answer without loading the embedder, and a hook without the memory service, the queue or, at
+session start, search.
 """
-# Lazy imports: the embedder (an ONNX model or an HTTP client), FAISS and the summarizer's rules
-# load in the part that builds them, so a process that never uses one never pays for it.
+# Lazy imports: the embedder (an ONNX model or an HTTP client), FAISS, the summarizer's rules,
+# the memory service, the queue and search load in the part that builds them, so a process that
+# never uses one never pays for it (a hook's time is the user's wait: scripts/bench_hook.py).
 
 from __future__ import annotations
 
@@ -27,27 +33,28 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from shared.config import AppConfig
-from shared.lifecycle import Lifecycle
+from shared.errors import ConfigError
 from shared.live_config import LiveConfig
-from shared.memories import MemoryService
-from shared.queue import open_queue
-from shared.reconcile import ReconcileReport, reconcile
-from shared.search.atom_search import AtomSearch
-from shared.search.cache import RecallCache
-from shared.search.channels import ChannelParts, build_channels
-from shared.search.recall import Hit, Recaller, RecallRequest
 from shared.store.interface import Store
 from shared.store.schema import open_store
-from shared.tasks import Enqueuer
-from shared.text.segment import Segmenter
 
 if TYPE_CHECKING:
     from shared.embedders import Embedder
+    from shared.lifecycle import Lifecycle
+    from shared.memories import MemoryService
+    from shared.reconcile import ReconcileReport
+    from shared.search.atom_search import AtomSearch
+    from shared.search.cache import RecallCache
+    from shared.search.channels import ChannelParts
+    from shared.search.recall import Hit, Recaller, RecallRequest
     from shared.search.vectors import VectorIndex
     from shared.summarize.summarizer import Summarizer
+    from shared.tasks import Enqueuer
+    from shared.text.segment import Segmenter
 
 log = logging.getLogger("aokun.assembly")
 _UNBUILT = object()
+KEYWORD_CHANNELS = ("bm25", "graph_keyword")  # the recall channels that need no vectors
 
 
 def part(build: Callable[[Services], Any]) -> property:
@@ -88,27 +95,39 @@ class Services:
 
     @part
     def segmenter(self) -> Segmenter:
+        from shared.text.segment import Segmenter
+
         return Segmenter(self.config.text)
 
     @part
     def huey(self) -> Any:
         """The task queue (Huey) of this data_dir."""
+        from shared.queue import open_queue
+
         return open_queue(self.config.storage, self.config.queue)
 
     @part
     def enqueuer(self) -> Enqueuer | None:
+        from shared.tasks import Enqueuer
+
         return Enqueuer(self.huey) if self.queued else None
 
     @part
     def memories(self) -> MemoryService:
+        from shared.memories import MemoryService
+
         return MemoryService(self.store, self.segmenter, self.enqueuer, self.live)
 
     @part
     def lifecycle(self) -> Lifecycle:
+        from shared.lifecycle import Lifecycle
+
         return Lifecycle(self.live, self.memories)
 
     @part
     def atom_search(self) -> AtomSearch:
+        from shared.search.atom_search import AtomSearch
+
         return AtomSearch(self.store, self.segmenter)
 
     @part
@@ -131,10 +150,31 @@ class Services:
 
     @part
     def recaller(self) -> LiveRecaller:
+        from shared.search.channels import ChannelParts
+
         index, entry_index = self.vector_indexes
         parts = ChannelParts(self.store, self.config.retrieval, index, entry_index, self.config.graph)
         return LiveRecaller(self.store, self.segmenter, parts,
                             self.embedder.embed_query, self.live)
+
+    @part
+    def keyword_recaller(self) -> Recaller:
+        """Recall from the channels that need no vectors (BM25 and the graph's keywords) and
+        without a cache, built from the retrieval settings at hand: for a process that answers
+        once and cannot wait for an embedding model to load. It is what a front serves while its
+        embedder is down."""
+        from shared.search.channels import ChannelParts, build_channels
+        from shared.search.recall import Recaller
+
+        retrieval = self.config.retrieval
+        channels = tuple(c for c in retrieval.channels if c in KEYWORD_CHANNELS)
+        if not channels:
+            raise ConfigError("retrieval.channels has neither bm25 nor graph_keyword, which recall "
+                              "without a running front needs")
+        retrieval = replace(retrieval, channels=channels, cache_enabled=False)
+        # No vector index: the channels kept above use none.
+        parts = ChannelParts(self.store, retrieval, None, None, self.config.graph)  # pyright: ignore[reportArgumentType]
+        return Recaller(self.store, self.segmenter, build_channels(parts), None, retrieval)
 
     @part
     def summarizer(self) -> Summarizer:
@@ -147,11 +187,17 @@ class Services:
 
     def reconcile(self, enqueuer: Enqueuer | None = None) -> ReconcileReport:
         """Reclaim dead workers' leases and queue every stage waiting unqueued."""
+        from shared.reconcile import reconcile
+        from shared.tasks import Enqueuer
+
         config = self.config
         return reconcile(self.store, enqueuer or self.enqueuer or Enqueuer(self.huey),
                          config.worker.heartbeat_timeout_s, queue=config.queue)
 
     def close(self) -> None:
+        keyword_recaller = self._parts.get("keyword_recaller")
+        if keyword_recaller is not None:  # its threads, idle by now, need not outlive the store
+            keyword_recaller.executor.shutdown(wait=False)
         self.store.close()
 
 
@@ -161,6 +207,12 @@ def open_services(config: AppConfig | LiveConfig, *, queued: bool = True,
     live = config if isinstance(config, LiveConfig) else LiveConfig(config)
     return Services(live, open_store(live.current.storage), queued=queued,
                     embed_threads=embed_threads)
+
+
+def open_reader(config: AppConfig) -> Services:
+    """The store of `config` opened for reading as it is (never created, never migrated, so
+    StorageError "cannot_open" when there is none) and the parts built from it, nothing queued."""
+    return Services(LiveConfig(config), open_store(config.storage, migrate=False), queued=False)
 
 
 class LiveRecaller:
@@ -183,6 +235,9 @@ class LiveRecaller:
         return self.current.recall(request)
 
     def _build(self, config) -> Recaller:
+        from shared.search.channels import build_channels
+        from shared.search.recall import Recaller
+
         channels = build_channels(replace(self.parts, config=config))
         space = self.parts.document_index.model if self.parts.document_index is not None else None
         return Recaller(self.store, self.segmenter, channels, self.embed, config, self.executor, space=space)

@@ -235,7 +235,7 @@ class RetrievalConfig:
     graph_recency_weight: float = _weight(0.15)
     # The best confidence among a memory's graph entries is how sure the atom rules are of a
     # fact's type, not of its relevance: 0 chosen on pooled held-out folds (every fold of the
-    # three sets; MADial zh 0.667 -> 0.680, en 0.641 -> 0.654, LoCoMo 0.734 -> 0.733)
+    # three sets; figures in docs/performance.md)
     graph_confidence_weight: float = _weight(0.0)
     graph_entry_weight: float = _weight(1.0)
     graph_node_weight: float = _weight(0.7)
@@ -276,9 +276,8 @@ class RetrievalConfig:
     # a memory stored as one "Name: text" turn: + named_speaker_boost when the query names its
     # speaker (what someone said answers a question about them), - question_turn_penalty when
     # it ends in a question (it asks; the turn answering it states the fact). 0.08 and 0.1
-    # chosen together on pooled held-out folds (LoCoMo 0.723 -> 0.733, multi-hop 0.362 ->
-    # 0.409; adversarial, which names the wrong person, 0.823 -> 0.797; MADial's memories are
-    # not turns: unchanged)
+    # chosen together on pooled held-out folds (figures in docs/performance.md; adversarial
+    # questions, which name the wrong person, lose a little; MADial's memories are not turns)
     named_speaker_boost: float = _opt(0.08, minimum=0.0, maximum=1.0)
     question_turn_penalty: float = _opt(0.1, minimum=0.0, maximum=1.0)
     # a question that names an entity and a relation ("Tomas's fiancée", 王芳的丈夫): + relation_boost,

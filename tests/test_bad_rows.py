@@ -1,4 +1,4 @@
-"""Rows that used to crash or hang `aokun import` and `aokun ingest` (issue 21): each is a
+"""Rows that used to crash or hang `aokun import` and `aokun ingest`: each is a
 reported row error, through the real command, and every good row around it is imported.
 Also the YAML reader that refuses alias bombs (shared/safe_yaml.py) and the config file read
 with it."""

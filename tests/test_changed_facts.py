@@ -1,4 +1,4 @@
-"""A fact that changed answers as it is now, and every fact knows whose it is (issue 30),
+"""A fact that changed answers as it is now, and every fact knows whose it is,
 through the official MCP client and a real worker.
 
 The old fact is memorized months back, the statement of change last week; the question, whose

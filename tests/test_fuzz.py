@@ -1,4 +1,4 @@
-"""Every input path survives generated garbage (issue 21): random bytes, invalid UTF-8, lone
+"""Every input path survives generated garbage: random bytes, invalid UTF-8, lone
 surrogates, NULs, nesting 50,000 deep, huge numbers and strings, wrong JSON-RPC shapes and tool
 calls with garbage arguments, thrown at a real stdio front, a real HTTP front, `aokun import`
 and `aokun ingest`. Each process keeps serving (or ends with one line, no traceback) and

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from aokun_server.heartbeat import FrontHeartbeat
 from fake_openai import FakeEmbeddingsServer
 from helpers import (
     BIN,
@@ -30,7 +31,6 @@ from helpers import (
     wait_for,
     write_config,
 )
-from shared import health
 from shared.config import load_config
 from shared.store.schema import open_store
 
@@ -234,7 +234,7 @@ def test_a_front_that_does_not_answer_leaves_the_prompt_to_the_store(tmp_path):
     config = write_config(tmp_path)
     seeded(config, PEANUTS)
     store = open_store(load_config(config).storage)
-    silent = health.FrontHeartbeat(store, 0.5, "http", f"http://127.0.0.1:{free_port()}/mcp")
+    silent = FrontHeartbeat(store, 0.5, "http", f"http://127.0.0.1:{free_port()}/mcp")
     silent.start()  # this test's own process, alive: a live front whose port nothing listens on
     try:
         done = hook(config, "prompt", "--verbose", stdin=prompt_json("Is Mia allergic to peanuts?"))

@@ -1,4 +1,4 @@
-"""One rule for what a memory may hold, one way to report a failure (issue 19).
+"""One rule for what a memory may hold, one way to report a failure.
 
 The memory service checks what it is given (shared/memory_rules.py), so the same input gets
 the same answer from every entry point: the service itself, the MCP memorize tool, the panel's

@@ -35,12 +35,13 @@ from helpers import (
     wait_for,
     write_config,
 )
-from shared import health, platform
+from shared import platform
 from shared.assembly import Services
 from shared.config import load_config
 from shared.live_config import LiveConfig
 from shared.store.documents import MemoryFields
 from shared.store.schema import open_store
+from shared.worker_pid_files import read_pid_files
 
 # How long to wait for a saved change before failing: a deadline, not the speed (the 2 s the
 # README promises comes from live_config's debounce, 0.5 s, not from the machine the tests run on).
@@ -357,7 +358,7 @@ def test_worker_rebuilds_what_it_built_from_live_settings(tmp_path, api):
 
 def kill_workers(config: Path) -> None:
     pids = {row[0] for row in db_rows(config, "SELECT pid FROM workers")}
-    pids |= set(health.read_pid_files(config.parent / "data"))
+    pids |= set(read_pid_files(config.parent / "data"))
     for pid in pids:
         if platform.pid_alive(pid):
             os.kill(pid, signal.SIGKILL)
@@ -402,7 +403,7 @@ def test_a_process_on_defaults_follows_the_config_file_created_for_it(tmp_path, 
         watcher.stop()
 
 
-# -- half-written files (issue 21 item 6) ---------------------------------------------------
+# -- half-written files ---------------------------------------------------------------------
 
 FULL = {"storage": {"data_dir": "data"}, "worker": {"autostart": False},
         "memory": {"recall_top_k": 7}, "server": {"exposed_tools": ["memorize", "recall"]},

@@ -1,4 +1,4 @@
-"""`aokun migrate` (issue 22, moving between engines), with real processes: a SQLite store
+"""`aokun migrate` (moving between engines), with real processes: a SQLite store
 whose memories a real worker processed (vectors from a fake embeddings API, atoms and graph
 from the rules), copied to a PostgreSQL database of the test's own and back, checked against
 the source table by table and through real fronts' recall.

@@ -1,6 +1,6 @@
 """The panel's two catalogues and its templates, without a browser: every key in both
 languages with the same placeholders, no visible English left in a template, the language and
-zone choices, and the pipeline's warnings as shared/health.py says them."""
+zone choices, and the pipeline's warnings as shared/pipeline_warnings.py says them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from aokun_panel import words, zones
 from aokun_panel.i18n import LANGS, catalogue, choose_language, js_strings, translate
-from shared import health
+from shared.pipeline_warnings import format_age, pipeline_warnings
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "aokun_panel" / "templates"
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -90,15 +90,15 @@ def test_translate_fills_placeholders_and_leaves_other_braces():
 ])
 def test_the_english_warnings_are_shared_healths(queue, workers, newest):
     assert words.pipeline_warnings("en", queue, workers, newest, 10_000.0) == \
-        health.pipeline_warnings(queue, workers, newest, 10_000.0)
+        pipeline_warnings(queue, workers, newest, 10_000.0)
     chinese = words.pipeline_warnings("zh", queue, workers, newest, 10_000.0)
-    assert len(chinese) == len(health.pipeline_warnings(queue, workers, newest, 10_000.0))
+    assert len(chinese) == len(pipeline_warnings(queue, workers, newest, 10_000.0))
     assert all(re.search(r"[\u4e00-\u9fff]", line) for line in chinese)
 
 
 @pytest.mark.parametrize("seconds", [0, 40, 89, 90, 3000, 5399, 5400, 7200, 172_799, 172_800, 900_000])
 def test_ages_round_as_shared_health_does(seconds):
-    assert words.age("en", seconds) == health.format_age(seconds)
+    assert words.age("en", seconds) == format_age(seconds)
 
 
 def test_zones_parse_names_offsets_and_refuse_the_rest():

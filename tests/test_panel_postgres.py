@@ -1,4 +1,4 @@
-"""The panel on a store on PostgreSQL (issue 22): every page renders from the same interface,
+"""The panel on a store on PostgreSQL: every page renders from the same interface,
 and a change made in the panel is what the store then holds."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A periodic job is recorded as run only when it finished (issue 21, item 3): a real worker
+"""A periodic job is recorded as run only when it finished: a real worker
 killed with SIGKILL inside the daily backup leaves a claim and no recorded run, and the next
 worker takes the claim over at its start and completes the backup."""
 

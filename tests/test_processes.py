@@ -14,11 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from aokun_server.heartbeat import FrontHeartbeat
 from fake_openai import FakeEmbeddingsServer
 from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
-from shared import health, platform
+from shared import platform
 from shared.config import load_config
+from shared.pipeline_warnings import format_age, pipeline_warnings
 from shared.store.schema import open_store
+from shared.worker_pid_files import read_pid_files
 
 BIN = Path(sys.executable).parent
 HOST = socket.gethostname()
@@ -55,7 +58,7 @@ def worker_pids(config: Path) -> list[int]:
 
 def kill_leftovers(config: Path) -> None:
     """A detached worker would outlive a failed test: kill every one this store knows of."""
-    pids = set(worker_pids(config)) | set(health.read_pid_files(config.parent / "data"))
+    pids = set(worker_pids(config)) | set(read_pid_files(config.parent / "data"))
     for pid in pids:
         if platform.pid_alive(pid):
             os.kill(pid, 9)
@@ -113,7 +116,7 @@ def test_autostarted_worker_names_its_store_is_listed_and_stops_gracefully(tmp_p
 def test_autostarted_worker_exits_when_no_front_is_left_but_a_manual_one_stays(tmp_path, api):
     config = fake_config(tmp_path, api, idle_exit_s=3)
     store = open_store(load_config(config).storage)
-    front = health.FrontHeartbeat(store, 0.5, "stdio")
+    front = FrontHeartbeat(store, 0.5, "stdio")
     front.start()
     auto = spawn_autostarted(config)
     manual = start_worker(config)
@@ -188,7 +191,7 @@ def test_doctor_fails_on_pending_work_without_worker_and_on_stuck_stages(tmp_pat
 def test_front_heartbeat_outlives_errors_and_leaves_no_row(tmp_path, caplog):
     config = write_config(tmp_path, worker={"heartbeat_interval_s": 0.1})
     store = open_store(load_config(config).storage)
-    beat = health.FrontHeartbeat(store, 0.1, "http")
+    beat = FrontHeartbeat(store, 0.1, "http")
     try:
         beat.start()
         rows = store.runtime.front_rows()
@@ -230,18 +233,18 @@ def test_a_stopping_worker_is_not_counted_alive(tmp_path):
 def test_pipeline_warnings():
     now = 100_000.0
     quiet = {"pending": 0, "running": 0, "failed": 0, "done": 9, "stuck": 0, "retrying": 0}
-    assert health.pipeline_warnings(quiet, 0, None, now) == []
+    assert pipeline_warnings(quiet, 0, None, now) == []
     pending = {**quiet, "pending": 3}
-    assert health.pipeline_warnings(pending, 1, now - 1, now) == []
-    assert health.pipeline_warnings(pending, 0, None, now)[0].startswith(
+    assert pipeline_warnings(pending, 1, now - 1, now) == []
+    assert pipeline_warnings(pending, 0, None, now)[0].startswith(
         "3 stages pending, no worker has ever run; start aokun-worker")
-    assert health.pipeline_warnings(pending, 0, now - 7200, now)[0].startswith(
+    assert pipeline_warnings(pending, 0, now - 7200, now)[0].startswith(
         "3 stages pending, no worker alive for 2 h;")
     troubled = {**quiet, "stuck": 1, "retrying": 2, "failed": 4}
-    warnings = health.pipeline_warnings(troubled, 1, now, now)
+    warnings = pipeline_warnings(troubled, 1, now, now)
     assert [w.split(";")[0] for w in warnings] == [
         "1 stage stuck, running past the lease", "2 stages failed and will be retried",
         "4 stages failed for good"]
     # Before the stuck/retrying figures existed, the keys may be missing.
-    assert health.pipeline_warnings({"pending": 0, "running": 0, "failed": 0}, 0, None, now) == []
-    assert [health.format_age(s) for s in (40, 720, 7200, 3 * 86400)] == ["40 s", "12 min", "2 h", "3 days"]
+    assert pipeline_warnings({"pending": 0, "running": 0, "failed": 0}, 0, None, now) == []
+    assert [format_age(s) for s in (40, 720, 7200, 3 * 86400)] == ["40 s", "12 min", "2 h", "3 days"]

@@ -1,4 +1,4 @@
-"""Recall quality is the same on both engines (issue 22): BM25 recall on a dev subset of each
+"""Recall quality is the same on both engines: BM25 recall on a dev subset of each
 benchmark in ../shared/bench, stored once in SQLite and once in PostgreSQL through the real
 memory service and recalled through the real recaller (BM25 channel alone, the channel whose
 ranking the PostgreSQL full-text index must reproduce: vectors and the graph are the same code

@@ -1,4 +1,4 @@
-"""queue.backend redis: the queue on a real Redis server (team mode, issue 22).
+"""queue.backend redis: the queue on a real Redis server (team mode).
 
 Each test uses a queue name of its own (its keys are huey.*.<name>) and deletes exactly those
 keys at the end: the Redis server may be shared with other tests and other users. Without a

@@ -1,4 +1,4 @@
-"""Whole-request deadlines for outbound calls (issue 21 item 1): a chat or embedding endpoint
+"""Whole-request deadlines for outbound calls: a chat or embedding endpoint
 that trickles a byte a second, in its body or in its headers, never lets a per-read timeout
 expire; the request must still end at summarizer.timeout_s / embedding.timeout_s. The caller
 runs in a real child process (so a hang fails the test at its wait deadline instead of

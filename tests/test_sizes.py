@@ -1,4 +1,4 @@
-"""Sizes with limits (issue 21 item 8): `aokun ingest` reads a transcript a line at a time
+"""Sizes with limits: `aokun ingest` reads a transcript a line at a time
 within its limits (shared/summarize/transcript_lines.py) and `aokun import` streams its rows,
 through the real commands against a real database."""
 

@@ -1,4 +1,4 @@
-"""Whose a fact is, and what a statement of change replaces (issue 30).
+"""Whose a fact is, and what a statement of change replaces.
 
 The rules on families of phrasings in both languages (shared/extract/subjects.py, the slots of
 atom_rules.yaml); the atoms a memory gets; superseding through the atoms stage; and whose a

@@ -1,4 +1,4 @@
-"""Team mode (issue 22): fronts and workers on several hosts, one PostgreSQL store, one Redis
+"""Team mode: fronts and workers on several hosts, one PostgreSQL store, one Redis
 queue. Hosts are simulated as separate process groups with folders (data_dirs) of their own,
 on different loopback addresses; nothing is shared but the two servers.
 

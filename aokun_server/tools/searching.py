@@ -41,6 +41,7 @@ from shared.api.models import (
 from shared.errors import InvalidInput
 from shared.search import answer
 from shared.search.atom_search import AtomHit
+from shared.search.persona_merge import merged, recall_over_personas
 from shared.search.recall import Hit, RecallRequest, floors
 from shared.store.documents import DocumentFilter
 from shared.time_zone import user_zone
@@ -93,7 +94,7 @@ def recall(deps: ToolDeps, query: Query, k: K = None, session_id: SessionFilter 
     scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
                            include_archived=include_archived, since=start, until=end)
     floor = floors(live.current.retrieval, min_score)
-    hits = recall_in(deps, RecallRequest(
+    hits = recall_over_personas(deps.recaller.recall, RecallRequest(
         query[:MAX_QUERY_CHARS], k or live.current.memory.recall_top_k, scope, explain,
         max_chars=max_chars, happens_after=after, happens_before=before, zone=zone, **floor), personas)
     # Only what the host was given above the configured floor grows stronger: a caller that
@@ -148,23 +149,7 @@ def list_memories(deps: ToolDeps, limit: ListLimit = 20, offset: Offset = 0,
 WITH_K = (recall, search_atoms)
 
 
-# -- reads over the personas a call may see (shared/access.py: read_personas) ----------------
-
-
-def recall_in(deps: ToolDeps, request: RecallRequest, personas: tuple[str | None, ...]) -> list[Hit]:
-    """The recall in each persona (None: no persona filter), merged best first. Every channel
-    is scoped by one persona, so a persona not given is never searched; scores are
-    probabilities of relevance, comparable across personas."""
-    runs = [deps.recaller.recall(replace(request, scope=replace(request.scope, persona_id=persona)))
-            for persona in personas]
-    if len(runs) == 1:
-        return runs[0]
-    return answer.fit(merged(runs, request.k), request.max_chars)
-
-
-def merged(runs: list[list], k: int) -> list:
-    """The best k of several best-first lists of hits (each with a score), best first."""
-    return sorted((hit for run in runs for hit in run), key=lambda hit: -hit.score)[:k]
+# -- list_memories over the personas a call may see (shared/access.py: read_personas) -------
 
 
 def listed_in(deps: ToolDeps, limit: int, offset: int, scope: DocumentFilter,

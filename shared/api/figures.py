@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-from shared import health
 from shared.api.models import ModelUsage, QueueFigures, SummarizerFigures, VectorFigures, WorkerFigures
 from shared.config import SummarizerConfig, WorkerConfig
+from shared.pipeline_warnings import pipeline_warnings
 from shared.search.vectors import VectorIndex
 from shared.store.interface import Store
 from shared.store.vectors import foreign_spaces_from
@@ -34,7 +34,7 @@ def pipeline_figures(store: Store, index: VectorIndex, worker: WorkerConfig) -> 
             foreign=sum(count for _, _, _, count in foreign_spaces_from(spaces, index.model, index.dim))),
         "workers": WorkerFigures(live=len(live),
                                  heartbeat_age_s=round(now - newest, 1) if newest else None),
-        "warnings": health.pipeline_warnings(queue, len(live), newest, now),
+        "warnings": pipeline_warnings(queue, len(live), newest, now),
     }
 
 

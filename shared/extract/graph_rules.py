@@ -117,8 +117,8 @@ class GraphBuilder:
         mean = sum(d.confidence for d in facts_in) / len(facts_in) if facts_in else 0.5
         edges += [EdgeSpec(a, b, "co_occurs_with", mean) for a, b in combinations(entities + subjects, 2)]
         edges += reading.relation_edges()
-        # Each entry puts its fact in the context of the whole memory (measured: without the
-        # summary LoCoMo R@5 fell 0.583 -> 0.564, the entry then only repeating the document).
+        # Each entry puts its fact in the context of the whole memory: without the summary an
+        # entry only repeats the document, and recall falls (docs/performance.md).
         # The stored text keeps its time marker: "when" questions lean on the graph route too.
         summary = document.fields.persona_summary or document.text[:SUMMARY_CHARS]
         entries = []

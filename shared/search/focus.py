@@ -4,9 +4,9 @@ conversation turn is (who said it, whether it asks), for recall to weigh it.
 A query may be a conversation transcript ("Name: text" lines) rather than a question. The
 assistant's lines in it are generic and pull in generic memories; what the person said is
 what memories should answer. So for a transcript, keep the lines of whoever spoke last (the
-one now waiting for an answer), names kept. Anything else is used unchanged. Measured on
-MADial (dialogue queries): dense R@5 0.53 -> 0.61 (zh), 0.51 -> 0.59 (en); LoCoMo questions
-are single lines and unaffected.
+one now waiting for an answer), names kept. Anything else is used unchanged. It lifts recall
+on dialogue queries (MADial's; figures in docs/performance.md); LoCoMo's questions are single
+lines and unaffected.
 """
 
 from __future__ import annotations

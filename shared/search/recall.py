@@ -155,7 +155,7 @@ class Recaller:
 
     def _pending(self, found: Found, ids: list[int]) -> dict[str, set[int]]:
         """{channel: the candidates it has not taken in yet}. A channel that cannot say counts
-        as having taken in all of them (the rankings then decide, as before)."""
+        as having taken in all of them (the rankings alone then decide)."""
         pending: dict[str, set[int]] = {}
         for name, channel in found.channels.items():
             try:
@@ -168,8 +168,8 @@ class Recaller:
     def _run_channels(self, query: Query, scope: DocumentFilter, depth: int) -> Found:
         """The query embedding and the channels that need it in a pool thread; each SQLite
         channel in a lane of its own (SQLite and the embedder release the GIL), the last in
-        this thread. At 100k memories with context, BM25 (~9 ms) and graph keyword (~16 ms)
-        one after the other outlasted the embedding lane (~17 ms): p50 42 -> 30 ms on 2 cores.
+        this thread: at 100k memories with context, BM25 and graph keyword one after the other
+        outlasted the embedding lane (docs/performance.md, Recall speed).
         Outcomes keep the configured channel order, so fusion ties break the same way."""
         vector_channels = [c for c in self.channels if c.needs_vector]
         sqlite_channels = [c for c in self.channels if not c.needs_vector]

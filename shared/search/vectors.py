@@ -29,7 +29,7 @@ from shared.store.interface import Session, Store
 log = logging.getLogger("aokun.vectors")
 
 # Below this many vectors: exact float32 flat search (a few ms). From it on: flat search over
-# float16 codes, still exhaustive but half the memory traffic (100k x 384: 9.8 -> 5.3 ms here).
+# float16 codes, still exhaustive but half the memory traffic (docs/performance.md: Recall speed).
 # IVF would be faster still but needs k-means training (seconds at start) and HNSW cannot
 # delete; fp16 needs neither and keeps add/remove_ids cheap.
 FP16_FROM = 20_000

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from shared.config import QueueConfig, StorageConfig
+from shared.config import QueueConfig, StorageConfig, secret
 from shared.errors import StorageError
 from shared.platform import exclusive_file_lock, private_folder
 from shared.sqlite_errors import DAMAGED, primary_code
@@ -90,9 +90,8 @@ def _redis_client(queue: QueueConfig, env=None):
     # front and command, never needs it).
     import redis
 
-    env = os.environ if env is None else env
     kwargs = {}
-    password = env.get(queue.password_env, "") if queue.password_env else ""
+    password = secret("", queue.password_env, env)
     if password:
         kwargs["password"] = password  # a password in the URL takes precedence
     # A dead server fails an operation within seconds; the consumer's blocking reads wait 1 s.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.config import CHANNELS, AppConfig, build_config, load_config
+from shared.config import CHANNELS, AppConfig, build_config, load_config, secret
 from shared.errors import ConfigError
 
 BIN = Path(sys.executable).parent
@@ -242,3 +242,11 @@ def test_the_panels_save_refuses_what_the_loader_refuses(tmp_path):
         with pytest.raises(ConfigError, match=message):
             save_settings(path, changes)
         assert path.read_text() == before
+
+
+def test_a_secret_is_its_key_else_the_variable_its_env_key_names():
+    env = {"AOKUN_TEST_KEY": "from-env"}
+    assert secret("in-file", "AOKUN_TEST_KEY", env) == "in-file"
+    assert secret("", "AOKUN_TEST_KEY", env) == "from-env"
+    assert secret("", "AOKUN_TEST_UNSET", env) == ""
+    assert secret("", "", {"": "never"}) == ""  # no variable named: none is read

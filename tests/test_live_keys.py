@@ -279,7 +279,14 @@ def summarizer_reads(services: Services, key: str, value: Any) -> None:
 
 
 def reinforcement(processes: Processes, key: str, value: Any) -> None:
-    assert processes.front.reinforcer.enabled is value
+    """A recalled memory is reinforced after the answer only while the key is on."""
+    front = processes.front
+    doc = front.memories.memorize(f"a {WORD} to reinforce", MemoryFields(persona_id="reinforced"))
+    front.reinforcer.touch([doc.id])
+    # The reinforcer's one thread runs touches in order: once this no-op has run, so has any
+    # touch submitted before it.
+    front.reinforcer._executor.submit(lambda: None).result(timeout=RELOAD_S)
+    assert front.services.store.documents.get(doc.id).access_count == (1 if value else 0)
 
 
 def front_autostart(processes: Processes, key: str, value: Any) -> None:

@@ -140,6 +140,8 @@ def test_restart_keys_keep_their_running_values(tmp_path, caplog, monkeypatch):
         assert lifecycle.live.now.forgetting.decay_rate == 0.2  # upkeep jobs read it at their next run
         assert live.now.storage.busy_timeout_ms == 10000
         assert live.now.graph.max_topics == 3 and live.now.server.token == ""
+        # The start config stays what the process started with, live keys included.
+        assert live.at_start.storage.busy_timeout_ms == 10000 and live.at_start.forgetting.decay_rate == 0.01
         assert set(live.pending_restart) == {"storage.busy_timeout_ms", "graph.max_topics", "server.token"}
         [line] = [r.getMessage() for r in caplog.records if "changed" in r.getMessage()]
         assert "applied forgetting.decay_rate 0.01 -> 0.2" in line and "graph.max_topics 3 -> 7" in line

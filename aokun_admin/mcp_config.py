@@ -26,9 +26,9 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from shared.config import CONFIG_ENV, LOCAL_TOKEN_ENV, TOKEN_ENV, AppConfig, require_config_file, secret
+from shared.queue import secret_env_names as queue_secret_env_names
 from shared.serving import http_url
 from shared.store import face as store_face
 
@@ -113,8 +113,7 @@ def key_variables(config: AppConfig) -> list[str]:
     if config.summarizer.base_url and not config.summarizer.api_key:  # provider=llm per call
         names.append(config.summarizer.api_key_env)
     names.extend(store_face.secret_env_names(config.storage))
-    if config.queue.backend == "redis" and config.queue.password_env and not urlsplit(config.queue.url).password:
-        names.append(config.queue.password_env)
+    names.extend(queue_secret_env_names(config.queue))
     if os.environ.get(LOCAL_TOKEN_ENV):
         names.append(LOCAL_TOKEN_ENV)
     return list(dict.fromkeys(names))

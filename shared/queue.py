@@ -62,6 +62,14 @@ def open_queue(storage: StorageConfig, queue: QueueConfig | None = None):
     return huey
 
 
+def secret_env_names(queue: QueueConfig) -> list[str]:
+    """The environment variables the queue reads a secret from: queue.password_env on Redis
+    when the URL holds no password."""
+    if queue.backend == "redis" and queue.password_env and not urlsplit(queue.url).password:
+        return [queue.password_env]
+    return []
+
+
 def describe_queue(storage: StorageConfig, queue: QueueConfig) -> str:
     """Which queue engine this config uses and where, for logs and `aokun doctor` (a password
     in the URL is shown as ***)."""

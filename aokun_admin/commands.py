@@ -23,6 +23,7 @@ from shared.config import AppConfig, load_config, require_config_file
 from shared.errors import AokunError
 from shared.lifecycle import ACTIONS, run_action
 from shared.logs import configure_logging
+from shared.store import face as store_face
 from shared.store.backup import restore
 from shared.store.schema import open_store
 
@@ -176,7 +177,7 @@ def cmd_backup(admin: Admin, args) -> int:
 def cmd_restore(admin: Admin, args) -> int:
     storage = admin.config.storage
     live = []
-    if storage.backend == "postgresql" or storage.db_path.exists():  # a PostgreSQL store is always probed
+    if store_face.may_exist(storage):
         probe = None
         try:
             probe = open_store(storage, migrate=False)

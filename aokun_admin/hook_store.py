@@ -92,7 +92,7 @@ def recall_here(services, prompt: str, k: int, personas: tuple[str | None, ...],
     from shared.store.documents import DocumentFilter
     from shared.time_zone import user_zone
 
-    config = services.config
+    config = services.live.now
     recaller = services.keyword_recaller
     request = RecallRequest(prompt, k, DocumentFilter(), max_chars=room, zone=user_zone(config.memory.time_zone),
                             **floors(config.retrieval, min_score))

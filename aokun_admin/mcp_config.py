@@ -26,10 +26,11 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from shared.config import CONFIG_ENV, LOCAL_TOKEN_ENV, TOKEN_ENV, AppConfig, require_config_file
+from shared.config import CONFIG_ENV, LOCAL_TOKEN_ENV, TOKEN_ENV, AppConfig, require_config_file, secret
+from shared.queue import secret_env_names as queue_secret_env_names
 from shared.serving import http_url
+from shared.store import face as store_face
 
 TRANSPORTS = ("stdio", "http")
 # ${VAR} as secret_env and http_entry write it; inside double quotes a POSIX shell expands it.
@@ -75,7 +76,7 @@ def stdio_entry(config: AppConfig, inline: bool) -> tuple[dict, list[str]]:
     names = key_variables(config)
     env = secret_env(names, inline)
     notes = [f"{n} is not set here: the server reads a secret from it, so set it where the host "
-             "runs, or put the key in the config file" for n in names if not os.environ.get(n)]
+             "runs, or put the key in the config file" for n in names if not secret("", n)]
     notes.append(f"to try it in the MCP Inspector, which keeps --config and --transport for itself, "
                  f"name the file with -e {CONFIG_ENV}=FILE: {inspector}")
     return {"type": "stdio", "command": command, "args": args, "env": env}, notes
@@ -111,11 +112,8 @@ def key_variables(config: AppConfig) -> list[str]:
         names.append(config.embedding.api_key_env)
     if config.summarizer.base_url and not config.summarizer.api_key:  # provider=llm per call
         names.append(config.summarizer.api_key_env)
-    if config.storage.backend == "postgresql" and config.storage.password_env \
-            and not urlsplit(config.storage.url).password:
-        names.append(config.storage.password_env)
-    if config.queue.backend == "redis" and config.queue.password_env and not urlsplit(config.queue.url).password:
-        names.append(config.queue.password_env)
+    names.extend(store_face.secret_env_names(config.storage))
+    names.extend(queue_secret_env_names(config.queue))
     if os.environ.get(LOCAL_TOKEN_ENV):
         names.append(LOCAL_TOKEN_ENV)
     return list(dict.fromkeys(names))
@@ -124,7 +122,7 @@ def key_variables(config: AppConfig) -> list[str]:
 def secret_env(names: list[str], inline: bool) -> dict[str, str]:
     """{name: ${name}}, or with inline its value here (a name without one is left out)."""
     if inline:
-        return {n: os.environ[n] for n in names if os.environ.get(n)}
+        return {n: value for n in names if (value := secret("", n))}
     return {n: f"${{{n}}}" for n in names}
 
 

@@ -15,11 +15,11 @@ from aokun_panel.context import PanelContext
 from aokun_panel.pages import PAGES
 from aokun_panel.reader import Reader
 from aokun_panel.render import render
-from aokun_panel.security import PanelGate, csrf_token, max_body_bytes
+from aokun_panel.security import PanelGate, csrf_token
 from aokun_panel.timing import ServerTiming
 from shared.access import resolve_token
 from shared.assembly import open_services
-from shared.live_config import LiveConfig, apply_log_level
+from shared.live_config import LiveConfig, follow_log_level
 from shared.store.documents import unmarked
 
 HERE = Path(__file__).resolve().parent
@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 
 def build_context(live: LiveConfig, token: str) -> PanelContext:
     services = open_services(live)
-    live.subscribe(lambda old, new: apply_log_level(new.server.log_level))
+    follow_log_level(live)
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     # A memory's text without its "[2024-05-08 21:56]" marker: that is the time on its own
     # clock, and the pages show every time in the one chosen zone instead.
@@ -56,8 +56,10 @@ def build_app(ctx: PanelContext, token: str, port: int):
     routes = [route for module in PAGES for route in guarded(module.routes(ctx), refusal(module))]
     routes.append(Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"))
     app = Starlette(routes=routes, lifespan=lifespan)
-    # server.token as it is now (a settings change applies at the next request) and users'
-    # tokens, looked up on every request: a revoke applies at once.
-    resolve = lambda given: resolve_token(ctx.store, given, ctx.config.server.token)  # noqa: E731
-    body_limit = lambda: max_body_bytes(ctx.config.server.max_content_chars)  # noqa: E731
-    return ServerTiming(PanelGate(app, token, port, resolve, body_limit))
+
+    def resolve(given: str):
+        """server.token (a restart key) and users' tokens, looked up on every request: a
+        revoke applies at once."""
+        return resolve_token(ctx.store, given, ctx.live.at_start.server.token)
+
+    return ServerTiming(PanelGate(app, token, port, resolve, ctx.live))

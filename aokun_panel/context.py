@@ -8,7 +8,6 @@ from typing import Any
 from aokun_panel.reader import Reader
 from aokun_panel.render import Page
 from shared.assembly import Services
-from shared.config import AppConfig
 from shared.live_config import LiveConfig
 from shared.memories import MemoryService
 from shared.store.interface import Store
@@ -26,10 +25,6 @@ class PanelContext:
     @property
     def live(self) -> LiveConfig:
         return self.services.live
-
-    @property
-    def config(self) -> AppConfig:
-        return self.services.live.current
 
     @property
     def store(self) -> Store:

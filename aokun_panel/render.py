@@ -35,7 +35,7 @@ def render(ctx, request: Request, template: str, page: Page, status_code: int = 
     principal = principal_of(request)
     # A user's navigation leaves out the admin's pages (they would only say "admin only").
     nav = ctx.nav if principal.admin else [p for p in ctx.nav if not admin_page(p.path)]
-    zone = zones.chosen(request.cookies, ctx.config.memory.time_zone)
+    zone = zones.chosen(request.cookies, ctx.live.now.memory.time_zone)
     offered = [UTC_NAME, zone.name, zones.browser(request.cookies), *seen_zones]
     return ctx.templates.TemplateResponse(
         request, template,

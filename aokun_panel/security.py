@@ -32,6 +32,7 @@ from starlette.concurrency import run_in_threadpool
 from aokun_panel import locked
 from shared.access import ADMIN
 from shared.errors import StorageError
+from shared.live_config import LiveConfig
 
 COOKIE = "aokun_panel"
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
@@ -70,14 +71,14 @@ def host_name(host_header: str) -> str:
 class PanelGate:
     """ASGI middleware in front of the whole panel."""
 
-    def __init__(self, app, token: str, port: int, resolve=None, body_limit=lambda: MAX_BODY_BYTES):
+    def __init__(self, app, token: str, port: int, resolve=None, live: LiveConfig | None = None):
         """resolve(token) -> Principal or None: the store's lookup of server.token and users'
-        tokens (None: only the per-start token opens the panel). body_limit() -> the largest
-        body taken now (max_body_bytes of the running config)."""
+        tokens (None: only the per-start token opens the panel). `live`: the running config,
+        whose server.max_content_chars bounds each request's body (None: MAX_BODY_BYTES)."""
         self.app = app
         self.token = token
         self.resolve = resolve
-        self.body_limit = body_limit
+        self.live = live
         self.origins = {f"http://{host}:{port}" for host in LOCAL_HOSTS}
 
     async def __call__(self, scope, receive, send):
@@ -102,7 +103,7 @@ class PanelGate:
                 await _send(send, *refusal)
             return
         if scope["method"] not in SAFE_METHODS:
-            limit = self.body_limit()
+            limit = self._body_limit()
             body = await _read_body(receive, limit)
             if body is None:
                 await _send(send, 413, _too_large(headers, limit))
@@ -114,6 +115,12 @@ class PanelGate:
             await self.app(scope, receive, _setting_cookie(send, given))
             return
         await self.app(scope, receive, send)
+
+    def _body_limit(self) -> int:
+        """The largest body taken now."""
+        if self.live is None:
+            return MAX_BODY_BYTES
+        return max_body_bytes(self.live.now.server.max_content_chars)
 
     async def _principal(self, given: str):
         """Who the token stands for, None for no one."""

@@ -1,15 +1,16 @@
 """Build the front: open the store and queue, wire the channels, register the tools.
 
-Everything reads the process's LiveConfig: per call (tools, recall, lifecycle jobs), or by
-subscribing to rebuild what it built from it (the recaller with its channels, the listed tools,
-the log level), so a saved config file applies without a restart."""
+Everything reads the process's LiveConfig (shared/live_config.py): `live.now` per call (tools,
+recall, access reinforcement, lifecycle jobs), subscribing to rebuild what it built from it (the
+recaller with its channels, the listed tools, the log level), so a saved config file applies
+without a restart; `live.at_start` for what restart keys built (the heartbeat, the token, the
+chat model's call limit)."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from dataclasses import dataclass
-from functools import partial
 
 from aokun_server.autostart import ensure_worker
 from aokun_server.heartbeat import FrontHeartbeat
@@ -22,7 +23,7 @@ from shared import __version__
 from shared.assembly import LiveRecaller, Services, open_services
 from shared.config import AppConfig
 from shared.errors import StorageError
-from shared.live_config import ConfigWatcher, LiveConfig, apply_log_level
+from shared.live_config import ConfigWatcher, LiveConfig, follow_log_level
 from shared.memories import MemoryService
 
 log = logging.getLogger("aokun.front")
@@ -55,16 +56,12 @@ class Front:
     def recaller(self) -> LiveRecaller:
         return self.services.recaller
 
-    @property
-    def config(self) -> AppConfig:
-        return self.live.current
-
     def start_background(self, autostart_worker: bool, transport: str, endpoint: str | None = None) -> None:
         """Beat as a live front (with the endpoint it listens on, over HTTP), then warm caches,
         reconcile the queue and (stdio) make sure a worker runs — off the request path, so the
         front answers at once. The heartbeat comes first: an autostarted worker about to exit
         for want of fronts must see this one. Then follow the config file."""
-        self.heartbeat = FrontHeartbeat(self.services.store, self.config.worker.heartbeat_interval_s,
+        self.heartbeat = FrontHeartbeat(self.services.store, self.live.at_start.worker.heartbeat_interval_s,
                                         transport, endpoint)
         self.heartbeat.start()
         threading.Thread(target=self._warm_up, name="warm-up", daemon=True).start()
@@ -107,8 +104,8 @@ class Front:
 
     def _housekeep(self, autostart_worker: bool) -> None:
         try:
-            if autostart_worker and self.config.worker.autostart:
-                ensure_worker(self.config, self.services.store)
+            if autostart_worker and self.live.now.worker.autostart:
+                ensure_worker(self.live.now, self.services.store)
             self.services.reconcile()
             swept = self.services.lifecycle.sweep_partial_backups()
             if swept:
@@ -126,7 +123,7 @@ class Front:
 
     def _ensure_worker(self) -> None:
         try:
-            ensure_worker(self.config, self.services.store)
+            ensure_worker(self.live.now, self.services.store)
         except Exception:
             log.exception("could not start a worker; start aokun-worker by hand")
 
@@ -136,30 +133,22 @@ def build_front(config: AppConfig) -> Front:
     services = open_services(config)
     live = services.live
     _warn_foreign_vectors(services)
-    reinforcer = Reinforcer(services.memories, config.retrieval.access_reinforcement)
+    reinforcer = Reinforcer(services.memories, live)
     index, _ = services.vector_indexes
-    identity = Identity.from_environment(services.store, config.server.token)
+    identity = Identity.from_environment(services.store, live.at_start.server.token)
     deps = ToolDeps(memories=services.memories, recaller=services.recaller, index=index,
                     principal=identity.current, reinforcer=reinforcer, atom_search=services.atom_search,
                     lifecycle=services.lifecycle,
                     reconcile_queue=lambda: vars(services.reconcile()),
                     live=live, summarizer=services.summarizer,
-                    model_calls=ModelCalls(config.summarizer.max_concurrent, "the chat model"))
+                    model_calls=ModelCalls(live.at_start.summarizer.max_concurrent, "the chat model"))
     server = AokunMCPServer("aokun-memory", version=__version__, instructions=INSTRUCTIONS,
-                            log_level=config.server.log_level,
-                            exposed_tools=config.server.exposed_tools)
+                            log_level=live.now.server.log_level,
+                            exposed_tools=live.now.server.exposed_tools)
     register_tools(server, deps)
-    live.subscribe(partial(_apply_server_settings, server, reinforcer))
+    live.subscribe(lambda old, new: server.expose(live.now.server.exposed_tools))
+    follow_log_level(live)
     return Front(server, services, reinforcer, identity)
-
-
-def _apply_server_settings(server: AokunMCPServer, reinforcer: Reinforcer,
-                           old: AppConfig, new: AppConfig) -> None:
-    """What the front built from the config at start, brought up to date."""
-    reinforcer.enabled = new.retrieval.access_reinforcement
-    server.expose(new.server.exposed_tools)
-    if new.server.log_level != old.server.log_level:
-        apply_log_level(new.server.log_level)
 
 
 def _warn_foreign_vectors(services: Services) -> None:

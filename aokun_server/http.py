@@ -78,12 +78,12 @@ def serve_http(front, listener: socket.socket, host: str) -> None:
     interrupted. `host` as configured: the SDK's DNS-rebinding protection is keyed on it."""
     import uvicorn
 
-    settings = lambda: front.live.current.server  # noqa: E731 (read per new session: live)
+    live = front.live
     app = front.server.streamable_http_app(streamable_http_path="/mcp", host=host,
-                                           session_idle_timeout=settings().session_idle_timeout_s)
-    sessions = SessionLimits(front.server.session_manager, settings)
+                                           session_idle_timeout=live.now.server.session_idle_timeout_s)
+    sessions = SessionLimits(front.server.session_manager, live)
     front.identity.gated = True  # from now on a call must come with its request's principal
     config = uvicorn.Config(app=TokenGate(app, front.identity, sessions),
-                            log_level=front.config.server.log_level.lower(),
+                            log_level=live.now.server.log_level.lower(),
                             log_config=uvicorn_log_config())
     uvicorn.Server(config).run(sockets=[listener])

@@ -9,7 +9,6 @@ advertised: `maximum: 9223372036854775807` tells a model nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import AfterValidator, Field
@@ -17,6 +16,7 @@ from pydantic import AfterValidator, Field
 from shared.api.models import MAX_INT64, MAX_LIST_LIMIT, MemoryMetadata, ScopeId
 from shared.config import SummarizerProvider
 from shared.lifecycle import MaintenanceAction
+from shared.live_config import LiveConfig
 from shared.store.atoms import AtomType
 
 MIN_ANSWER_CHARS = 100  # room for the sentence an empty answer is
@@ -29,12 +29,13 @@ def _int64(value: int) -> int:
     return value
 
 
-def k_param(schema_max: int, live_max: Callable[[], int]):
+def k_param(live: LiveConfig):
     """k for recall and search_atoms: 1 to memory.recall_max_k as the server reads it at the
-    call (a k above it is refused, never capped); schema_max is the value shown."""
+    call (a k above it is refused, never capped); the schema shows the value at registration."""
+    schema_max = live.now.memory.recall_max_k
 
     def within(k: int | None) -> int | None:
-        top = live_max()
+        top = live.now.memory.recall_max_k
         if k is not None and not 1 <= k <= top:
             raise ValueError(f"must be between 1 and {top} (got {k})")
         return k

@@ -6,6 +6,7 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from shared.live_config import LiveConfig
 from shared.memories import MemoryService
 
 log = logging.getLogger("aokun.front")
@@ -15,10 +16,15 @@ class Reinforcer:
     """Access reinforcement off the reply path: recalled memories grow stronger after the
     answer has gone out (one background thread, so writes never pile up concurrently)."""
 
-    def __init__(self, memories: MemoryService, enabled: bool):
+    def __init__(self, memories: MemoryService, live: LiveConfig):
         self.memories = memories
-        self.enabled = enabled
+        self.live = live
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reinforce")
+
+    @property
+    def enabled(self) -> bool:
+        """retrieval.access_reinforcement as it is now."""
+        return self.live.now.retrieval.access_reinforcement
 
     def touch(self, ids: list[int]) -> None:
         if self.enabled and ids:

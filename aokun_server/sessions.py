@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Container
+from collections.abc import Container
 
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -27,7 +27,7 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from shared.access import Principal
-from shared.config import ServerConfig
+from shared.live_config import LiveConfig
 
 log = logging.getLogger("aokun.front")
 
@@ -46,9 +46,9 @@ class SessionLimits:
     remembers which principal opened each, learnt from the Mcp-Session-Id of a successful
     opening response, and forgets those the SDK no longer holds."""
 
-    def __init__(self, manager: StreamableHTTPSessionManager, settings: Callable[[], ServerConfig]):
+    def __init__(self, manager: StreamableHTTPSessionManager, live: LiveConfig):
         self.manager = manager
-        self.settings = settings
+        self.live = live
         self._held: dict[Principal, set[str]] = {}
         self._opening: Counter[Principal] = Counter()
         self._live_sessions()  # fails at start, not at the first request, if the SDK changed
@@ -67,7 +67,7 @@ class SessionLimits:
         if not _opens_session(scope):
             await app(scope, receive, send)
             return
-        settings = self.settings()
+        settings = self.live.now.server  # this request's: a changed cap applies to the next opening
         held = self._held_by(principal)
         if len(held) + self._opening[principal] >= settings.max_sessions_per_token:
             log.info("refused a new MCP session: %s holds %d", principal.name, len(held))

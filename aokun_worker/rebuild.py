@@ -21,7 +21,7 @@ from shared.assembly import Services
 def rebuild_index(services: Services) -> int:
     """Drop vectors of other models, restart every embed stage and run them all here, with a
     progress bar on stderr; the last line says how many memories have vectors."""
-    config, store, embedder = services.config, services.store, services.embedder
+    config, store, embedder = services.live.at_start, services.store, services.embedder
     dim = embedder.dim
     with store.write() as tx:
         now = time.time()

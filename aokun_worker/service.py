@@ -45,49 +45,47 @@ SNAPSHOT_STALE_FRACTION = 0.01
 
 
 class WorkerService:
-    """One worker process: everything it runs, built from the config once; what can follow a
-    changed config file (queue numbers, atom shelf lives, periodic intervals, forgetting and
-    backup settings, idle exit) follows it."""
+    """One worker process: everything it runs, built from the start config (`live.at_start`)
+    once; what can follow a changed config file (queue numbers, atom shelf lives, periodic
+    intervals, forgetting and backup settings, idle exit) is built from `live.now` and built
+    again when the file changes."""
 
     def __init__(self, services: Services, autostarted: bool = False):
         self.services = services
         self.live = services.live
         self.store = services.store
-        require_reachable(services.config.queue)
+        start = self.live.at_start
+        require_reachable(start.queue)
         self.huey = services.huey
         self.autostarted = autostarted
-        config = self.live.current
-        self.heartbeat = Heartbeat(self.store, config.worker.heartbeat_interval_s)
+        self.heartbeat = Heartbeat(self.store, start.worker.heartbeat_interval_s)
         self.embedder = services.embedder
         self.segmenter = services.segmenter
-        self.atom_rules = AtomRules.load(config.atoms.rules_file)
-        graph = GraphHandler(self.store, GraphBuilder(self.segmenter, config.graph), self.embedder)
-        parts = RunnerParts(store=self.store, handlers={**self._handlers(config), "graph": graph},
-                            queue=config.queue, owner=self.heartbeat.worker_id)
+        self.atom_rules = AtomRules.load(start.atoms.rules_file)
+        graph = GraphHandler(self.store, GraphBuilder(self.segmenter, start.graph), self.embedder)
+        parts = RunnerParts(store=self.store, handlers={**self._handlers(), "graph": graph},
+                            queue=self.live.now.queue, owner=self.heartbeat.worker_id)
         self.runner = StageRunner(parts)
         self.enqueuer = Enqueuer(self.huey, processor=self.runner.process)
         self.runner.enqueuer = self.enqueuer
         self.lifecycle = services.lifecycle
         # Only for repairs at start (BM25 rows back-filled); memories are written by fronts.
         self.memories = services.memories
-        self.scheduler = PeriodicScheduler(self.store, self._jobs(config), owner=self.heartbeat.worker_id)
+        self.scheduler = PeriodicScheduler(self.store, self._jobs(), owner=self.heartbeat.worker_id)
         self.snapshots = SettleWatch("snapshots", self._vector_state, self.snapshot_job,
                                      SNAPSHOT_SETTLE_S, SNAPSHOT_MAX_WAIT_S)
         self.idle = IdleWatch(self)
         self.live.subscribe(self._config_changed)
 
-    @property
-    def config(self) -> AppConfig:
-        return self.live.current
-
-    def _handlers(self, config: AppConfig) -> dict:
+    def _handlers(self) -> dict:
         """The stage handlers built from live settings (the graph's are restart-only)."""
+        config = self.live.now
         return {"embed": EmbedHandler(self.embedder, config.queue.embed_batch_size, self.store),
                 "atoms": AtomsHandler(self.atom_rules, self.segmenter, config.atoms,
                                       user_zone(config.memory.time_zone))}
 
-    def _jobs(self, config: AppConfig) -> list[PeriodicJob]:
-        lifecycle = self.lifecycle
+    def _jobs(self) -> list[PeriodicJob]:
+        config, lifecycle = self.live.now, self.lifecycle
         jobs = [
             PeriodicJob("reconcile", config.queue.reconcile_interval_s, self.reconcile_job),
             PeriodicJob("housekeeping", HOUSEKEEPING_INTERVAL_S, self.housekeeping_job),
@@ -104,9 +102,10 @@ class WorkerService:
     def _config_changed(self, old: AppConfig, new: AppConfig) -> None:
         """Rebuild what was built from the settings; a job in flight ends with the old ones."""
         parts = self.runner.parts
-        self.runner.parts = replace(parts, queue=new.queue, handlers={**parts.handlers, **self._handlers(new)})
-        self.scheduler.jobs = self._jobs(new)
-        self.idle.follow(new.worker.idle_exit_s)
+        self.runner.parts = replace(parts, queue=self.live.now.queue,
+                                    handlers={**parts.handlers, **self._handlers()})
+        self.scheduler.jobs = self._jobs()
+        self.idle.follow(self.live.now.worker.idle_exit_s)
 
     @classmethod
     def open(cls, config: AppConfig, autostarted: bool = False) -> WorkerService:
@@ -149,7 +148,7 @@ class WorkerService:
     def snapshot_job(self) -> str:
         """Bring each FAISS snapshot up to date, so a front starts from it; the index is
         built (from the old snapshot and the changes since) only while writing."""
-        dim = space_dim(self.config.embedding, self.embedder)
+        dim = space_dim(self.live.at_start.embedding, self.embedder)
         return "; ".join(VectorIndex(self.store, kind, self.embedder.model, dim)
                          .save_snapshot(SNAPSHOT_STALE_FRACTION) for kind in KINDS)
 
@@ -163,7 +162,7 @@ class WorkerService:
             signal.signal(stop_signal, self._stop_before_consuming)
         self.heartbeat.start()
         watcher = self.live.watch()
-        pid_path = write_pid_file(self.config.storage.data_dir)
+        pid_path = write_pid_file(self.live.at_start.storage.data_dir)
         try:
             if self.autostarted:
                 with self.store.write() as tx:
@@ -193,10 +192,11 @@ class WorkerService:
             self._consumer.stop_flag.set()
 
     def _consume(self) -> None:
+        start = self.live.at_start
         consumer = self.huey.create_consumer(
-            workers=self.config.worker.threads, worker_type="thread", periodic=False,
-            initial_delay=self.config.worker.poll_interval_s, backoff=1.0,
-            max_delay=self.config.worker.poll_interval_s, graceful_signal="TERM")
+            workers=start.worker.threads, worker_type="thread", periodic=False,
+            initial_delay=start.worker.poll_interval_s, backoff=1.0,
+            max_delay=start.worker.poll_interval_s, graceful_signal="TERM")
         self._consumer = consumer
         if self._stop_requested:
             consumer.stop_flag.set()
@@ -204,7 +204,7 @@ class WorkerService:
         self.idle.begin(on_idle=consumer.stop_flag.set)
         log.info("worker %s (pid %d%s) consuming %s", self.heartbeat.worker_id, os.getpid(),
                  ", autostarted" if self.autostarted else "",
-                 describe_queue(self.config.storage, self.config.queue))
+                 describe_queue(start.storage, start.queue))
         try:
             consumer.run()
         finally:
@@ -227,7 +227,7 @@ class IdleWatch:
     def begin(self, on_idle: Callable[[], None]) -> None:
         with self._lock:
             self._on_idle = on_idle
-            self._replace(self.service.config.worker.idle_exit_s)
+            self._replace(self.service.live.now.worker.idle_exit_s)
 
     def follow(self, idle_s: float) -> None:
         with self._lock:
@@ -247,7 +247,7 @@ class IdleWatch:
         if not service.autostarted or idle_s <= 0 or self._on_idle is None:
             return
         self._exit = IdleExit(service.store, service.heartbeat.worker_id, idle_s,
-                              service.config.worker.heartbeat_timeout_s, on_idle=self._on_idle)
+                              service.live.at_start.worker.heartbeat_timeout_s, on_idle=self._on_idle)
         if old is not None:
             self._exit.last_front_seen = old.last_front_seen
         self._exit.start()

@@ -116,7 +116,7 @@ def load_user(services, memories: list[dict], now: datetime, persona: str = PERS
         said = now - timedelta(days=float(memory["said_days_ago"]))
         fields = MemoryFields(persona_id=persona, original_time=said)
         ids[memory["key"]] = services.memories.memorize(memory_text(memory, now.date()), fields).id
-    config = services.config
+    config = services.live.now
     handlers = {
         "atoms": AtomsHandler(AtomRules.load(config.atoms.rules_file), services.segmenter, config.atoms,
                               user_zone(config.memory.time_zone)),
@@ -132,7 +132,7 @@ def load_user(services, memories: list[dict], now: datetime, persona: str = PERS
 
 def recalled(services, question: str, keys: dict[int, str], zone: tzinfo) -> list[tuple[str, float]]:
     request = RecallRequest(question, K, DocumentFilter(persona_id=PERSONA), zone=zone,
-                            **floors(services.config.retrieval, None))
+                            **floors(services.live.now.retrieval, None))
     return [(keys.get(h.document.id, str(h.document.id)), round(h.score, 4))
             for h in services.recaller.recall(request)]
 

@@ -436,7 +436,7 @@ def embedding_of(store_dir: Path) -> tuple[str, str]:
 
     services = open_services(load_config(store_dir / "config.yaml"), queued=False)
     try:
-        return services.embedder.model, services.config.embedding.local_model
+        return services.embedder.model, services.live.at_start.embedding.local_model
     finally:
         services.close()
 

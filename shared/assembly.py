@@ -3,11 +3,14 @@
 `open_services` opens the store and returns `Services`, which builds each part the first time
 it is asked for and keeps it: a command that only counts rows never loads an embedding model,
 and a panel that is never searched never builds a recaller. Every part reads the process's
-LiveConfig, so a key that applies live reaches every process kind through the same code:
-- per call, through `live.current` (the memory service's memory.* and atoms.ttl_* keys,
+LiveConfig (shared/live_config.py), so a key that applies live reaches every process kind
+through the same code:
+- per call, through `live.now` (the memory service's memory.* and atoms.ttl_* keys,
   the lifecycle's forgetting.* and backup.* keys, the summarizer's summarizer.* keys);
-- by rebuilding what was built from it when it changes (the recaller and its channels on
-  retrieval.*, below).
+- by rebuilding, from `live.now`, what was built from it when it changes (the recaller and its
+  channels on retrieval.*, below).
+What restart keys shape (the store, the queue, the segmenter, the embedder, the graph's aliases,
+the atom rules) is built from `live.at_start`.
 What a process adds on top (the MCP server and its tools, the worker's stage runner and
 periodic jobs, the panel's pages) is built in its own package from these parts.
 
@@ -89,22 +92,18 @@ class Services:
         self._lock = threading.RLock()  # re-entrant: one part is built from others
         self._parts: dict[str, Any] = {}
 
-    @property
-    def config(self) -> AppConfig:
-        return self.live.current
-
     @part
     def segmenter(self) -> Segmenter:
         from shared.text.segment import Segmenter
 
-        return Segmenter(self.config.text)
+        return Segmenter(self.live.at_start.text)
 
     @part
     def huey(self) -> Any:
         """The task queue (Huey) of this data_dir."""
         from shared.queue import open_queue
 
-        return open_queue(self.config.storage, self.config.queue)
+        return open_queue(self.live.at_start.storage, self.live.at_start.queue)
 
     @part
     def enqueuer(self) -> Enqueuer | None:
@@ -134,7 +133,7 @@ class Services:
     def embedder(self) -> Embedder:
         from shared.embedders import build_embedder, recorded_models
 
-        return build_embedder(self.config.embedding, threads=self.embed_threads,
+        return build_embedder(self.live.at_start.embedding, threads=self.embed_threads,
                               recorded=recorded_models(self.store))
 
     @part
@@ -144,7 +143,7 @@ class Services:
         from shared.search.vectors import VectorIndex
 
         embedder = self.embedder
-        dim = space_dim(self.config.embedding, embedder)  # never asks an API at start
+        dim = space_dim(self.live.at_start.embedding, embedder)  # never asks an API at start
         return (VectorIndex(self.store, "document", embedder.model, dim),
                 VectorIndex(self.store, "graph_entry", embedder.model, dim))
 
@@ -153,7 +152,7 @@ class Services:
         from shared.search.channels import ChannelParts
 
         index, entry_index = self.vector_indexes
-        parts = ChannelParts(self.store, self.config.retrieval, index, entry_index, self.config.graph)
+        parts = ChannelParts(self.store, self.live.now.retrieval, index, entry_index, self.live.at_start.graph)
         return LiveRecaller(self.store, self.segmenter, parts,
                             self.embedder.embed_query, self.live)
 
@@ -166,14 +165,14 @@ class Services:
         from shared.search.channels import ChannelParts, build_channels
         from shared.search.recall import Recaller
 
-        retrieval = self.config.retrieval
+        retrieval = self.live.now.retrieval
         channels = tuple(c for c in retrieval.channels if c in KEYWORD_CHANNELS)
         if not channels:
             raise ConfigError("retrieval.channels has neither bm25 nor graph_keyword, which recall "
                               "without a running front needs")
         retrieval = replace(retrieval, channels=channels, cache_enabled=False)
         # No vector index: the channels kept above use none.
-        parts = ChannelParts(self.store, retrieval, None, None, self.config.graph)  # pyright: ignore[reportArgumentType]
+        parts = ChannelParts(self.store, retrieval, None, None, self.live.at_start.graph)  # pyright: ignore[reportArgumentType]
         return Recaller(self.store, self.segmenter, build_channels(parts), None, retrieval)
 
     @part
@@ -182,15 +181,15 @@ class Services:
         from shared.summarize.rules import RulesSummarizer
         from shared.summarize.summarizer import Summarizer
 
-        rules = RulesSummarizer(AtomRules.load(self.config.atoms.rules_file), self.segmenter)
-        return Summarizer(self.store, rules, lambda: self.live.current.summarizer)
+        rules = RulesSummarizer(AtomRules.load(self.live.at_start.atoms.rules_file), self.segmenter)
+        return Summarizer(self.store, rules, self.live)
 
     def reconcile(self, enqueuer: Enqueuer | None = None) -> ReconcileReport:
         """Reclaim dead workers' leases and queue every stage waiting unqueued."""
         from shared.reconcile import reconcile
         from shared.tasks import Enqueuer
 
-        config = self.config
+        config = self.live.now
         return reconcile(self.store, enqueuer or self.enqueuer or Enqueuer(self.huey),
                          config.worker.heartbeat_timeout_s, queue=config.queue)
 
@@ -205,7 +204,7 @@ def open_services(config: AppConfig | LiveConfig, *, queued: bool = True,
                   embed_threads: int = 1) -> Services:
     """Open (and migrate) the store of `config` and return the parts built from it."""
     live = config if isinstance(config, LiveConfig) else LiveConfig(config)
-    return Services(live, open_store(live.current.storage), queued=queued,
+    return Services(live, open_store(live.at_start.storage), queued=queued,
                     embed_threads=embed_threads)
 
 
@@ -224,7 +223,8 @@ class LiveRecaller:
                  embed: Callable | None, live: LiveConfig):
         self.store, self.segmenter, self.parts, self.embed = store, segmenter, parts, embed
         self.executor = ThreadPoolExecutor(max_workers=3, thread_name_prefix="recall")
-        self.current = self._build(live.current.retrieval)
+        self.live = live
+        self.current = self._build()
         live.subscribe(self._settings_changed)
 
     @property
@@ -234,14 +234,15 @@ class LiveRecaller:
     def recall(self, request: RecallRequest) -> list[Hit]:
         return self.current.recall(request)
 
-    def _build(self, config) -> Recaller:
+    def _build(self) -> Recaller:
         from shared.search.channels import build_channels
         from shared.search.recall import Recaller
 
+        config = self.live.now.retrieval
         channels = build_channels(replace(self.parts, config=config))
         space = self.parts.document_index.model if self.parts.document_index is not None else None
         return Recaller(self.store, self.segmenter, channels, self.embed, config, self.executor, space=space)
 
     def _settings_changed(self, old: AppConfig, new: AppConfig) -> None:
         if old.retrieval != new.retrieval:
-            self.current = self._build(new.retrieval)
+            self.current = self._build()

@@ -5,12 +5,13 @@ keys are checked strictly: an unknown key or a bad value stops start-up with a m
 names the key and what is allowed.
 
 A process loads the file at its entry point and keeps it in a LiveConfig
-(shared/live_config.py), which replaces the whole AppConfig when the file changes. The rule
-that shows at each call site whether a value is live: a part that follows the file holds the
-LiveConfig and reads `live.current.<section>.<key>` when it uses the value (or, for what is
-built from settings, rebuilds it when told of a change, as shared/assembly.py does for the
-recaller); a part handed a section dataclass keeps those values for its life, which is right
-only for the keys in RESTART_SECTIONS / RESTART_KEYS below.
+(shared/live_config.py), which replaces the whole AppConfig when the file changes. Parts read
+their settings through it, and the call site shows whether a value is live: `live.now.<section>
+.<key>` where the value is used, or `live.at_start.<section>.<key>` for the keys in
+RESTART_SECTIONS / RESTART_KEYS below, which keep their start value for the process's life.
+
+A secret is the value of its key, else the environment variable its `*_env` key names
+(`secret` below): the one place that is decided.
 """
 
 from __future__ import annotations
@@ -180,6 +181,15 @@ RESTART_KEYS = frozenset({
 # queue.url and storage.url may carry a password (redis://:secret@host:6379/0).
 SECRET_KEYS = frozenset({"server.token", "embedding.api_key", "summarizer.api_key", "queue.url",
                          "storage.url"})
+
+
+def secret(value: str, env_name: str, env: typing.Mapping[str, str] | None = None) -> str:
+    """A secret from the config: `value` when set, else the environment variable `env_name`
+    names ("" when neither is set, or `env_name` is empty)."""
+    if value:
+        return value
+    env = os.environ if env is None else env
+    return env.get(env_name, "") if env_name else ""
 
 
 def needs_restart(key: str) -> bool:

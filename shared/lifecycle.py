@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from shared import __version__
-from shared.config import AppConfig
 from shared.errors import InvalidInput
 from shared.live_config import LiveConfig
 from shared.memories import MemoryService
@@ -44,7 +43,7 @@ def decay_boundaries(previous: float, now: float, hour: int, minute: int) -> lis
 
 
 class Lifecycle:
-    """The upkeep jobs. Each reads the process's settings when it runs (`live.current`), so a
+    """The upkeep jobs. Each reads the process's settings when it runs (`live.now`), so a
     saved forgetting.* or backup.* key applies from the next run."""
 
     def __init__(self, live: LiveConfig, memories: MemoryService):
@@ -52,13 +51,9 @@ class Lifecycle:
         self.memories = memories
         self.store = memories.store
 
-    @property
-    def config(self) -> AppConfig:
-        return self.live.current
-
     def decay(self, now: float) -> dict:
         """Apply every daily decay due since the last one (catching up after downtime)."""
-        f = self.config.forgetting
+        f = self.live.now.forgetting
         previous = self.store.meta.get(meta.DECAY_APPLIED_AT)
         if previous is None:  # a new store: start counting from the last decay time
             self._set_meta(meta.DECAY_APPLIED_AT,
@@ -71,7 +66,7 @@ class Lifecycle:
         return {"days": len(due), "memories": decayed}
 
     def archive(self, now: float) -> dict:
-        f = self.config.forgetting
+        f = self.live.now.forgetting
         if not f.auto_cleanup_enabled:
             return {"archived": 0, "enabled": False}
         ids = self.memories.archive_stale(now - f.cleanup_days_threshold * DAY,
@@ -80,7 +75,7 @@ class Lifecycle:
 
     def sweep_atoms(self, now: float) -> dict:
         """active -> expired -> forgotten -> purged (with graph output), each after its delay."""
-        f = self.config.forgetting
+        f = self.live.now.forgetting
         with self.store.write() as tx:
             expired = tx.atoms.expire(now)
             forgotten = tx.atoms.forget(now - f.atom_forget_delay_days * DAY, now)
@@ -93,7 +88,7 @@ class Lifecycle:
     def backup(self, now: float, reason: str = "manual") -> dict:
         directory = self.backup_dir()
         path = self.store.backup(directory, now, reason)
-        pruned = prune_backups(directory, self.config.backup.keep_days, now, keep=path)
+        pruned = prune_backups(directory, self.live.now.backup.keep_days, now, keep=path)
         return {"path": str(path), "pruned": len(pruned)}
 
     def backup_if_version_changed(self, now: float) -> dict | None:
@@ -113,7 +108,7 @@ class Lifecycle:
         return report
 
     def backup_dir(self) -> Path:
-        return self.config.backup_dir
+        return self.live.now.backup_dir
 
     def sweep_partial_backups(self) -> list[str]:
         """Remove what backups killed while writing left behind (their *.partial files);

@@ -1,6 +1,6 @@
 """The running configuration of a process, replaced when the config file changes.
 
-Holds the current AppConfig; whoever needs a value reads `live.current` when it needs it
+Holds the current AppConfig; whoever needs a value reads `live.now` when it needs it
 (never keeps a section past one request or job), or subscribes to rebuild what it built from
 it, so a saved setting applies without a restart.
 
@@ -91,7 +91,7 @@ class FileState:
 
 class LiveConfig:
     def __init__(self, config: AppConfig):
-        self._config = config
+        self._config = self._start = config
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
         self._reload_lock = threading.Lock()
@@ -106,8 +106,15 @@ class LiveConfig:
         self._shape: dict[str, bool] | None = shape_of(FileState.read(config.source))
 
     @property
-    def current(self) -> AppConfig:
+    def now(self) -> AppConfig:
+        """The settings as they are at this moment: read at use time, never kept."""
         return self._config
+
+    @property
+    def at_start(self) -> AppConfig:
+        """The settings the process started with: where the keys it cannot take over from a
+        changed file (shared.config.needs_restart) are read, for what was built from them."""
+        return self._start
 
     @property
     def pending_restart(self) -> Changes:
@@ -389,6 +396,16 @@ def _one_line(exc: BaseException) -> str:
 
 def _sections() -> list[str]:
     return [f.name for f in dataclasses.fields(AppConfig) if f.name != "source"]
+
+
+def follow_log_level(live: LiveConfig) -> None:
+    """Apply server.log_level to this process's loggers whenever a changed file sets it."""
+
+    def changed(old: AppConfig, new: AppConfig) -> None:
+        if old.server.log_level != new.server.log_level:
+            apply_log_level(live.now.server.log_level)
+
+    live.subscribe(changed)
 
 
 def apply_log_level(level: str) -> None:

@@ -83,7 +83,7 @@ class MemoryService:
     def checked(self, content: str, fields: MemoryFields) -> tuple[str, MemoryFields]:
         """A new memory's content and fields as the service would store them, or InvalidInput
         (the length limit is server.max_content_chars as the process reads it now)."""
-        content = rules.check_content(content, self.live.current.server.max_content_chars)
+        content = rules.check_content(content, self.live.now.server.max_content_chars)
         fields = rules.check_fields(fields)
         if fields.original_time is not None:
             fields = replace(fields, original_time=on_clock(fields.original_time, self.zone()))
@@ -92,7 +92,7 @@ class MemoryService:
     def zone(self) -> tzinfo:
         """The user's clock (memory.time_zone, read now): a time without an offset is read on
         it, and a memory without one is marked with its stored time on it."""
-        return user_zone(self.live.current.memory.time_zone)
+        return user_zone(self.live.now.memory.time_zone)
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -144,7 +144,7 @@ class MemoryService:
         version is read inside that transaction, so two edits never both see the same base."""
         rules.check_memory_id(memory_id)
         if content is not None:
-            content = rules.check_content(content, self.live.current.server.max_content_chars)
+            content = rules.check_content(content, self.live.now.server.max_content_chars)
         changes = rules.check_changes(changes)
         if changes.get("original_time") is not None:
             changes["original_time"] = on_clock(changes["original_time"], self.zone())
@@ -214,7 +214,7 @@ class MemoryService:
             tx.fts.scrub_terms([table for table in FTS_TABLES if receipt.get(table)])
         self.store.flush_deleted()
         self._submit_keys(carried)
-        holding = backups_holding(self.live.current.backup_dir, memory_id, doc.content_hash,
+        holding = backups_holding(self.live.now.backup_dir, memory_id, doc.content_hash,
                                   doc.create_time)
         return DeleteReceipt(receipt, backups_holding=holding)
 
@@ -309,7 +309,7 @@ class MemoryService:
                  before_id: int | None = None) -> list[tuple[int, str]]:
         """(id, text) of the neighbours a memory is indexed with (shared/store/neighbours.py)."""
         moment = epoch(fields.original_time) or stored_time
-        settings = self.live.current.memory
+        settings = self.live.now.memory
         return tx.neighbours.before(fields.persona_id, fields.session_id, moment,
                                     settings.context_turns, settings.context_window_s, before_id,
                                     fields.participants, text)
@@ -389,4 +389,4 @@ def _persona_of(doc: Document) -> str | None:
 def _live_ttl_days(live: LiveConfig) -> Callable[[str, float, int], float]:
     """An atom's shelf life from the atoms.ttl_* keys current when it is computed."""
     return lambda atom_type, importance, reinforcements: ttl_days(
-        atom_type, importance, reinforcements, live.current.atoms)
+        atom_type, importance, reinforcements, live.now.atoms)

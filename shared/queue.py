@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from shared.config import QueueConfig, StorageConfig
+from shared.config import QueueConfig, StorageConfig, secret
 from shared.errors import StorageError
 from shared.platform import exclusive_file_lock, private_folder
 from shared.sqlite_errors import DAMAGED, primary_code
@@ -62,6 +62,14 @@ def open_queue(storage: StorageConfig, queue: QueueConfig | None = None):
     return huey
 
 
+def secret_env_names(queue: QueueConfig) -> list[str]:
+    """The environment variables the queue reads a secret from: queue.password_env on Redis
+    when the URL holds no password."""
+    if queue.backend == "redis" and queue.password_env and not urlsplit(queue.url).password:
+        return [queue.password_env]
+    return []
+
+
 def describe_queue(storage: StorageConfig, queue: QueueConfig) -> str:
     """Which queue engine this config uses and where, for logs and `aokun doctor` (a password
     in the URL is shown as ***)."""
@@ -90,9 +98,8 @@ def _redis_client(queue: QueueConfig, env=None):
     # front and command, never needs it).
     import redis
 
-    env = os.environ if env is None else env
     kwargs = {}
-    password = env.get(queue.password_env, "") if queue.password_env else ""
+    password = secret("", queue.password_env, env)
     if password:
         kwargs["password"] = password  # a password in the URL takes precedence
     # A dead server fails an operation within seconds; the consumer's blocking reads wait 1 s.

@@ -10,11 +10,11 @@ import os
 import signal
 import socket
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from shared import platform
 from shared.config import StorageConfig
 from shared.errors import ConfigError
+from shared.store import face as store_face
 
 # An HTTP front's note in data_dir of where it listens (announce_endpoint).
 ENDPOINT_PREFIX, ENDPOINT_SUFFIX = "front-", ".endpoint"
@@ -65,14 +65,6 @@ def describe_start_failure(exc: BaseException) -> str:
     return str(exc)
 
 
-def store_address(storage: StorageConfig) -> str:
-    """Which store a config names, the same from any config file naming it (no password)."""
-    if storage.backend == "postgresql":
-        url = urlsplit(storage.url)
-        return f"postgresql://{url.hostname}:{url.port or 5432}{url.path}"
-    return str(storage.db_path)
-
-
 def announce_endpoint(storage: StorageConfig, endpoint: str) -> Path:
     """Note in data_dir where this HTTP front listens and which store it serves. Its heartbeat
     row says the same, but reading that opens the store, which costs a prompt hook more than
@@ -80,7 +72,7 @@ def announce_endpoint(storage: StorageConfig, endpoint: str) -> Path:
     a killed front left names a dead process and is passed over."""
     path = storage.data_dir / f"{ENDPOINT_PREFIX}{os.getpid()}{ENDPOINT_SUFFIX}"
     note = {"endpoint": endpoint, "pid": os.getpid(), "host": socket.gethostname(),
-            "store": store_address(storage)}
+            "store": store_face.address(storage)}
     temp = path.with_name(f".{path.name}.writing")
     temp.write_text(json.dumps(note), encoding="utf-8")
     temp.replace(path)
@@ -103,7 +95,7 @@ def announced_endpoints(storage: StorageConfig) -> list[str]:
                  if entry.name.startswith(ENDPOINT_PREFIX) and entry.name.endswith(ENDPOINT_SUFFIX)]
     except OSError:
         return []
-    here, address = socket.gethostname(), store_address(storage)
+    here, address = socket.gethostname(), store_face.address(storage)
     for entry in notes:
         try:
             note = json.loads(Path(entry.path).read_text(encoding="utf-8"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.config import CHANNELS, AppConfig, build_config, load_config
+from shared.config import CHANNELS, AppConfig, build_config, load_config, secret
 from shared.errors import ConfigError
 
 BIN = Path(sys.executable).parent
@@ -222,10 +222,10 @@ def test_live_reload_keeps_the_running_config_when_the_file_turns_invalid(tmp_pa
                  f"server:\n  host: {'h' * 100_000}\n", "storage:\n  data_dir: /etc\n"):
         path.write_text(text)
         assert live.reload() is None
-        assert live.current.retrieval.bm25_weight == 0.7
-        assert live.current.storage.data_dir == tmp_path / "data"
+        assert live.now.retrieval.bm25_weight == 0.7
+        assert live.now.storage.data_dir == tmp_path / "data"
     path.write_text("retrieval:\n  bm25_weight: 0.9\n")
-    assert live.reload() is not None and live.current.retrieval.bm25_weight == 0.9
+    assert live.reload() is not None and live.now.retrieval.bm25_weight == 0.9
 
 
 def test_the_panels_save_refuses_what_the_loader_refuses(tmp_path):
@@ -242,3 +242,11 @@ def test_the_panels_save_refuses_what_the_loader_refuses(tmp_path):
         with pytest.raises(ConfigError, match=message):
             save_settings(path, changes)
         assert path.read_text() == before
+
+
+def test_a_secret_is_its_key_else_the_variable_its_env_key_names():
+    env = {"AOKUN_TEST_KEY": "from-env"}
+    assert secret("in-file", "AOKUN_TEST_KEY", env) == "in-file"
+    assert secret("", "AOKUN_TEST_KEY", env) == "from-env"
+    assert secret("", "AOKUN_TEST_UNSET", env) == ""
+    assert secret("", "", {"": "never"}) == ""  # no variable named: none is read

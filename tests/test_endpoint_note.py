@@ -12,7 +12,8 @@ import subprocess
 import sys
 
 from shared.config import StorageConfig
-from shared.serving import announce_endpoint, announced_endpoints, store_address, withdraw_endpoint
+from shared.serving import announce_endpoint, announced_endpoints, withdraw_endpoint
+from shared.store.face import address as store_address
 
 
 def test_live_notes_of_this_store_are_found_and_others_passed_over(tmp_path):

@@ -202,7 +202,7 @@ class BrokenRecaller:
 def deps(services):
     memories = services.memories
     deps = ToolDeps(memories=memories, recaller=BrokenRecaller(), index=None,
-                    reinforcer=Reinforcer(memories, False), atom_search=services.atom_search,
+                    reinforcer=Reinforcer(memories, services.live), atom_search=services.atom_search,
                     lifecycle=services.lifecycle, reconcile_queue=dict, live=services.live,
                     summarizer=services.summarizer)
     return deps

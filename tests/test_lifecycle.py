@@ -131,7 +131,7 @@ def test_backup_during_writes_restores_into_a_fresh_data_dir(tmp_path):
     stop = threading.Event()
     written = []
 
-    store = memory_service(open_store(front.config.storage), front.config.text)
+    store = memory_service(open_store(front.live.at_start.storage), front.live.at_start.text)
     store.segmenter.warm_up()
 
     def writer():

@@ -125,7 +125,7 @@ def _as_config(value: Any) -> Any:
 
 def _current(live: LiveConfig, key: str) -> Any:
     section, name = key.split(".")
-    value = getattr(getattr(live.current, section), name)
+    value = getattr(getattr(live.now, section), name)
     return str(value) if isinstance(value, Path) else value
 
 
@@ -267,7 +267,7 @@ def archive_switch(services: Services, key: str, value: Any) -> None:
 def lifecycle_reads(services: Services, key: str, value: Any) -> None:
     """Upkeep that reads the key when it runs (decay, the sweep, backups) sees the new one."""
     section, name = key.split(".")
-    assert getattr(getattr(services.lifecycle.config, section), name) == _as_config(value)
+    assert getattr(getattr(services.lifecycle.live.now, section), name) == _as_config(value)
 
 
 def backup_dir(services: Services, key: str, value: Any) -> None:
@@ -279,17 +279,24 @@ def summarizer_reads(services: Services, key: str, value: Any) -> None:
 
 
 def reinforcement(processes: Processes, key: str, value: Any) -> None:
-    assert processes.front.reinforcer.enabled is value
+    """A recalled memory is reinforced after the answer only while the key is on."""
+    front = processes.front
+    doc = front.memories.memorize(f"a {WORD} to reinforce", MemoryFields(persona_id="reinforced"))
+    front.reinforcer.touch([doc.id])
+    # The reinforcer's one thread runs touches in order: once this no-op has run, so has any
+    # touch submitted before it.
+    front.reinforcer._executor.submit(lambda: None).result(timeout=RELOAD_S)
+    assert front.services.store.documents.get(doc.id).access_count == (1 if value else 0)
 
 
 def front_autostart(processes: Processes, key: str, value: Any) -> None:
-    assert processes.front.config.worker.autostart is value
+    assert processes.front.live.now.worker.autostart is value
 
 
 def front_sessions(processes: Processes, key: str, value: Any) -> None:
     """The HTTP gate reads the front's current server section for each new session
     (aokun_server/http.py); tests/test_http_sessions.py shows what it does with it."""
-    assert getattr(processes.front.config.server, key.split(".")[1]) == value
+    assert getattr(processes.front.live.now.server, key.split(".")[1]) == value
 
 
 def user_clock(services: Services, key: str, value: Any) -> None:
@@ -305,7 +312,7 @@ def worker_atoms_zone(processes: Processes, key: str, value: Any) -> None:
 
 
 def worker_idle_exit(processes: Processes, key: str, value: Any) -> None:
-    assert processes.worker.config.worker.idle_exit_s == value
+    assert processes.worker.live.now.worker.idle_exit_s == value
 
 
 Probe = Callable[..., None]

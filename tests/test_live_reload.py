@@ -130,17 +130,19 @@ def test_restart_keys_keep_their_running_values(tmp_path, caplog, monkeypatch):
     monkeypatch.delenv("AOKUN_SERVER_TOKEN", raising=False)  # it would override the file's token
     config = write_config(tmp_path, storage={"busy_timeout_ms": 10000})
     live = LiveConfig(load_config(config))
-    services = Services(live, open_store(live.current.storage), queued=False)
+    services = Services(live, open_store(live.now.storage), queued=False)
     lifecycle = services.lifecycle
     watcher = live.watch()
     caplog.set_level(logging.INFO, logger="aokun.config")
     try:
         rewrite(config, storage={"busy_timeout_ms": 20000}, forgetting={"decay_rate": 0.2},
                 graph={"max_topics": 7}, server={"token": "s3cret-token"})
-        wait_for(lambda: live.current.forgetting.decay_rate == 0.2, RELOAD_S, 0.05, "decay_rate applied")
-        assert lifecycle.config.forgetting.decay_rate == 0.2  # upkeep jobs read it at their next run
-        assert live.current.storage.busy_timeout_ms == 10000
-        assert live.current.graph.max_topics == 3 and live.current.server.token == ""
+        wait_for(lambda: live.now.forgetting.decay_rate == 0.2, RELOAD_S, 0.05, "decay_rate applied")
+        assert lifecycle.live.now.forgetting.decay_rate == 0.2  # upkeep jobs read it at their next run
+        assert live.now.storage.busy_timeout_ms == 10000
+        assert live.now.graph.max_topics == 3 and live.now.server.token == ""
+        # The start config stays what the process started with, live keys included.
+        assert live.at_start.storage.busy_timeout_ms == 10000 and live.at_start.forgetting.decay_rate == 0.01
         assert set(live.pending_restart) == {"storage.busy_timeout_ms", "graph.max_topics", "server.token"}
         [line] = [r.getMessage() for r in caplog.records if "changed" in r.getMessage()]
         assert "applied forgetting.decay_rate 0.01 -> 0.2" in line and "graph.max_topics 3 -> 7" in line
@@ -161,11 +163,11 @@ def test_a_broken_file_is_one_log_line_and_a_fixed_one_applies(tmp_path, caplog)
                  what="the broken file logged")
         [record] = [r for r in caplog.records if "not applied" in r.getMessage()]
         assert "cannot read config file" in record.getMessage() and "\n" not in record.getMessage()
-        assert live.current.memory.recall_top_k == 5
+        assert live.now.memory.recall_top_k == 5
         rewrite_text = yaml.safe_dump({"storage": {"data_dir": "data"}, "worker": {"autostart": False},
                                        "memory": {"recall_top_k": 4}})
         config.write_text(rewrite_text, encoding="utf-8")
-        wait_for(lambda: live.current.memory.recall_top_k == 4, RELOAD_S, 0.05, "the fixed file applied")
+        wait_for(lambda: live.now.memory.recall_top_k == 4, RELOAD_S, 0.05, "the fixed file applied")
     finally:
         watcher.stop()
 
@@ -394,11 +396,11 @@ def test_a_process_on_defaults_follows_the_config_file_created_for_it(tmp_path, 
 
     monkeypatch.chdir(tmp_path)
     live = LiveConfig(load_config(env={}))
-    assert live.current.source is None and live.current.memory.recall_top_k == 5
+    assert live.now.source is None and live.now.memory.recall_top_k == 5
     watcher = live.watch()
     try:
         (tmp_path / "config.yaml").write_text("memory:\n  recall_top_k: 2\n", encoding="utf-8")
-        wait_for(lambda: live.current.memory.recall_top_k == 2, RELOAD_S, 0.05, "the created file applied")
+        wait_for(lambda: live.now.memory.recall_top_k == 2, RELOAD_S, 0.05, "the created file applied")
     finally:
         watcher.stop()
 
@@ -416,7 +418,7 @@ def full_text(**memory) -> str:
 
 
 def live_values(live: LiveConfig) -> tuple:
-    c = live.current
+    c = live.now
     return c.memory.recall_top_k, tuple(c.server.exposed_tools), c.forgetting.auto_cleanup_enabled
 
 
@@ -464,7 +466,7 @@ def test_a_watcher_skips_an_empty_then_truncated_file_and_applies_the_complete_o
                  0.05, "the truncated file reported")
         assert live_values(live) == (7, ("memorize", "recall"), False)
         config.write_text(text, encoding="utf-8")
-        wait_for(lambda: live.current.memory.recall_top_k == 3, RELOAD_S, 0.05, "the complete file applied")
+        wait_for(lambda: live.now.memory.recall_top_k == 3, RELOAD_S, 0.05, "the complete file applied")
         assert live_values(live) == (3, ("memorize", "recall"), False)
     finally:
         watcher.stop()

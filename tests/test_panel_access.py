@@ -81,7 +81,7 @@ def as_user(site, token: str, method: str, path: str, **kwargs) -> httpx.Respons
 
 def served_routes() -> list[Route]:
     """The routes of the app the panel serves, as build_app assembles them (guards included)."""
-    app = build_app(SimpleNamespace(), "unused", 0)
+    app = build_app(SimpleNamespace(live=None), "unused", 0)
     starlette = app.app.app  # ServerTiming -> PanelGate -> Starlette
     return [r for r in starlette.routes if not isinstance(r, Mount)]
 

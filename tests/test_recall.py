@@ -140,8 +140,8 @@ def test_cache_is_invalidated_by_a_write_from_another_process(tmp_path, api):
         assert s.ok("recall", {"query": "garden shed"})["results"] == first
         assert len(front.recaller.cache) == 1
         # Another process (its own connections) writes: the next recall must see it at once.
-        other = open_store(front.config.storage)
-        memory_service(other, front.config.text).memorize("garden shed key is lost", MemoryFields())
+        other = open_store(front.live.at_start.storage)
+        memory_service(other, front.live.at_start.text).memorize("garden shed key is lost", MemoryFields())
         other.close()
         assert len(s.ok("recall", {"query": "garden shed"})["results"]) == 2
 

@@ -25,7 +25,8 @@ SUMMARIZE = textwrap.dedent("""
     import json, sys
     from datetime import datetime
     from pathlib import Path
-    from shared.config import StorageConfig, SummarizerConfig, TextConfig
+    from shared.config import AppConfig, StorageConfig, SummarizerConfig, TextConfig
+    from shared.live_config import LiveConfig
     from shared.extract.atomize import AtomRules
     from shared.store.schema import open_store
     from shared.summarize.conversation import parse_conversation
@@ -40,7 +41,7 @@ SUMMARIZE = textwrap.dedent("""
     rules = RulesSummarizer(AtomRules.load(), Segmenter(TextConfig()))
     turns = parse_conversation("Caroline: I adopted a grey cat yesterday, her name is Luna.\\n"
                                "Melanie: I'm flying to Paris next Friday.", datetime(2023, 5, 8, 13, 56))
-    result = Summarizer(store, rules, lambda: config).summarize(turns)
+    result = Summarizer(store, rules, LiveConfig(AppConfig(summarizer=config))).summarize(turns)
     store.close()
     print(json.dumps({"provider": result.provider, "warnings": result.warnings}))
 """)

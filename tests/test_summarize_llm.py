@@ -12,9 +12,10 @@ import pytest
 from fake_chat import COMPLETION_TOKENS, PROMPT_TOKENS, FakeChatServer, error_reply, memory_reply, text_reply
 from helpers import free_port, store_sql
 from shared import http_retry
-from shared.config import StorageConfig, SummarizerConfig, TextConfig
+from shared.config import AppConfig, StorageConfig, SummarizerConfig, TextConfig
 from shared.errors import InvalidInput
 from shared.extract.atomize import AtomRules
+from shared.live_config import LiveConfig
 from shared.store.schema import open_store
 from shared.summarize.conversation import parse_conversation
 from shared.summarize.llm import LlmSummarizer, SummarizerError
@@ -80,8 +81,11 @@ def llm_config(base_url: str, **settings) -> SummarizerConfig:
 
 
 def summarizer(store, rules, base_url: str, **settings) -> Summarizer:
-    config = llm_config(base_url, **settings)
-    return Summarizer(store, rules, lambda: config)
+    return Summarizer(store, rules, live_with(llm_config(base_url, **settings)))
+
+
+def live_with(summarizer_config: SummarizerConfig) -> LiveConfig:
+    return LiveConfig(AppConfig(summarizer=summarizer_config))
 
 
 def usage_rows(store) -> list[tuple]:
@@ -232,20 +236,20 @@ def test_refused_connections_client_errors_and_missing_settings_fall_back(store,
     assert_rules_fallback(result, rules, llm_config(api.base_url), "chat endpoint answered HTTP 401: Invalid API key")
     for base_url, named in [("", "summarizer.base_url is empty"), ("localhost:8000/v1", "is not usable")]:
         assert_rules_fallback(summarizer(store, rules, base_url).summarize(TURNS), rules, llm_config(base_url), named)
-    result = Summarizer(store, rules, lambda: llm_config("http://127.0.0.1:9/v1", model="")).summarize(TURNS)
+    result = Summarizer(store, rules, live_with(llm_config("http://127.0.0.1:9/v1", model=""))).summarize(TURNS)
     assert_rules_fallback(result, rules, llm_config(""), "summarizer.model is empty")
     assert usage_rows(store) == [(MODEL, 4, 0, 0, 4)]  # no model named, nothing to count against
 
 
 def test_the_dispatcher_follows_the_live_config_and_the_provider_asked_for(store, rules):
     with FakeChatServer(always=memory_reply(MEMORY)) as api:
-        live = [llm_config(api.base_url, provider="rules")]
-        dispatcher = Summarizer(store, rules, lambda: live[0])
+        live = live_with(llm_config(api.base_url, provider="rules"))
+        dispatcher = Summarizer(store, rules, live)
         by_rules = dispatcher.summarize(TURNS)
-        assert by_rules.model_dump() == rules.summarize(TURNS, live[0]).trimmed().model_dump()
+        assert by_rules.model_dump() == rules.summarize(TURNS, live.now.summarizer).trimmed().model_dump()
         assert api.requests == [] and usage_rows(store) == []
         assert dispatcher.summarize(TURNS, provider="llm").provider == "llm"
-        live[0] = llm_config(api.base_url)
+        live.replace(AppConfig(summarizer=llm_config(api.base_url)))
         assert dispatcher.summarize(TURNS).provider == "llm"
         assert dispatcher.summarize(TURNS, provider="rules").provider == "rules"
         with pytest.raises(InvalidInput, match="provider must be one of rules, llm"):

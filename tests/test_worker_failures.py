@@ -283,7 +283,7 @@ def test_worker_gives_leases_back_after_a_long_lock_before_they_expire(tmp_path,
             services.memories.memorize("finished after the lock", MemoryFields())
             wait_for(lambda: statuses(config, "embed") == [("embed", "running", 1)], 30,
                      interval=0.02, what="the embed stage running")
-            with write_lock(services.config.storage.db_path):  # longer than busy_timeout and every retry
+            with write_lock(services.live.at_start.storage.db_path):  # longer than busy_timeout and every retry
                 time.sleep(5.0)
             # Well before the lease would expire (lease_s 120 s): given back, not taken back.
             wait_for(lambda: {s for _, s, _ in statuses(config)} == {"done"}, 60,
@@ -308,8 +308,8 @@ def test_worker_killed_on_every_attempt_ends_failed(tmp_path, fake_api):
                 worker.send_signal(signal.SIGKILL)
                 worker.wait()
                 # A front starting now reconciles: the dead worker's lease is taken back.
-                report = reconcile(services.store, services.enqueuer, services.config.worker.heartbeat_timeout_s,
-                          queue=services.config.queue)
+                report = reconcile(services.store, services.enqueuer, services.live.now.worker.heartbeat_timeout_s,
+                          queue=services.live.now.queue)
                 assert report.failed == (1 if attempt == 2 else 0)
                 if attempt == 1:
                     worker = start_worker(config)
@@ -343,8 +343,8 @@ def test_worker_heartbeat_outlives_a_raw_error_and_keeps_its_leases(tmp_path, fa
             wait_for(lambda: ("embed", "running", 1) in statuses(config), 30, what="the embed stage running")
             for _ in range(4):  # fronts and other workers reconcile meanwhile: nothing to take
                 time.sleep(0.8)
-                assert reconcile(services.store, services.enqueuer, services.config.worker.heartbeat_timeout_s,
-                          queue=services.config.queue).reclaimed == 0
+                assert reconcile(services.store, services.enqueuer, services.live.now.worker.heartbeat_timeout_s,
+                          queue=services.live.now.queue).reclaimed == 0
             wait_for(lambda: {s for _, s, _ in statuses(config)} == {"done"}, 30, what="every stage done")
         assert statuses(config, "embed") == [("embed", "done", 1)]
     finally:

@@ -163,9 +163,9 @@ def routes(ctx) -> list[Route]:
         status = 400 if problem else 200
         principal = principal_of(request)
         try:  # a user sees one of its personas at a time, never the store's all
-            filters["persona"] = view_persona(principal, filters["persona"], ctx.config.memory.default_persona_id)
+            filters["persona"] = view_persona(principal, filters["persona"], ctx.live.now.memory.default_persona_id)
             data = await ctx.reader.run(atoms_page, filters, offset, time.time(), lang,
-                                        ctx.config.memory.time_zone)
+                                        ctx.live.now.memory.time_zone)
         except AccessDenied:
             problem, status = translate(lang, "access.persona_refused", persona=filters["persona"],
                                         personas=principal.listed()), 403

@@ -144,7 +144,7 @@ def routes(ctx) -> list[Route]:
     def answer(build):
         async def handler(request: Request):
             try:
-                return JSONResponse(build(ctx.config, request.query_params))
+                return JSONResponse(build(ctx.live.now, request.query_params))
             except AokunError as error:  # a setting the loader refuses, a value out of range
                 return JSONResponse({"error": str(error)}, status_code=400)
             except Exception:
@@ -153,7 +153,7 @@ def routes(ctx) -> list[Route]:
         return handler
 
     async def page(request: Request):
-        config = ctx.config
+        config = ctx.live.now
         return render(ctx, request, "forgetting.html", PAGE,
                       decay=_settings(config, DECAY_KEYS), atom_settings=_settings(config, ATOM_KEYS),
                       forgetting=config.forgetting, types=ATOM_TYPES)

@@ -191,13 +191,13 @@ def routes(ctx) -> list[Route]:
         principal = principal_of(request)
         if principal.admin:
             personas, busiest = await ctx.reader.run(personas_and_busiest, chosen is None,
-                                                     ctx.config.memory.default_persona)
+                                                     ctx.live.now.memory.default_persona)
             if chosen is None:
                 chosen = busiest
         else:  # a user's own personas only, the default or the first unless one is asked for
             personas = sorted(principal.personas)
             try:
-                chosen = view_persona(principal, chosen, ctx.config.memory.default_persona_id)
+                chosen = view_persona(principal, chosen, ctx.live.now.memory.default_persona_id)
             except AccessDenied:
                 problem, status = translate(lang, "access.persona_refused", persona=chosen,
                                             personas=principal.listed()), 403
@@ -215,7 +215,7 @@ def routes(ctx) -> list[Route]:
         principal = principal_of(request)
         if not principal.admin:  # "" is the memories without a persona: the admin's
             try:
-                persona = view_persona(principal, persona or None, ctx.config.memory.default_persona_id)
+                persona = view_persona(principal, persona or None, ctx.live.now.memory.default_persona_id)
             except AccessDenied:
                 return JSONResponse({"error": translate(language_of(request), "access.persona_refused",
                                                         persona=persona, personas=principal.listed())},

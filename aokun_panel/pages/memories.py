@@ -127,7 +127,7 @@ def routes(ctx) -> list[Route]:
         filters, scope, offset, problem = read_filters(request, lang)
         status = 400 if problem else 200
         try:  # a user's list is one of its personas at a time (the filter bounds one persona)
-            persona = view_persona(principal, filters["persona"] or None, ctx.config.memory.default_persona_id)
+            persona = view_persona(principal, filters["persona"] or None, ctx.live.now.memory.default_persona_id)
         except AccessDenied:
             return _persona_refused(ctx, request, principal, filters)
         filters["persona"] = persona or ""
@@ -136,7 +136,7 @@ def routes(ctx) -> list[Route]:
         if filters["q"] and problem is None:
             try:  # the recaller (and its embedding model) is built on the first search
                 # Searching here is looking, not using: no access is counted.
-                asked = RecallRequest(filters["q"], ctx.config.memory.recall_top_k, scope, explain=True)
+                asked = RecallRequest(filters["q"], ctx.live.now.memory.recall_top_k, scope, explain=True)
                 hits = await run_in_threadpool(ctx.services.recaller.recall, asked)
                 ctx.search_ready = True
             except AokunError as exc:
@@ -147,7 +147,7 @@ def routes(ctx) -> list[Route]:
                       seen_zones=tuple(dict.fromkeys(seen)), search_ready=ctx.search_ready,
                       intents=_intents(hits), filters=filters, problem=problem, hits=hits, search_error=search_error,
                       data=data, offset=offset, page_size=PAGE_SIZE, states=LIST_STATES,
-                      channels=ctx.config.retrieval.channels,
+                      channels=ctx.live.now.retrieval.channels,
                       link=lambda **changes: link(PAGE.path, filters, **changes))
 
     async def memory(request: Request):
@@ -245,7 +245,7 @@ def _persona_refused(ctx, request: Request, principal: Principal, filters: dict)
     empty = {"memories": [], "total": 0, "capped": False, "personas": sorted(principal.personas)}
     return render(ctx, request, "memories.html", PAGE, status_code=403, search_ready=ctx.search_ready,
                   intents=[], filters=filters, problem=problem, hits=None, search_error=None, data=empty,
-                  offset=0, page_size=PAGE_SIZE, states=LIST_STATES, channels=ctx.config.retrieval.channels,
+                  offset=0, page_size=PAGE_SIZE, states=LIST_STATES, channels=ctx.live.now.retrieval.channels,
                   link=lambda **changes: link(PAGE.path, filters, **changes))
 
 

@@ -56,11 +56,11 @@ def _files(config) -> dict:
 
 def routes(ctx) -> list[Route]:
     async def page(request: Request):
-        data = with_warnings(await ctx.reader.run(figures, ctx.config, time.time()), language_of(request))
-        return render(ctx, request, "overview.html", PAGE, data=data, files=_files(ctx.config))
+        data = with_warnings(await ctx.reader.run(figures, ctx.live.now, time.time()), language_of(request))
+        return render(ctx, request, "overview.html", PAGE, data=data, files=_files(ctx.live.now))
 
     async def data(request: Request):
-        data = with_warnings(await ctx.reader.run(figures, ctx.config, time.time()), language_of(request))
-        return JSONResponse({**data, "files": _files(ctx.config)})
+        data = with_warnings(await ctx.reader.run(figures, ctx.live.now, time.time()), language_of(request))
+        return JSONResponse({**data, "files": _files(ctx.live.now)})
 
     return [Route("/", page), Route("/api/overview", data)]

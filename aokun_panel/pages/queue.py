@@ -56,12 +56,12 @@ def refused(exc: AokunError) -> JSONResponse:
 
 def routes(ctx) -> list[Route]:
     async def view(request: Request) -> dict:
-        found = await ctx.reader.run(queue_view, ctx.config.worker.heartbeat_timeout_s, time.time())
+        found = await ctx.reader.run(queue_view, ctx.live.now.worker.heartbeat_timeout_s, time.time())
         return with_warnings(found, language_of(request))
 
     async def find_missing() -> dict[str, list[int]]:
         return await ctx.reader.run(
-            lambda s: s.consistency.missing_outputs(configured_model(ctx.config, s)))
+            lambda s: s.consistency.missing_outputs(configured_model(ctx.live.now, s)))
 
     async def page(request: Request):
         return render(ctx, request, "queue.html", PAGE, data=await view(request))

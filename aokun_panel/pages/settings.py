@@ -65,7 +65,7 @@ def routes(ctx) -> list[Route]:
         return await run_in_threadpool(example_settings)
 
     async def page(request: Request):
-        config = ctx.config
+        config = ctx.live.now
         lang = language_of(request)
         fronts = await ctx.reader.run(running_fronts, time.time() - config.worker.heartbeat_timeout_s)
         target = config_target(config)
@@ -81,7 +81,7 @@ def routes(ctx) -> list[Route]:
 
     async def current(request: Request):
         lang = language_of(request)
-        values = running_values(ctx.config, await described())
+        values = running_values(ctx.live.now, await described())
         return JSONResponse({"values": values, "shown": {k: shown(k, v, lang) for k, v in values.items()},
                              "waiting": waiting(ctx.live, lang)})
 
@@ -90,7 +90,7 @@ def routes(ctx) -> list[Route]:
             changes = json.loads(await request.body())
         except ValueError:
             return JSONResponse({"error": translate(language_of(request), "settings.send_json")}, status_code=400)
-        target = config_target(ctx.config)
+        target = config_target(ctx.live.now)
         try:
             receipt = await run_in_threadpool(save_settings, target, changes)
         except ConfigError as exc:  # the loader's message; nothing was written

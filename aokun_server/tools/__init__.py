@@ -37,7 +37,7 @@ def register_tools(server: MCPServer, deps: ToolDeps) -> None:
     its own; keep them true to the code. k's type is built here: its bound is the configured
     memory.recall_max_k (shown at start, checked live at each call)."""
     live = deps.live
-    k = k_param(live.current.memory.recall_max_k, lambda: live.current.memory.recall_max_k)
+    k = k_param(live)
     for fn in TOOLS:
         per_server = {"k": k} if fn in searching.WITH_K else {}
         register(server, fn, deps, **per_server)

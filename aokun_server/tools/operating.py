@@ -43,9 +43,9 @@ def memory_stats(deps: ToolDeps) -> StatsResult:
     path = Path(store.location)
     size = sum(os.path.getsize(p) for p in (path, path.with_name(path.name + "-wal"))
                if p.exists())
-    figures = pipeline_figures(store, deps.index, live.current.worker)
+    figures = pipeline_figures(store, deps.index, live.now.worker)
     problems = [StageProblem(**p) for p in store.stages.stage_problems(time.time(), PROBLEMS_LISTED)]
     return StatsResult(documents=DocumentCounts(**store.documents.stats()), tables=store.consistency.table_counts(),
                        database={"path": store.location, "size_bytes": size},
-                       summarizer=summarizer_figures(store, live.current.summarizer), problems=problems,
+                       summarizer=summarizer_figures(store, live.now.summarizer), problems=problems,
                        **figures)

@@ -82,7 +82,7 @@ def recall(deps: ToolDeps, query: Query, k: K = None, session_id: SessionFilter 
     reject_lone_surrogates("query", query)
     if not query.strip():
         raise InvalidInput("query is empty: say what to look for")
-    zone = user_zone(live.current.memory.time_zone)
+    zone = user_zone(live.now.memory.time_zone)
     start, end = time_bound(since, "since", zone), time_bound(until, "until", zone)
     if start is not None and end is not None and start > end:
         raise InvalidInput(f"since ({since}) is after until ({until})")
@@ -93,13 +93,13 @@ def recall(deps: ToolDeps, query: Query, k: K = None, session_id: SessionFilter 
     personas = read_personas(deps.principal(), checked_id(persona_id, "persona_id"))
     scope = DocumentFilter(session_id=checked_id(session_id, "session_id"),
                            include_archived=include_archived, since=start, until=end)
-    floor = floors(live.current.retrieval, min_score)
+    floor = floors(live.now.retrieval, min_score)
     hits = recall_over_personas(deps.recaller.recall, RecallRequest(
-        query[:MAX_QUERY_CHARS], k or live.current.memory.recall_top_k, scope, explain,
+        query[:MAX_QUERY_CHARS], k or live.now.memory.recall_top_k, scope, explain,
         max_chars=max_chars, happens_after=after, happens_before=before, zone=zone, **floor), personas)
     # Only what the host was given above the configured floor grows stronger: a caller that
     # asks with min_score=0 gets filler too, and filler must not be kept from fading.
-    given = floors(live.current.retrieval, None)["min_score"]
+    given = floors(live.now.retrieval, None)["min_score"]
     deps.reinforcer.touch([h.document.id for h in hits if h.score >= given])
     return recall_answer(hits, floor["min_score"], max_chars)
 
@@ -124,7 +124,7 @@ def search_atoms(deps: ToolDeps, query: AtomQuery = None, k: K = None, types: At
     if not text and not types:
         raise InvalidInput('give a query, or types to list (e.g. types=["planned"] for upcoming plans)')
     personas = read_personas(deps.principal(), checked_id(persona_id, "persona_id"))
-    floor = deps.live.current.retrieval.min_score if min_score is None else min_score
+    floor = deps.live.now.retrieval.min_score if min_score is None else min_score
     session = checked_id(session_id, "session_id")
     hits = merged([deps.atom_search.search(text or None, k or 5, types, persona, session)
                    for persona in personas], k or 5)

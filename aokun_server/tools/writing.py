@@ -53,7 +53,7 @@ def memorize(deps: ToolDeps, content: Content, metadata: Metadata = MemoryMetada
     The memory is committed before this returns."""
     fields = metadata.to_fields()
     fields = replace(fields, persona_id=memorize_persona(deps.principal(), fields.persona_id,
-                                                       deps.live.current.memory.default_persona_id))
+                                                       deps.live.now.memory.default_persona_id))
     doc = deps.memories.memorize(content, fields)
     return MemorizeResult(id=doc.id, text=doc.text, persona_id=doc.fields.persona_id,
                           session_id=doc.fields.session_id)
@@ -72,7 +72,7 @@ async def summarize_memory(deps: ToolDeps, conversation: Conversation, persona_i
     it (the same conversation stored twice stays one memory) and returns the receipt.
     conversation: a list of turns {speaker, text, time?} or one "Name: text" transcript."""
     if store:  # here, in the request's context: the pools below do not carry it
-        persona_id = memorize_persona(deps.principal(), persona_id, deps.live.current.memory.default_persona_id)
+        persona_id = memorize_persona(deps.principal(), persona_id, deps.live.now.memory.default_persona_id)
     work = partial(summarized, deps, conversation, persona_id, session_id, store, provider)
     if deps.summarizer.uses_model(provider):
         # It may wait on the model for its whole timeout: in the model's own bounded pool,
@@ -85,7 +85,7 @@ def summarized(deps: ToolDeps, conversation: Conversation, persona_id: str | Non
                session_id: str | None, store: bool, provider: str | None) -> SummarizeResult:
     """summarize_memory's work, in whichever thread it was given."""
     turns = dated(conversation_turns(conversation), datetime.now(timezone.utc).replace(microsecond=0),
-                  user_zone(deps.live.current.memory.time_zone))
+                  user_zone(deps.live.now.memory.time_zone))
     memory = deps.summarizer.summarize(turns, provider)
     if not store:
         return SummarizeResult(**memory.model_dump(), persona_id=persona_id, session_id=session_id)

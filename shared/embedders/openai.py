@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from shared.config import EmbeddingConfig
+from shared.config import EmbeddingConfig, secret
 from shared.embedders import normalise
 from shared.errors import EmbeddingError
 from shared.http_retry import client as deadline_client
@@ -35,8 +34,7 @@ class OpenAIEmbedder:
 
     @classmethod
     def from_config(cls, config: EmbeddingConfig, env: Mapping[str, str] | None = None) -> OpenAIEmbedder:
-        env = os.environ if env is None else env
-        key = config.api_key or env.get(config.api_key_env, "")
+        key = secret(config.api_key, config.api_key_env, env)
         return cls(config.base_url, config.model, key, config.dimensions, config.batch_size,
                    config.timeout_s, config.max_retries)
 

@@ -5,7 +5,6 @@ one repair round when the reply does not validate."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 from collections.abc import Mapping
@@ -14,7 +13,7 @@ from dataclasses import dataclass
 import httpx
 from pydantic import ValidationError
 
-from shared.config import SummarizerConfig
+from shared.config import SummarizerConfig, secret
 from shared.errors import SummarizerError
 from shared.http_retry import client as deadline_client
 from shared.http_retry import json_of, post_with_retry
@@ -74,8 +73,7 @@ class LlmSummarizer:
 
     def __init__(self, config: SummarizerConfig, env: Mapping[str, str] | None = None):
         self._config = config
-        env = os.environ if env is None else env
-        self._api_key = config.api_key or env.get(config.api_key_env, "")
+        self._api_key = secret(config.api_key, config.api_key_env, env)
         self.usage = Usage()
 
     def summarize(self, turns: list[Turn]) -> StructuredMemory:

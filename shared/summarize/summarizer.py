@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from shared.config import SUMMARIZER_PROVIDERS, SummarizerConfig
@@ -15,6 +14,7 @@ from shared.summarize.llm import LlmSummarizer, SummarizerError, Usage
 from shared.summarize.schema import StructuredMemory
 
 if TYPE_CHECKING:
+    from shared.live_config import LiveConfig
     from shared.store.interface import Store
     from shared.summarize.rules import RulesSummarizer
 
@@ -22,25 +22,26 @@ log = logging.getLogger(__name__)
 
 
 class Summarizer:
-    """Reads the live summarizer config on every call (providers and endpoints can change)."""
+    """Reads the summarizer settings (`live.now.summarizer`) on every call: providers and
+    endpoints can change."""
 
-    def __init__(self, store: Store, rules: RulesSummarizer, config: Callable[[], SummarizerConfig]):
+    def __init__(self, store: Store, rules: RulesSummarizer, live: LiveConfig):
         self._store = store
         self._rules = rules
-        self._config = config
+        self._live = live
 
     def settings(self) -> SummarizerConfig:
         """The summarizer.* settings the next call will use."""
-        return self._config()
+        return self._live.now.summarizer
 
     def uses_model(self, provider: str | None = None) -> bool:
         """Whether a call with `provider` (None: summarizer.provider) would wait on the model."""
-        return (provider or self._config().provider) == "llm"
+        return (provider or self.settings().provider) == "llm"
 
     def summarize(self, turns: list[Turn], provider: str | None = None) -> StructuredMemory:
         """The structured memory of `turns` by `provider` (None: summarizer.provider), trimmed to
         memorize's limits."""
-        config = self._config()
+        config = self.settings()
         provider = provider or config.provider
         if provider not in SUMMARIZER_PROVIDERS:
             raise InvalidInput(f"provider must be one of {', '.join(SUMMARIZER_PROVIDERS)}, got {provider!r}")

@@ -11,7 +11,6 @@ differently (shared/store/postgres/repos.py). psycopg errors leave every call as
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -20,7 +19,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from shared.config import StorageConfig
+from shared.config import StorageConfig, secret
 from shared.errors import StorageError
 from shared.platform import private_folder
 from shared.store.postgres import repos
@@ -101,7 +100,7 @@ class PostgresStore(PostgresSession):
 
 
 def password_of(storage: StorageConfig) -> str:
-    return os.environ.get(storage.password_env, "") if storage.password_env else ""
+    return secret("", storage.password_env)
 
 
 def open_postgres_store(storage: StorageConfig, *, migrate: bool = True) -> PostgresStore:

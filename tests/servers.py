@@ -94,12 +94,14 @@ class _StoreTemplate:
         with psycopg.connect(f"{PG_SERVER}/{self.name}", autocommit=True) as conn:
             self.schema = conn.execute(_SCHEMA).fetchone()[0]
             self.tables = [table for (table,) in conn.execute(_TABLES)]
+            self.sequences = [name for (name,) in conn.execute(
+                "SELECT sequencename FROM pg_sequences WHERE schemaname = 'public'")]
             self.rows = {table: conn.execute(f'SELECT * FROM "{table}"').fetchall()
                          for table in self.tables if table != "store_incarnation"}
 
     def reset(self, name: str) -> bool:
         """Make database `name`, a copy of this template a test used, an empty store again
-        (its tables emptied and their sequences restarted, the migrations' rows back, no
+        (its rows deleted and its sequences restarted, the migrations' rows back, no
         planner statistics, a new incarnation); False, leaving it as it is, when the test
         changed its schema."""
         import psycopg
@@ -108,7 +110,14 @@ class _StoreTemplate:
             conn.execute("SET LOCAL lock_timeout = '5s'")
             if conn.execute(_SCHEMA).fetchone()[0] != self.schema:
                 return False
-            conn.execute("TRUNCATE " + ", ".join(f'"{t}"' for t in self.tables) + " RESTART IDENTITY")
+            # DELETE, not TRUNCATE (a new file per table: ~0.3 s), with the foreign keys' triggers
+            # off for this transaction (the tables empty together); sequences restarted.
+            conn.execute("SET LOCAL session_replication_role = replica")
+            for table in self.tables:
+                conn.execute(f'DELETE FROM "{table}"')
+            for sequence in self.sequences:
+                conn.execute(f'ALTER SEQUENCE "{sequence}" RESTART')
+            conn.execute("SET LOCAL session_replication_role = DEFAULT")
             for table, rows in self.rows.items():
                 if rows:
                     marks = ", ".join(["%s"] * len(rows[0]))

@@ -1,15 +1,17 @@
 """The test servers of team mode: PostgreSQL on 127.0.0.1:5432 and Redis on 127.0.0.1:6379.
 
-A test gets a database of its own (`pg_database()`: created empty, dropped afterwards with
-every connection to it), never touching a database it did not create. Without a server the
-test is skipped, saying why; with AOKUN_REQUIRE_SERVERS=1 (CI) it fails instead, so a green
-CI always means these tests ran.
+A test gets a database of its own: `pg_database()` empty, `pg_store_database()` holding an
+empty store; the test process drops them with every connection to them (_Databases). A test
+never touches a database it did not create. Without a server the test is skipped, saying why;
+with AOKUN_REQUIRE_SERVERS=1 (CI) it fails instead, so a green CI always means these tests ran.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,23 +42,171 @@ def _admin():
         missing_server(f"no PostgreSQL server at {PG_SERVER} ({str(exc).strip().splitlines()[0]})")
 
 
-@contextmanager
-def pg_database(prefix: str = "aokun_test") -> Iterator[str]:
-    """The URL of a new, empty database of this test's own; dropped afterwards."""
-    name = f"{prefix}_{uuid.uuid4().hex[:16]}"
+def _create(template: str = "template1") -> str:
+    name = f"aokun_test_{uuid.uuid4().hex[:16]}"
     with _admin() as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    return name
+
+
+def _drop(name: str) -> None:
+    with _admin() as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# What a database's schema is: its store's tables, columns, indexes, constraints, triggers
+# and functions. A store database whose schema a test changed is dropped, not used again.
+_SCHEMA = """
+SELECT md5(string_agg(part, ',' ORDER BY part)) FROM (
+    SELECT relname || ':' || relkind::text FROM pg_class WHERE relnamespace = 'public'::regnamespace
+    UNION ALL SELECT attrelid::regclass || '.' || attname || ':' || format_type(atttypid, atttypmod)
+        || ':' || attnotnull FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+        WHERE c.relnamespace = 'public'::regnamespace AND attnum > 0 AND NOT attisdropped
+    UNION ALL SELECT conname || pg_get_constraintdef(oid) FROM pg_constraint
+        WHERE connamespace = 'public'::regnamespace
+    UNION ALL SELECT pg_get_indexdef(indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+        WHERE c.relnamespace = 'public'::regnamespace
+    UNION ALL SELECT tgname || pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+        WHERE c.relnamespace = 'public'::regnamespace
+    UNION ALL SELECT proname || prosrc FROM pg_proc WHERE pronamespace = 'public'::regnamespace
+    UNION ALL SELECT nspname FROM pg_namespace
+) AS schema (part)
+"""
+_TABLES = "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename"
+
+
+class _StoreTemplate:
+    """A database holding an empty store, as open_store leaves a new database: its schema and
+    the rows the migrations wrote (their record, the store's incarnation)."""
+
+    def __init__(self, name: str) -> None:
+        # Lazy imports: psycopg and the store's PostgreSQL engine load only in tests using them.
+        import psycopg
+
+        from shared.config import StorageConfig
+        from shared.store.schema import open_store
+
+        self.name = name
+        with tempfile.TemporaryDirectory() as caches:
+            # Closed at once: PostgreSQL copies only a template nobody is connected to.
+            open_store(StorageConfig(backend="postgresql", url=f"{PG_SERVER}/{self.name}",
+                                     data_dir=Path(caches))).close()
+        with psycopg.connect(f"{PG_SERVER}/{self.name}", autocommit=True) as conn:
+            self.schema = conn.execute(_SCHEMA).fetchone()[0]
+            self.tables = [table for (table,) in conn.execute(_TABLES)]
+            self.sequences = [name for (name,) in conn.execute(
+                "SELECT sequencename FROM pg_sequences WHERE schemaname = 'public'")]
+            self.rows = {table: conn.execute(f'SELECT * FROM "{table}"').fetchall()
+                         for table in self.tables if table != "store_incarnation"}
+
+    def reset(self, name: str) -> bool:
+        """Make database `name`, a copy of this template a test used, an empty store again
+        (its rows deleted and its sequences restarted, the migrations' rows back, no
+        planner statistics, a new incarnation); False, leaving it as it is, when the test
+        changed its schema."""
+        import psycopg
+
+        with psycopg.connect(f"{PG_SERVER}/{name}", autocommit=True) as conn, conn.transaction():
+            conn.execute("SET LOCAL lock_timeout = '5s'")
+            if conn.execute(_SCHEMA).fetchone()[0] != self.schema:
+                return False
+            # DELETE, not TRUNCATE (a new file per table: ~0.3 s), with the foreign keys' triggers
+            # off for this transaction (the tables empty together); sequences restarted.
+            conn.execute("SET LOCAL session_replication_role = replica")
+            for table in self.tables:
+                conn.execute(f'DELETE FROM "{table}"')
+            for sequence in self.sequences:
+                conn.execute(f'ALTER SEQUENCE "{sequence}" RESTART')
+            conn.execute("SET LOCAL session_replication_role = DEFAULT")
+            for table, rows in self.rows.items():
+                if rows:
+                    marks = ", ".join(["%s"] * len(rows[0]))
+                    conn.cursor().executemany(f'INSERT INTO "{table}" VALUES ({marks})', rows)
+            conn.execute("INSERT INTO store_incarnation (value)"
+                         " VALUES ((random() * 4503599627370495)::BIGINT + 1)")
+            conn.execute("DELETE FROM pg_statistic WHERE starelid IN"
+                         " (SELECT oid FROM pg_class WHERE relnamespace = 'public'::regnamespace)")
+        return True
+
+
+class _Databases:
+    """This test process's databases. Dropping a database costs seconds on a busy server (a
+    checkpoint each) where emptying a store costs a fraction of one: a database holding a
+    store is used again by the next test that wants one, emptied as a copy of the store's
+    template (made once per process) would be; a database whose schema a test changed, and
+    every empty one, is dropped when this process exits, with the rest."""
+
+    def __init__(self) -> None:
+        self._template: _StoreTemplate | None = None
+        self._spare_stores: list[str] = []
+        self._to_drop: list[str] = []
+        atexit.register(self._close)
+
+    def empty(self) -> str:
+        return _create()
+
+    def store(self) -> str:
+        if self._spare_stores:
+            return self._spare_stores.pop()
+        if self._template is None:
+            name = _create()
+            self._to_drop.append(name)
+            self._template = _StoreTemplate(name)
+        return _create(self._template.name)
+
+    def give_back_store(self, name: str) -> None:
+        import psycopg
+
+        assert self._template is not None
+        try:
+            clean = self._template.reset(name)
+        except psycopg.Error:  # still locked by a process the test left: not used again
+            clean = False
+        (self._spare_stores if clean else self._to_drop).append(name)
+
+    def drop(self, name: str) -> None:
+        self._to_drop.append(name)
+
+    def _close(self) -> None:
+        for name in [*self._spare_stores, *reversed(self._to_drop)]:  # the template last
+            _drop(name)
+
+
+_databases = _Databases()
+
+
+@contextmanager
+def pg_database() -> Iterator[str]:
+    """The URL of a new, empty database of this test's own; dropped afterwards."""
+    name = _databases.empty()
     try:
         yield f"{PG_SERVER}/{name}"
     finally:
-        with _admin() as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        _databases.drop(name)
+
+
+@contextmanager
+def pg_store_database() -> Iterator[str]:
+    """The URL of a new database of this test's own holding an empty store, as open_store
+    leaves a new database (its own store_incarnation); emptied or dropped afterwards."""
+    name = _databases.store()
+    try:
+        yield f"{PG_SERVER}/{name}"
+    finally:
+        _databases.give_back_store(name)
 
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
-    """A fresh PostgreSQL database for one test (its URL)."""
+    """A fresh, empty PostgreSQL database for one test (its URL)."""
     with pg_database() as url:
+        yield url
+
+
+@pytest.fixture
+def pg_store_url() -> Iterator[str]:
+    """A fresh PostgreSQL database holding an empty store, for one test (its URL)."""
+    with pg_store_database() as url:
         yield url
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from servers import pg_database
+from servers import pg_store_database
 from shared.config import StorageConfig
 from shared.store.documents import DocumentFilter, MemoryFields
 from shared.store.schema import open_store
@@ -33,7 +33,7 @@ def storage_for(engine: str, tmp_path: Path, resources: ExitStack) -> StorageCon
     if engine == "sqlite":
         return StorageConfig(data_dir=tmp_path / "data")
     if engine == "postgresql":
-        url = resources.enter_context(pg_database())
+        url = resources.enter_context(pg_store_database())
         return StorageConfig(backend="postgresql", url=url, data_dir=tmp_path / "data")
     raise AssertionError(f"no test store for engine {engine!r}")
 

@@ -14,7 +14,7 @@ import itertools
 
 import pytest
 
-from helpers import mcp_session, start_worker, stdio_params, stop, store_sql, write_config
+from helpers import db_rows, mcp_session, stdio_params, store_sql, write_config
 from shared.assembly import open_services
 from shared.config import AppConfig, EmbeddingConfig, StorageConfig
 from shared.embedders import build_embedder
@@ -108,14 +108,26 @@ def test_new_memories_are_found_first_by_their_words_with_no_worker_running(grow
         assert stats["queue"]["pending"] >= 3 * len(PROBES)  # nothing indexed them but BM25
 
 
-def test_a_memory_is_found_at_once_while_a_worker_is_processing_it(grown):
-    worker = start_worker(grown)
+def test_a_memory_is_found_at_once_whatever_stage_a_worker_has_reached(grown):
+    """At every point a worker's progress can be seen from (no stage done, then each stage
+    done in turn), the new memory is the first found by its word. The worker's own runner
+    runs the stages here, one at a time, between the recalls."""
+    from aokun_worker.service import WorkerService
+    from shared.config import load_config
+    from shared.store.stages import STAGES
+
+    worker = WorkerService(open_services(load_config(grown), queued=False))
     try:
         with mcp_session(stdio_params(grown)) as s:
             for word, text in [("bassoon", "On Thursdays I practise the bassoon with Ottilie."),
                                ("marzipan", "Grandma Edda makes marzipan pigs every December."),
                                ("Zanzibar", "We are saving up for a trip to Zanzibar.")]:
                 memory_id = s.ok("memorize", {"content": text, "metadata": {"persona_id": "me"}})["id"]
-                assert first_ids(s, word, 1) == [memory_id], word
+                assert first_ids(s, word, 1) == [memory_id], (word, "no stage done")
+                for stage in STAGES:
+                    while worker.runner.run_next(stage)[0]:
+                        pass
+                    assert first_ids(s, word, 1) == [memory_id], (word, f"{stage} done")
     finally:
-        stop(worker)
+        worker.services.close()
+    assert db_rows(grown, "SELECT COUNT(*) FROM memory_stages WHERE status != 'done'") == [(0,)]

@@ -27,7 +27,10 @@ PANEL_URL = re.compile(r"^panel +\| aokun panel: (http://127\.0\.0\.1:\d+/\?toke
 
 
 class Run:
-    """`aokun run` (python -m aokun_admin.main run) with its output collected."""
+    """`aokun run` (python -m aokun_admin.main run) with its output collected. As a context
+    manager, it leaves nothing running whatever the test's outcome: at the end the supervisor
+    and every child it said it started (each the leader of a process group of its own) are
+    killed, with their groups, if still there."""
 
     def __init__(self, command: list[str], cwd: Path):
         self.lines: list[str] = []
@@ -40,6 +43,20 @@ class Run:
     def aokun_run(cls, config: Path, panel_port: int, *extra: str) -> Run:
         return cls([sys.executable, "-m", "aokun_admin.main", "run", "--config", str(config),
                     "--panel-port", str(panel_port), *extra], config.parent)
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *failure) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for match in map(STARTED.match, list(self.lines)):
+            if match and pid_alive(int(match.group(2))):
+                try:
+                    os.killpg(int(match.group(2)), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass  # gone since
 
     def _read(self) -> None:
         for line in self.proc.stdout:
@@ -83,8 +100,7 @@ def all_gone(pids) -> bool:
 @pytest.mark.slow
 def test_run_serves_all_three_and_ctrl_c_stops_them_gracefully(setup):
     config, port, panel_port = setup
-    run = Run.aokun_run(config, panel_port)
-    try:
+    with Run.aokun_run(config, panel_port) as run:
         url = run.line(PANEL_URL).group(1)
         run.line(re.compile(rf"^front +\| aokun-server: MCP over streamable HTTP at http://127\.0\.0\.1:{port}/mcp$"))
         pids = run.children()
@@ -104,10 +120,7 @@ def test_run_serves_all_three_and_ctrl_c_stops_them_gracefully(setup):
 
         run.proc.send_signal(signal.SIGINT)
         assert run.finish() == 0, run.text()
-    finally:
-        if run.proc.poll() is None:
-            run.proc.kill()
-    assert all_gone(pids.values())
+        assert all_gone(pids.values())
     out = run.text()
     assert "SIGINT received; stopping" in out
     for name in pids:
@@ -120,13 +133,13 @@ def test_run_serves_all_three_and_ctrl_c_stops_them_gracefully(setup):
 @pytest.mark.slow
 def test_sigterm_stops_all_gracefully(setup):
     config, _, panel_port = setup
-    run = Run.aokun_run(config, panel_port)
-    run.line(PANEL_URL)
-    pids = run.children()
-    run.line(re.compile(r"^worker +\| .* consuming "))
-    run.proc.terminate()
-    assert run.finish() == 0, run.text()
-    assert all_gone(pids.values())
+    with Run.aokun_run(config, panel_port) as run:
+        run.line(PANEL_URL)
+        pids = run.children()
+        run.line(re.compile(r"^worker +\| .* consuming "))
+        run.proc.terminate()
+        assert run.finish() == 0, run.text()
+        assert all_gone(pids.values())
     assert "SIGTERM received; stopping" in run.text()
     assert re.search(r"^worker +\| .* worker \S+ stopped$", run.text(), re.M)
 
@@ -134,12 +147,12 @@ def test_sigterm_stops_all_gracefully(setup):
 @pytest.mark.slow
 def test_a_child_that_dies_is_reported_and_the_others_are_stopped(setup):
     config, _, panel_port = setup
-    run = Run.aokun_run(config, panel_port)
-    run.line(PANEL_URL)
-    pids = run.children()
-    os.kill(pids["worker"], signal.SIGKILL)
-    assert run.finish() == 128 + signal.SIGKILL, run.text()
-    assert all_gone(pids.values())
+    with Run.aokun_run(config, panel_port) as run:
+        run.line(PANEL_URL)
+        pids = run.children()
+        os.kill(pids["worker"], signal.SIGKILL)
+        assert run.finish() == 128 + signal.SIGKILL, run.text()
+        assert all_gone(pids.values())
     out = run.text()
     assert re.search(rf"^run +\| worker exited with status -{int(signal.SIGKILL)}; stopping the others$", out, re.M)
     assert re.search(r"^run +\| front stopped$", out, re.M) and re.search(r"^run +\| panel stopped$", out, re.M)
@@ -151,14 +164,14 @@ def test_a_busy_front_port_ends_the_run_with_the_fronts_message(setup):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", port))
         taken.listen(1)
-        run = Run.aokun_run(config, panel_port)
-        code = run.finish()
-    out = run.text()
-    assert code == 2, out
-    assert re.search(rf"^front +\| aokun-server: port {port} on 127\.0\.0\.1 is in use", out, re.M), out
-    assert re.search(r"^run +\| front exited with status 2; stopping the others$", out, re.M), out
-    pids = {m.group(1): int(m.group(2)) for m in map(STARTED.match, run.lines) if m}
-    assert all_gone(pids.values())
+        with Run.aokun_run(config, panel_port) as run:
+            code = run.finish()
+            out = run.text()
+            assert code == 2, out
+            assert re.search(rf"^front +\| aokun-server: port {port} on 127\.0\.0\.1 is in use", out, re.M), out
+            assert re.search(r"^run +\| front exited with status 2; stopping the others$", out, re.M), out
+            pids = {m.group(1): int(m.group(2)) for m in map(STARTED.match, run.lines) if m}
+            assert all_gone(pids.values())
 
 
 STUBBORN = textwrap.dedent("""
@@ -170,36 +183,38 @@ STUBBORN = textwrap.dedent("""
 
 
 def supervise_stubborn(tmp_path, stop_timeout_s: float) -> Run:
+    """The supervisor of one child that ignores SIGTERM, once the child says so (a Run to
+    enter: it kills both if the test fails)."""
     script = textwrap.dedent(f"""
         import sys
         from aokun_admin.run_all import Supervisor
         child = [sys.executable, "-c", {STUBBORN!r}]
         sys.exit(Supervisor([("stub", child)], sys.stdout, stop_timeout_s={stop_timeout_s}).run())
     """)
-    run = Run([sys.executable, "-c", script], tmp_path)
-    run.line(re.compile(r"^stub +\| ignoring SIGTERM$"), timeout=30)
-    return run
+    return Run([sys.executable, "-c", script], tmp_path)
 
 
 def test_a_second_ctrl_c_kills_what_will_not_stop(tmp_path):
-    run = supervise_stubborn(tmp_path, stop_timeout_s=120)
-    child = int(run.line(STARTED).group(2))
-    run.proc.send_signal(signal.SIGINT)
-    run.line(re.compile(r"SIGINT received"))
-    time.sleep(0.3)
-    assert pid_alive(child)  # asked once, it ignores SIGTERM, and the supervisor waits
-    run.proc.send_signal(signal.SIGINT)
-    assert run.finish(timeout=60) == 1  # killed at once, not after stop_timeout_s (120 s)
-    assert re.search(r"^run +\| stub killed \(it had not stopped\)$", run.text(), re.M)
-    assert not pid_alive(child)
+    with supervise_stubborn(tmp_path, stop_timeout_s=120) as run:
+        run.line(re.compile(r"^stub +\| ignoring SIGTERM$"), timeout=30)
+        child = int(run.line(STARTED).group(2))
+        run.proc.send_signal(signal.SIGINT)
+        run.line(re.compile(r"SIGINT received"))
+        time.sleep(0.3)  # the behaviour: a while after asking, the child is still there
+        assert pid_alive(child)  # asked once, it ignores SIGTERM, and the supervisor waits
+        run.proc.send_signal(signal.SIGINT)
+        assert run.finish(timeout=60) == 1  # killed at once, not after stop_timeout_s (120 s)
+        assert re.search(r"^run +\| stub killed \(it had not stopped\)$", run.text(), re.M)
+        assert not pid_alive(child)
 
 
 def test_stop_timeout_kills_what_will_not_stop(tmp_path):
-    run = supervise_stubborn(tmp_path, stop_timeout_s=1)
-    child = int(run.line(STARTED).group(2))
-    started = time.monotonic()
-    run.proc.terminate()
-    assert run.finish(timeout=60) == 1
-    assert time.monotonic() - started >= 1  # it waited its stop_timeout_s before killing
-    assert re.search(r"^run +\| stub killed \(it had not stopped\)$", run.text(), re.M)
-    assert not pid_alive(child)
+    with supervise_stubborn(tmp_path, stop_timeout_s=1) as run:
+        run.line(re.compile(r"^stub +\| ignoring SIGTERM$"), timeout=30)
+        child = int(run.line(STARTED).group(2))
+        started = time.monotonic()
+        run.proc.terminate()
+        assert run.finish(timeout=60) == 1
+        assert time.monotonic() - started >= 1  # it waited its stop_timeout_s before killing
+        assert re.search(r"^run +\| stub killed \(it had not stopped\)$", run.text(), re.M)
+        assert not pid_alive(child)

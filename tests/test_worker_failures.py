@@ -141,14 +141,17 @@ def test_a_short_lock_at_completion_is_waited_out(services, fake_api):
 
 
 @pytest.mark.slow
-def test_a_long_lock_gives_the_lease_back_as_soon_as_the_database_is_writable(services, fake_api):
+def test_a_long_lock_gives_the_lease_back_as_soon_as_the_database_is_writable(services, fake_api, caplog):
     doc = services.memories.memorize("released while the database was locked", MemoryFields())
     fake_api.delay_s = 0.5
     runner = embed_runner(services.store, fake_api, lease_s=300, retry_base_s=0.01)
     thread, outcome = _run_in_thread(runner, StageKey(doc.id, "embed", doc.content_hash))
     wait_for(lambda: fake_api.requests == 1, 60, interval=0.01, what="the embedding request")
-    with write_lock(services.store.location):  # past busy_timeout and every retry of the completion
-        time.sleep(4.0)
+    with caplog.at_level("WARNING", logger="aokun.worker"), write_lock(services.store.location):
+        # Past busy_timeout and every retry of the completion: the runner turns to giving the
+        # lease back, and keeps trying for as long as the lock holds.
+        wait_for(lambda: "cannot release 1 embed stage(s)" in caplog.text, 60, what="the completion given up")
+        time.sleep(1.0)  # the behaviour: a second of refused tries to give the lease back
         assert stage_row(services.store, doc.id)["status"] == "running"
         assert thread.is_alive()  # still trying to give the lease back, not given up
     # Once writable, the lease is given back: well before it would expire (lease_s 300 s).
@@ -283,8 +286,12 @@ def test_worker_gives_leases_back_after_a_long_lock_before_they_expire(tmp_path,
             services.memories.memorize("finished after the lock", MemoryFields())
             wait_for(lambda: statuses(config, "embed") == [("embed", "running", 1)], 30,
                      interval=0.02, what="the embed stage running")
-            with write_lock(services.live.at_start.storage.db_path):  # longer than busy_timeout and every retry
-                time.sleep(5.0)
+            with write_lock(services.live.at_start.storage.db_path):
+                # Past busy_timeout and every retry of the completion: the worker turns to
+                # giving the lease back, and keeps trying while the lock holds.
+                wait_for(lambda: "cannot release 1 embed stage(s)" in (tmp_path / "worker-test.log").read_text(),
+                         60, what="the worker giving up the completion")
+                time.sleep(1.0)  # the behaviour: a second of refused tries to give the lease back
             # Well before the lease would expire (lease_s 120 s): given back, not taken back.
             wait_for(lambda: {s for _, s, _ in statuses(config)} == {"done"}, 60,
                      what="every stage done after the lock (lease_s is 120 s)")

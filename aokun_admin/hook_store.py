@@ -22,7 +22,7 @@ from aokun_admin.hook_front import HookError
 def open_existing(config):
     """The store, opened for reading as it is: never created, never migrated."""
     from shared.errors import StorageError
-    from shared.store.schema import open_store
+    from shared.store import open_store
 
     try:
         return open_store(config.storage, migrate=False)
@@ -97,7 +97,7 @@ def recall_here(config, store, prompt: str, k: int, personas: tuple[str | None, 
     from shared.search import answer
     from shared.search.channels import ChannelParts, build_channels
     from shared.search.recall import Recaller, RecallRequest, floors
-    from shared.store.documents import DocumentFilter
+    from shared.store.model.documents import DocumentFilter
     from shared.text.segment import Segmenter
     from shared.time_zone import user_zone
 

@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from shared.config import StorageConfig, TextConfig  # noqa: E402
-from shared.store import fts  # noqa: E402
-from shared.store.schema import open_store  # noqa: E402
+from shared.store import open_store  # noqa: E402
+from shared.store.sqlite import fts  # noqa: E402
 from shared.text.segment import Segmenter  # noqa: E402
 
 BENCH = ROOT.parent / "shared" / "bench" / "data"

@@ -36,8 +36,8 @@ from shared.search.atom_search import AtomSearch
 from shared.search.cache import RecallCache
 from shared.search.channels import ChannelParts, build_channels
 from shared.search.recall import Hit, Recaller, RecallRequest
+from shared.store import open_store
 from shared.store.interface import Store
-from shared.store.schema import open_store
 from shared.tasks import Enqueuer
 from shared.text.segment import Segmenter
 

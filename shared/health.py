@@ -15,7 +15,7 @@ from pathlib import Path
 from shared import platform
 from shared.logs import log_failure
 from shared.store.interface import Session, Store
-from shared.store.runtime import ProcessRow
+from shared.store.model.runtime import ProcessRow
 from shared.units import DAY, HOUR
 
 log = logging.getLogger("aokun.health")

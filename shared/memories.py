@@ -33,12 +33,12 @@ from shared.errors import InvalidInput
 from shared.extract.atomize import ttl_days
 from shared.live_config import LiveConfig
 from shared.logs import RateLimitedWarnings
-from shared.store import meta
 from shared.store.backup import backups_holding
-from shared.store.documents import Document, History, MemoryFields, content_hash, epoch, stored_text, unmarked
-from shared.store.fts import FTS_TABLES
 from shared.store.interface import Session, Store
-from shared.store.stages import STAGES, StageKey
+from shared.store.model import meta
+from shared.store.model.documents import Document, History, MemoryFields, content_hash, epoch, stored_text, unmarked
+from shared.store.model.fulltext import FTS_TABLES
+from shared.store.model.stages import STAGES, StageKey
 from shared.text.segment import Segmenter
 from shared.time_zone import on_clock, user_zone
 from shared.units import DAY

@@ -39,8 +39,8 @@ from shared import health, platform
 from shared.assembly import Services
 from shared.config import load_config
 from shared.live_config import LiveConfig
-from shared.store.documents import MemoryFields
-from shared.store.schema import open_store
+from shared.store import open_store
+from shared.store.model.documents import MemoryFields
 
 # How long to wait for a saved change before failing: a deadline, not the speed (the 2 s the
 # README promises comes from live_config's debounce, 0.5 s, not from the machine the tests run on).

@@ -18,7 +18,7 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
 from shared import health, platform
 from shared.config import load_config
-from shared.store.schema import open_store
+from shared.store import open_store
 
 BIN = Path(sys.executable).parent
 HOST = socket.gethostname()

@@ -18,9 +18,9 @@ from helpers import mcp_session, start_worker, stdio_params, stop, store_sql, wr
 from shared.assembly import open_services
 from shared.config import AppConfig, EmbeddingConfig, StorageConfig
 from shared.embedders import build_embedder
-from shared.store.documents import MemoryFields
-from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
-from shared.store.vectors import VectorRow
+from shared.store.model.documents import MemoryFields
+from shared.store.model.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
+from shared.store.model.vectors import VectorRow
 
 PATTERNS = [
     "{name} and I talked about the rent for the new flat in {place}.",

@@ -42,7 +42,7 @@ from shared.errors import InvalidInput
 from shared.search import answer
 from shared.search.atom_search import AtomHit
 from shared.search.recall import Hit, RecallRequest, floors
-from shared.store.documents import DocumentFilter
+from shared.store.model.documents import DocumentFilter
 from shared.time_zone import user_zone
 
 MAX_QUERY_CHARS = 100_000

@@ -18,8 +18,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 from shared.errors import InvalidInput
 from shared.lifecycle import MaintenanceAction
 from shared.memory_rules import EARLIEST_YEAR, LATEST_YEAR, MAX_ID_CHARS, lone_surrogate_problem
-from shared.store.atoms import AtomType
-from shared.store.documents import (
+from shared.store.model.atoms import AtomType
+from shared.store.model.documents import (
     MAX_KEY_FACT_CHARS,
     MAX_LABEL_CHARS,
     MAX_LIST_ITEMS,

@@ -9,21 +9,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal, get_args
 
 from shared.store import meta
-from shared.store.match import any_of
-from shared.store.portable import Connection
+from shared.store.model.atoms import DATED_STATES, AtomOwner, AtomRow, in_chain
+from shared.store.portable.connection import Connection
+from shared.store.sqlite.match import any_of
 from shared.units import DAY
-
-AtomType = Literal["episodic", "planned", "factual", "relational", "preference", "unknown"]
-ATOM_TYPES: tuple[str, ...] = get_args(AtomType)
-# The subject of an atom about the user themself (any other subject names a person:
-# shared/extract/subjects.py); an atom stored before subjects were read has none.
-SELF_SUBJECT = "self"
-ATOM_STATES = ("active", "expired", "forgotten", "purged", "dormant", "superseded")
-
 
 # An atom is shown only while its memory is what the atom was derived from: in the same
 # persona and session, with the same text. An update that changes any of them outdates the
@@ -35,32 +26,6 @@ CURRENT = "a.content_hash IS NOT NULL"
 # The memory whose atom superseded atom `a` (portable SQL; NULL unless `a` was superseded).
 REPLACED_BY = ("(SELECT n.memory_id FROM memory_atoms n WHERE n.id = a.superseded_by"
                " AND a.state = 'superseded') AS replaced_by")
-
-
-@dataclass(frozen=True)
-class AtomRow:
-    """One atom to store for a memory (already classified)."""
-
-    type: str
-    text: str
-    tokens: str
-    confidence: float
-    subject: str | None = None
-    attribute: str | None = None
-    value: str | None = None
-    deadline: float | None = None
-    ttl_days: float | None = None
-
-
-@dataclass(frozen=True)
-class AtomOwner:
-    """The memory an atom belongs to, as the atom rows repeat it."""
-
-    memory_id: int
-    persona_id: str | None
-    session_id: str | None
-    importance: float
-    content_hash: str
 
 
 _INSERT = ("INSERT INTO memory_atoms (memory_id, persona_id, session_id, type, text, subject, attribute,"
@@ -227,11 +192,6 @@ def still_valid_of_types(conn: sqlite3.Connection, types: Sequence[str], persona
         " ORDER BY a.deadline IS NULL, a.deadline, a.id DESC LIMIT ?", (*params, limit)).fetchall()
 
 
-# The atom states whose plan still tells when something happens: a plan past its deadline is
-# expired, and still says it happened then.
-DATED_STATES = ("active", "expired")
-
-
 def plans_due_between(conn: sqlite3.Connection, start: float | None, end: float | None,
                       persona_id: str | None, session_id: str | None, limit: int) -> list[sqlite3.Row]:
     """Memories with a current plan (active or expired) due at or after `start` and before
@@ -377,7 +337,3 @@ def supersede_chain(conn: sqlite3.Connection, atom_id: int, persona_id: str | No
         " ORDER BY a.id",
         (atom_id, persona_id, max_steps, atom_id, max_steps, persona_id)).fetchall())
 
-
-def in_chain(atom_id: int, rows: list) -> list:
-    """A chain's rows, or none when the atom it was asked for is not among them."""
-    return rows if any(row[0] == atom_id for row in rows) else []

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 
 from shared.store import atoms, documents, graph, stages, vectors
-from shared.store.db import Database
-from shared.store.portable import Connection
+from shared.store.portable.connection import Connection
+from shared.store.sqlite.db import Database
 
 # Derived output -> (stage that makes it, SQL listing done memories without it).
 _CHECKS = {

@@ -10,58 +10,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from shared.store import meta
-from shared.store.match import any_of
-from shared.store.portable import Connection
-
-# What a named entity is; the self ("the user", one node per persona) is a person.
-ENTITY_TYPES = ("person", "place", "organisation", "other")
-NODE_TYPES = ENTITY_TYPES + ("topic", "fact")
-# Edges rules draw between a memory's nodes; "relation" edges carry a typed relation between two
-# entities (their vocabulary, inverses included, is shared/resources/relations.yaml).
-EDGE_TYPES = ("describes", "mentioned_in", "co_occurs_with", "relation")
-SELF_CANONICAL = "the user"
-
-
-@dataclass(frozen=True)
-class NodeSpec:
-    type: str          # one of NODE_TYPES
-    value: str         # as written
-    canonical: str     # resolved form (case, width, aliases); nodes are keyed on it
-
-    @property
-    def key(self) -> str:
-        return f"{self.type}:{self.canonical}"
-
-
-@dataclass(frozen=True)
-class EdgeSpec:
-    src: NodeSpec
-    dst: NodeSpec
-    type: str          # one of EDGE_TYPES
-    confidence: float
-    weight: float = 1.0
-    relation: str | None = None  # for "relation" edges: dst is src's <relation> ("wife")
-
-
-@dataclass(frozen=True)
-class EntrySpec:
-    text: str          # searchable, e.g. "Fact: ... Summary: ..."
-    tokens: str        # segmented terms of text, for FTS
-    node: NodeSpec | None
-    confidence: float
-    atom_id: int | None = None
-
-
-@dataclass(frozen=True)
-class MemoryGraph:
-    """Everything the graph holds for one memory."""
-
-    nodes: Sequence[NodeSpec]
-    edges: Sequence[EdgeSpec]
-    entries: Sequence[EntrySpec]
+from shared.store.model.graph import ENTITY_TYPES, EdgeSpec, EntrySpec, MemoryGraph, NodeSpec, nodes_of
+from shared.store.portable.connection import Connection
+from shared.store.sqlite.match import any_of
 
 
 def replace_for_memory(conn: sqlite3.Connection, memory_id: int, persona_id: str | None,
@@ -102,15 +55,6 @@ def insert_edges(conn, memory_id: int, ids: dict[str, int], edges: Sequence[Edge
         " weight, create_time, relation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [(memory_id, ids[e.src.key], ids[e.dst.key], e.type, e.confidence, e.weight, now, e.relation)
          for e in edges])
-
-
-def nodes_of(graph: MemoryGraph) -> list[NodeSpec]:
-    """Every node the graph names, one per key, in first-seen order."""
-    found: dict[str, NodeSpec] = {}
-    for node in [*graph.nodes, *(e.src for e in graph.edges), *(e.dst for e in graph.edges),
-                 *(e.node for e in graph.entries if e.node)]:
-        found.setdefault(node.key, node)
-    return list(found.values())
 
 
 def _upsert_node(conn: sqlite3.Connection, persona: str, node: NodeSpec, now: float) -> int:

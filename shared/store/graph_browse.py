@@ -8,7 +8,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from shared.store.graph import NODE_TYPES
+from shared.store.model.graph import NODE_TYPES
 
 
 def entries_of_memory(conn: sqlite3.Connection, memory_id: int, limit: int = 200) -> list[sqlite3.Row]:

@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol, TypeVar
 
 from shared.errors import StorageError
-from shared.store.interface import Record
+from shared.store.model.record import Record
 
 
 class Engine(Protocol):

@@ -13,30 +13,11 @@ from __future__ import annotations
 
 import socket
 import time
-from dataclasses import dataclass
 
 from shared.platform import pid_alive
 from shared.store import meta
-
-
-@dataclass(frozen=True)
-class ProcessRow:
-    """A worker's or a front's heartbeat row. `kind` is 'autostarted', 'manual' (workers) or
-    the transport (fronts)."""
-
-    id: str
-    pid: int
-    hostname: str
-    kind: str
-    started_time: float
-    heartbeat_time: float
-    stopping: bool = False
-    endpoint: str | None = None
-
-    def alive(self, alive_since: float) -> bool:
-        return (not self.stopping and self.heartbeat_time >= alive_since
-                and (self.hostname != socket.gethostname() or pid_alive(self.pid)))
-
+from shared.store.model.meta import WORKERS_LAST_SEEN
+from shared.store.model.runtime import ProcessRow
 
 # -- workers -------------------------------------------------------------------------------
 
@@ -67,9 +48,9 @@ def remove_worker(conn, worker_id: str) -> None:
 
 def _seen(conn, when: float) -> None:
     """Keep `when` as the last time a worker was seen, unless a later one is kept already."""
-    kept = meta.get(conn, meta.WORKERS_LAST_SEEN)
+    kept = meta.get(conn, WORKERS_LAST_SEEN)
     if kept is None or when > kept:
-        meta.put(conn, meta.WORKERS_LAST_SEEN, when)
+        meta.put(conn, WORKERS_LAST_SEEN, when)
 
 
 def newest_heartbeat(conn) -> float | None:
@@ -83,7 +64,7 @@ def newest_heartbeat(conn) -> float | None:
 def last_worker_gone(conn) -> float | None:
     """When the last worker whose row is gone (stopped, or pruned long dead) was last seen;
     None if none ever went."""
-    return meta.get(conn, meta.WORKERS_LAST_SEEN)
+    return meta.get(conn, WORKERS_LAST_SEEN)
 
 
 def worker_rows(conn) -> list[ProcessRow]:

@@ -15,23 +15,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
-from shared.store.portable import Connection
-
-STAGES = ("embed", "atoms", "graph")
-# A stage row's status (the memory_stages CHECK constraint in schema.py lists the same four).
-PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
-STATUSES = (PENDING, RUNNING, FAILED, DONE)
-# A stage that reads another stage's output: it runs only once that stage is done for the
-# same version of the memory, runs again whenever that stage has run again, and fails when
-# that stage fails for good (so it never waits forever).
-DEPENDS_ON = {"graph": "atoms"}
-
-
-def dependents(stage: str) -> list[str]:
-    return [later for later, earlier in DEPENDS_ON.items() if earlier == stage]
-
+from shared.store.model.stages import DEPENDS_ON, FAILED, PENDING, STAGES, STATUSES, StageKey, dependents
+from shared.store.portable.connection import Connection
 
 # Claimable only when the stage it depends on is done for the same content version.
 _DEPENDENCY_MET = (
@@ -40,15 +26,6 @@ _DEPENDENCY_MET = (
     + " ".join(f"WHEN '{later}' THEN '{earlier}'" for later, earlier in DEPENDS_ON.items())
     + " END) AND (d.status != 'done' OR d.content_hash != memory_stages.content_hash))")
 """Stage names, in the order a memory's stages run; the schema's CHECK lists the same."""
-
-
-@dataclass(frozen=True)
-class StageKey:
-    """One unit of work: a stage of a memory, for one version of its content."""
-
-    memory_id: int
-    stage: str
-    content_hash: str
 
 
 # New and edited memories are journalled as already enqueued: the front queues them right

@@ -10,24 +10,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
+
+from shared.store.model.users import UserRow
 
 _COLUMNS = "name, personas, admin, create_time, revoke_time"
-
-
-@dataclass(frozen=True)
-class UserRow:
-    """A user as the store hands it out: never its token or the token's hash."""
-
-    name: str
-    personas: tuple[str, ...]
-    admin: bool
-    create_time: float
-    revoke_time: float | None = None
-
-    @property
-    def revoked(self) -> bool:
-        return self.revoke_time is not None
 
 
 def _user(row) -> UserRow:

@@ -11,23 +11,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from shared.store import meta
-from shared.store.portable import BatchCursor, Connection
-
-KINDS = ("document", "graph_entry")
-
-@dataclass(frozen=True)
-class VectorRow:
-    kind: str
-    owner_id: int
-    memory_id: int
-    model: str
-    vector: np.ndarray
-    content_hash: str
+from shared.store.model.meta import VECTOR_TOMBSTONE_FLOOR
+from shared.store.model.vectors import VectorRow, foreign_spaces_from
+from shared.store.portable.connection import BatchCursor, Connection
 
 
 def next_seq(conn: Connection) -> int:
@@ -104,7 +94,7 @@ def stored_dim(conn: sqlite3.Connection, kind: str, model: str) -> int:
 
 def tombstone_floor(conn: sqlite3.Connection) -> int:
     """Tombstones at or below this sequence were pruned: a front older than it must rebuild."""
-    return int(meta.get(conn, meta.VECTOR_TOMBSTONE_FLOOR) or 0)
+    return int(meta.get(conn, VECTOR_TOMBSTONE_FLOOR) or 0)
 
 
 def prune_tombstones(conn: sqlite3.Connection, older_than: float) -> int:
@@ -112,7 +102,7 @@ def prune_tombstones(conn: sqlite3.Connection, older_than: float) -> int:
     top = conn.execute("SELECT MAX(seq) FROM vector_tombstones WHERE create_time < ?", (older_than,)).fetchone()[0]
     if top is None:
         return 0
-    meta.put(conn, meta.VECTOR_TOMBSTONE_FLOOR, top)
+    meta.put(conn, VECTOR_TOMBSTONE_FLOOR, top)
     return conn.execute("DELETE FROM vector_tombstones WHERE seq <= ?", (top,)).rowcount
 
 
@@ -136,10 +126,6 @@ def foreign_spaces(conn: sqlite3.Connection, model: str, dim: int) -> list[tuple
     """Stored vector spaces other than (model, dim): made by another model or dimension.
     dim 0 means the dimension is not known yet (an API model): only the model is compared."""
     return foreign_spaces_from(space_figures(conn), model, dim)
-
-
-def foreign_spaces_from(spaces, model: str, dim: int) -> list[tuple[str, str, int, int]]:
-    return [row for row in spaces if row[1] != model or (dim and row[2] != dim)]
 
 
 def delete_foreign(conn: sqlite3.Connection, model: str, dim: int, now: float) -> int:

@@ -19,11 +19,11 @@ import psycopg
 import psycopg.sql
 
 from shared.store import atoms, meta
-from shared.store.atoms import AtomOwner, AtomRow
-from shared.store.interface import Record
+from shared.store.model.atoms import AtomOwner, AtomRow
+from shared.store.model.record import Record
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection, persona_is
-from shared.store.sqlite_repos import SqliteAtoms
+from shared.store.sqlite.aggregates import SqliteAtoms
 from shared.units import DAY
 
 

@@ -37,7 +37,7 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from shared.errors import StorageError
-from shared.store.interface import Record
+from shared.store.model.record import Record
 
 # The advisory lock every write transaction takes (any constant unlikely to be another
 # application's: "aokun" in ASCII).

@@ -16,13 +16,13 @@ import psycopg.sql
 
 from shared.store import consistency, documents, meta, neighbours, vectors
 from shared.store.atoms import outdate as outdate_atoms
-from shared.store.documents import Document, DocumentFilter, MemoryFields, _filter_sql, _row_values
-from shared.store.fts import FTS_TABLES
-from shared.store.match import MAX_QUERY_TERMS, scope_tokens
+from shared.store.documents import _filter_sql, _row_values
+from shared.store.model.documents import Document, DocumentFilter, MemoryFields
+from shared.store.model.fulltext import FTS_TABLES, MAX_QUERY_TERMS, scope_tokens
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection, PgDatabase
 from shared.store.postgres.graph import graph_delete_for_memory
-from shared.store.sqlite_repos import SqliteConsistency, SqliteDocuments, SqliteFullText, SqliteNeighbours
+from shared.store.sqlite.aggregates import SqliteConsistency, SqliteDocuments, SqliteFullText, SqliteNeighbours
 
 _INSERT_SQL = documents._INSERT_SQL + " RETURNING id"
 # Tables whose dead rows may hold a deleted memory's words until VACUUM reclaims them.

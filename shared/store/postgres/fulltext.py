@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import sql
 
-from shared.store.match import MAX_QUERY_TERMS
+from shared.store.model.fulltext import MAX_QUERY_TERMS
 from shared.store.postgres import fts_tokens
 
 # index name -> (code stored in the tables, number of columns)

@@ -20,11 +20,11 @@ import psycopg
 import psycopg.sql
 
 from shared.store import graph, meta
-from shared.store.graph import MemoryGraph, NodeSpec
-from shared.store.interface import Record
+from shared.store.model.graph import MemoryGraph, NodeSpec
+from shared.store.model.record import Record
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection
-from shared.store.sqlite_repos import SqliteGraph
+from shared.store.sqlite.aggregates import SqliteGraph
 
 
 def replace_for_memory(tx: PgConnection, memory_id: int, persona_id: str | None, memory_graph: MemoryGraph,

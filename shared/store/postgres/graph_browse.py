@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shared.store import graph
-from shared.store.interface import Record
+from shared.store.model import graph
+from shared.store.model.record import Record
 from shared.store.postgres.connection import PgConnection
-from shared.store.sqlite_repos import SqliteGraphBrowse
+from shared.store.sqlite.aggregates import SqliteGraphBrowse
 
 
 def persona_node_counts(conn: PgConnection, persona_id: str) -> dict[str, int]:

@@ -20,7 +20,7 @@ from shared.store.postgres.graph import PostgresGraph
 from shared.store.postgres.graph_browse import PostgresGraphBrowse
 from shared.store.postgres.tables import PostgresTables
 from shared.store.postgres.work import PostgresMeta, PostgresRuntime, PostgresStages, PostgresUsage, PostgresVectors
-from shared.store.sqlite_repos import SqliteUsers
+from shared.store.sqlite.aggregates import SqliteUsers
 
 __all__ = ["Aggregates", "vacuum_analyze", "vacuum_deleted"]
 

@@ -11,7 +11,6 @@ differently (shared/store/postgres/repos.py). psycopg errors leave every call as
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -24,6 +23,7 @@ from shared.config import StorageConfig
 from shared.errors import StorageError
 from shared.platform import private_folder
 from shared.store.postgres import repos
+from shared.store.postgres.clients import password_of
 from shared.store.postgres.connection import PgDatabase, where
 from shared.store.postgres.schema import apply_migrations, is_created
 from shared.store.runners import InTransaction, PerCall, Runner, Session, write_session
@@ -98,10 +98,6 @@ class PostgresStore(PostgresSession):
 
     def close(self) -> None:
         self.db.close()
-
-
-def password_of(storage: StorageConfig) -> str:
-    return os.environ.get(storage.password_env, "") if storage.password_env else ""
 
 
 def open_postgres_store(storage: StorageConfig, *, migrate: bool = True) -> PostgresStore:

@@ -15,7 +15,7 @@ from typing import Any
 from psycopg import sql
 
 from shared.store import tables
-from shared.store.interface import Record
+from shared.store.model.record import Record
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from shared.store import meta, vectors
 from shared.store.postgres.connection import PgConnection
-from shared.store.sqlite_repos import SqliteMeta, SqliteRuntime, SqliteStages, SqliteUsage, SqliteVectors
+from shared.store.sqlite.aggregates import SqliteMeta, SqliteRuntime, SqliteStages, SqliteUsage, SqliteVectors
 
 # -- stages --------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from shared.errors import StorageError
 from shared.platform import POSIX, PRIVATE_FILE, exclusive_file_lock, fsync_directory, private_folder
 from shared.sqlite_errors import BUSY, DAMAGED, LOCKED, primary_code
 from shared.store import runtime
+from shared.store.backup import forget_queue, remove_journals, remove_with_journals
 
 # The copy beside the store (<file>.restore-<pid>), and the lock that keeps two restores of
 # one data folder from meeting.
@@ -49,25 +50,6 @@ def restore_file(file: Path, storage: StorageConfig) -> Path:
         finally:
             remove_with_journals(staged)  # gone already once renamed
     return target
-
-
-def forget_queue(storage: StorageConfig) -> None:
-    """Remove this host's queue file: its messages refer to the data being replaced. Nothing
-    in it is needed either way — the reconciler re-queues what the stage rows say is to do —
-    so a restore removes it before its switch, and one killed after the switch has nothing
-    left to do."""
-    for path in (storage.queue_path, Path(str(storage.queue_path) + "-wal"), Path(str(storage.queue_path) + "-shm")):
-        path.unlink(missing_ok=True)
-
-
-def remove_with_journals(path: Path) -> None:
-    Path(path).unlink(missing_ok=True)
-    _remove_journals(path)
-
-
-def _remove_journals(path: Path) -> None:
-    for suffix in ("-wal", "-shm", "-journal"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def _stage(file: Path, staged: Path) -> None:
@@ -109,13 +91,13 @@ def _held_alone(target: Path, busy_timeout_ms: int) -> Iterator[None]:
     process with the store open is waited for busy_timeout_ms, then refused. A file SQLite
     finds damaged (what a restore is for) just has its journals removed."""
     if not target.exists():
-        _remove_journals(target)
+        remove_journals(target)
         yield
         return
     conn = sqlite3.connect(target, isolation_level=None, timeout=0)
     try:
         if not _fold_and_lock(conn, target, busy_timeout_ms):
-            _remove_journals(target)
+            remove_journals(target)
         if not POSIX:
             conn.close()  # Windows renames nothing over a file this process has open
         yield

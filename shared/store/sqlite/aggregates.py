@@ -14,7 +14,6 @@ from shared.store import (
     atoms,
     consistency,
     documents,
-    fts,
     graph,
     graph_browse,
     meta,
@@ -26,10 +25,11 @@ from shared.store import (
     users,
     vectors,
 )
-from shared.store.documents import Document, DocumentFilter, History, MemoryFields
-from shared.store.graph import MemoryGraph
-from shared.store.interface import Record
-from shared.store.users import UserRow
+from shared.store.model.documents import Document, DocumentFilter, History, MemoryFields
+from shared.store.model.graph import MemoryGraph
+from shared.store.model.record import Record
+from shared.store.model.users import UserRow
+from shared.store.sqlite import fts
 
 if TYPE_CHECKING:
     from shared.store.runners import Runner

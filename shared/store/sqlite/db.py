@@ -30,8 +30,8 @@ from shared.config import StorageConfig
 from shared.errors import StorageError
 from shared.platform import private_folder
 from shared.sqlite_errors import BUSY, CANTOPEN, CORRUPT, FULL, IOERR, LOCKED, NOTADB, READONLY, primary_code
-from shared.store import fts
-from shared.store.interface import Record
+from shared.store.model.record import Record
+from shared.store.sqlite import fts
 
 MIGRATIONS_DDL = """
 CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
-from shared.store import fts
-from shared.store.backup import backup_database
-from shared.store.db import Database
+from shared.config import StorageConfig
+from shared.errors import StorageError
 from shared.store.runners import InTransaction, PerCall, Runner, Session, write_session
-from shared.store.sqlite_repos import (
+from shared.store.sqlite import fts
+from shared.store.sqlite.aggregates import (
     SqliteAtoms,
     SqliteConsistency,
     SqliteDocuments,
@@ -35,6 +35,9 @@ from shared.store.sqlite_repos import (
     SqliteUsers,
     SqliteVectors,
 )
+from shared.store.sqlite.backup import backup_database
+from shared.store.sqlite.db import Database
+from shared.store.sqlite.schema import open_database
 
 
 class SqliteSession(Session):
@@ -100,3 +103,14 @@ class SqliteStore(SqliteSession):
 
     def close(self) -> None:
         self.db.close()
+
+
+def open_sqlite_store(storage: StorageConfig, *, migrate: bool = True) -> SqliteStore:
+    """The store in storage.db_path, its schema brought up to date; migrate=False opens an
+    existing one as it is and refuses when there is none."""
+    if migrate:
+        return SqliteStore(open_database(storage))
+    if not storage.db_path.is_file():
+        raise StorageError(f"no memory store at {storage.db_path} (check storage.data_dir)",
+                           kind="cannot_open")
+    return SqliteStore(Database.from_config(storage))

@@ -35,10 +35,10 @@ import sqlite3
 from collections.abc import Iterable
 
 from shared.errors import StorageError
+from shared.store.model.fulltext import FTS_TABLES
 
 log = logging.getLogger(__name__)
 
-FTS_TABLES = ("documents_fts", "atoms_fts", "graph_entries_fts")
 IN_PLACE_FROM = (3, 44, 0)  # FTS5 'secure-delete' (3.42) with the fixes that followed it
 FLUSH_WAIT_MS = 200  # how long flush_deleted waits for readers before settling for less
 

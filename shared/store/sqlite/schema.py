@@ -6,15 +6,8 @@ store in the field is exactly the text below, forever. A change is a new migrati
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from shared.config import StorageConfig
-from shared.errors import StorageError
-from shared.store.db import Database, Migration, apply_migrations
-from shared.store.sqlite_store import SqliteStore
-
-if TYPE_CHECKING:
-    from shared.store.interface import Store
+from shared.store.sqlite.db import Database, Migration, apply_migrations
 
 _INITIAL = [
     """
@@ -394,19 +387,3 @@ def open_database(storage: StorageConfig) -> Database:
     apply_migrations(db, MIGRATIONS)
     return db
 
-
-def open_store(storage: StorageConfig, *, migrate: bool = True) -> Store:
-    """The store (shared/store/interface.py): the one entry every process opens it by, on the
-    engine storage.backend names. migrate=False opens an existing store as it is, never
-    creating or migrating it (the hook, a restore's probe), and refuses when there is none."""
-    if storage.backend == "postgresql":
-        # Lazy imports: psycopg and its pool load only where the store is on PostgreSQL.
-        from shared.store.postgres.store import open_postgres_store
-
-        return open_postgres_store(storage, migrate=migrate)
-    if migrate:
-        return SqliteStore(open_database(storage))
-    if not storage.db_path.is_file():
-        raise StorageError(f"no memory store at {storage.db_path} (check storage.data_dir)",
-                           kind="cannot_open")
-    return SqliteStore(Database.from_config(storage))

@@ -7,12 +7,9 @@ are searched for as words or dropped, never obeyed.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
-# A 10 kB query yields thousands of terms; FTS5 cost grows with each, and past a few dozen
-# distinct terms the ranking no longer changes in practice.
-MAX_QUERY_TERMS = 64
+from shared.store.model.fulltext import MAX_QUERY_TERMS, scope_tokens
 
 
 def quote_term(term: str) -> str:
@@ -25,22 +22,6 @@ def any_of(terms: Sequence[str]) -> str | None:
     if not terms:
         return None
     return " OR ".join(quote_term(t) for t in list(terms)[:MAX_QUERY_TERMS])
-
-
-def scope_token(kind: str, value: str) -> str:
-    """The token that marks a row's persona ("p") or session ("s") in an FTS5 scope column: a
-    letter pair and decimal digits from a hash of the id, which no tokenizer or stemmer
-    changes and no word of text can equal."""
-    digest = int.from_bytes(hashlib.sha1(value.encode("utf-8")).digest()[:8], "big")
-    return f"z{kind}{digest}"
-
-
-def scope_tokens(persona_id: str | None, session_id: str | None) -> str:
-    """What a row's scope column holds."""
-    parts = [scope_token("p", persona_id)] if persona_id is not None else []
-    if session_id is not None:
-        parts.append(scope_token("s", session_id))
-    return " ".join(parts)
 
 
 def scoped(match: str | None, column: str, persona_id: str | None, session_id: str | None) -> str | None:

@@ -21,9 +21,9 @@ import psycopg.sql
 from shared.store import atoms, meta
 from shared.store.model.atoms import AtomOwner, AtomRow
 from shared.store.model.record import Record
+from shared.store.portable.aggregates import PortableAtoms
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection, persona_is
-from shared.store.sqlite.aggregates import SqliteAtoms
 from shared.units import DAY
 
 
@@ -150,7 +150,7 @@ def supersede_chain(conn: PgConnection, atom_id: int, persona_id: str | None,
         [atom_id, *persona_params, max_steps, atom_id, max_steps, *persona_params]).fetchall())
 
 
-class PostgresAtoms(SqliteAtoms):
+class PostgresAtoms(PortableAtoms):
     def insert(self, owner, row, now, state="active", superseded_by=None, needs_repair=False):
         return self._run.write(atom_insert, owner, row, now, state, superseded_by, needs_repair)
 

@@ -46,11 +46,10 @@ import psycopg
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
-from shared.store.backup import DUMP_SUFFIX, other_engine_refusal, refuse_restoring, write_backup
+from shared.store.backup import DUMP_SUFFIX, forget_queue, other_engine_refusal, refuse_restoring, write_backup
 from shared.store.postgres.clients import connection, first_error, password_of, run, tool, why
 from shared.store.postgres.connection import WRITE_LOCK, PgDatabase, where
 from shared.store.postgres.dump_reading import check_dump
-from shared.store.sqlite.restore import forget_queue
 
 # store_incarnation values are in 1 .. 2**52 (as the migration's random() makes them).
 INCARNATION_RANGE = 1 << 52

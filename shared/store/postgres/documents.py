@@ -19,10 +19,10 @@ from shared.store.atoms import outdate as outdate_atoms
 from shared.store.documents import _filter_sql, _row_values
 from shared.store.model.documents import Document, DocumentFilter, MemoryFields
 from shared.store.model.fulltext import FTS_TABLES, MAX_QUERY_TERMS, scope_tokens
+from shared.store.portable.aggregates import Aggregate, PortableDocuments, PortableNeighbours
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection, PgDatabase
 from shared.store.postgres.graph import graph_delete_for_memory
-from shared.store.sqlite.aggregates import SqliteConsistency, SqliteDocuments, SqliteFullText, SqliteNeighbours
 
 _INSERT_SQL = documents._INSERT_SQL + " RETURNING id"
 # Tables whose dead rows may hold a deleted memory's words until VACUUM reclaims them.
@@ -191,7 +191,7 @@ def _run_maintenance(db: PgDatabase, statement: psycopg.sql.Composable) -> bool:
         return False
 
 
-class PostgresDocuments(SqliteDocuments):
+class PostgresDocuments(PortableDocuments):
     def insert(self, text, tokens, fields, now, context=""):
         return self._run.write(insert, text, tokens, fields, now, context)
 
@@ -226,12 +226,12 @@ class PostgresDocuments(SqliteDocuments):
         return self._run.read(filter_ids, ids, scope)
 
 
-class PostgresNeighbours(SqliteNeighbours):
+class PostgresNeighbours(PortableNeighbours):
     def texts_of(self, ids):
         return self._run.read(texts_of, ids)
 
 
-class PostgresConsistency(SqliteConsistency):
+class PostgresConsistency(Aggregate):
     def missing_outputs(self, model):
         return self._run.read(missing_outputs, model)
 
@@ -246,7 +246,7 @@ def _redo_missing(conn: PgConnection, missing: dict[str, list[int]], now: float)
     return consistency.redo_missing(conn, missing, now)
 
 
-class PostgresFullText(SqliteFullText):
+class PostgresFullText(Aggregate):
     """Deleted rows leave the full-text tables inside the deleting write (the rows are the
     index): nothing to scrub; VACUUM after the commit reclaims their space."""
 

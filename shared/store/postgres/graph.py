@@ -22,9 +22,9 @@ import psycopg.sql
 from shared.store import graph, meta
 from shared.store.model.graph import MemoryGraph, NodeSpec
 from shared.store.model.record import Record
+from shared.store.portable.aggregates import PortableGraph
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection
-from shared.store.sqlite.aggregates import SqliteGraph
 
 
 def replace_for_memory(tx: PgConnection, memory_id: int, persona_id: str | None, memory_graph: MemoryGraph,
@@ -265,7 +265,7 @@ def neighbours(conn: PgConnection, node_ids: Sequence[int], limit: int) -> list[
     return [n for n, _ in sorted(strength.items(), key=lambda kv: -kv[1]) if n not in hits][:limit]
 
 
-class PostgresGraph(SqliteGraph):
+class PostgresGraph(PortableGraph):
     def replace_for_memory(self, memory_id, persona_id, graph, content_hash, now):
         return self._run.write(replace_for_memory, memory_id, persona_id, graph, content_hash, now)
 

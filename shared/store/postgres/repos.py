@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared.store.portable.aggregates import PortableUsers
 from shared.store.postgres.atoms import PostgresAtoms
 from shared.store.postgres.documents import (
     PostgresConsistency,
@@ -20,7 +21,6 @@ from shared.store.postgres.graph import PostgresGraph
 from shared.store.postgres.graph_browse import PostgresGraphBrowse
 from shared.store.postgres.tables import PostgresTables
 from shared.store.postgres.work import PostgresMeta, PostgresRuntime, PostgresStages, PostgresUsage, PostgresVectors
-from shared.store.sqlite.aggregates import SqliteUsers
 
 __all__ = ["Aggregates", "vacuum_analyze", "vacuum_deleted"]
 
@@ -41,5 +41,5 @@ class Aggregates:
         self.consistency = PostgresConsistency(run)
         self.neighbours = PostgresNeighbours(run)
         self.fts = PostgresFullText(run)
-        self.users = SqliteUsers(run)  # portable SQL (shared/store/users.py)
+        self.users = PortableUsers(run)  # portable SQL (shared/store/users.py)
         self.tables = PostgresTables(run)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from shared.store.model.migration import Migration
 from shared.store.postgres.connection import PgDatabase
 from shared.store.postgres.fulltext import DDL as FULLTEXT_DDL
-from shared.store.sqlite.db import Migration
 
 _TABLES = [
     """

@@ -20,8 +20,14 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from shared.store import meta, vectors
+from shared.store.portable.aggregates import (
+    PortableMeta,
+    PortableRuntime,
+    PortableStages,
+    PortableUsage,
+    PortableVectors,
+)
 from shared.store.postgres.connection import PgConnection
-from shared.store.sqlite.aggregates import SqliteMeta, SqliteRuntime, SqliteStages, SqliteUsage, SqliteVectors
 
 # -- stages --------------------------------------------------------------------------------
 
@@ -36,7 +42,7 @@ def done_among(conn: PgConnection, memory_ids: Sequence[int], stage: str) -> set
         " AND s.content_hash = d.content_hash", (list(memory_ids), stage))}
 
 
-class PostgresStages(SqliteStages):
+class PostgresStages(PortableStages):
     def done_among(self, memory_ids, stage):
         return self._run.read(done_among, memory_ids, stage)
 
@@ -93,7 +99,7 @@ def owners_with_vectors(conn: PgConnection, kind: str, model: str, owner_ids: Se
         (kind, list(owner_ids), model))}
 
 
-class PostgresVectors(SqliteVectors):
+class PostgresVectors(PortableVectors):
     def changes_since(self, kind, after_seq):
         return self._run.read(changes_since, kind, after_seq)
 
@@ -121,7 +127,7 @@ def ensure_store_id(conn: PgConnection) -> int:
     return meta.ensure_store_id(conn, bits=STORE_ID_BITS)
 
 
-class PostgresMeta(SqliteMeta):
+class PostgresMeta(PortableMeta):
     def ensure_store_id(self):
         return self._run.write(ensure_store_id)
 
@@ -129,9 +135,9 @@ class PostgresMeta(SqliteMeta):
 # -- runtime and usage: their SQL is portable ----------------------------------------------
 
 
-class PostgresRuntime(SqliteRuntime):
+class PostgresRuntime(PortableRuntime):
     pass
 
 
-class PostgresUsage(SqliteUsage):
+class PostgresUsage(PortableUsage):
     pass

@@ -23,13 +23,13 @@ import time
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
 from shared.platform import private_folder
 from shared.sqlite_errors import BUSY, CANTOPEN, CORRUPT, FULL, IOERR, LOCKED, NOTADB, READONLY, primary_code
+from shared.store.model.migration import Migration
 from shared.store.model.record import Record
 from shared.store.sqlite import fts
 
@@ -44,14 +44,6 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 # Failures a fresh connection may not have: stale read-only, a replaced file, no descriptor
 # left, an I/O error on a file handle.
 _REOPEN_CODES = {READONLY, CANTOPEN, IOERR}
-
-
-@dataclass(frozen=True)
-class Migration:
-    version: int
-    name: str
-    statements: Sequence[str]
-
 
 
 def _close_connection(conn: sqlite3.Connection, registry: set, lock: threading.RLock) -> None:

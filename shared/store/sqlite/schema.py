@@ -7,7 +7,8 @@ store in the field is exactly the text below, forever. A change is a new migrati
 from __future__ import annotations
 
 from shared.config import StorageConfig
-from shared.store.sqlite.db import Database, Migration, apply_migrations
+from shared.store.model.migration import Migration
+from shared.store.sqlite.db import Database, apply_migrations
 
 _INITIAL = [
     """

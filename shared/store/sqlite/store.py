@@ -17,6 +17,23 @@ from pathlib import Path
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
+from shared.store.interface import (
+    Atoms,
+    Consistency,
+    Documents,
+    FullText,
+    Graph,
+    GraphBrowse,
+    Meta,
+    Neighbours,
+    Runtime,
+    Stages,
+    Tables,
+    Usage,
+    Users,
+    Vectors,
+)
+from shared.store.portable.aggregates import PortableRuntime, PortableUsage, PortableUsers
 from shared.store.runners import InTransaction, PerCall, Runner, Session, write_session
 from shared.store.sqlite import fts
 from shared.store.sqlite.aggregates import (
@@ -28,11 +45,8 @@ from shared.store.sqlite.aggregates import (
     SqliteGraphBrowse,
     SqliteMeta,
     SqliteNeighbours,
-    SqliteRuntime,
     SqliteStages,
     SqliteTables,
-    SqliteUsage,
-    SqliteUsers,
     SqliteVectors,
 )
 from shared.store.sqlite.backup import backup_database
@@ -45,20 +59,20 @@ class SqliteSession(Session):
 
     def __init__(self, run: Runner):
         super().__init__(run)
-        self.documents = SqliteDocuments(run)
-        self.stages = SqliteStages(run)
-        self.graph = SqliteGraph(run)
-        self.graph_browse = SqliteGraphBrowse(run)
-        self.atoms = SqliteAtoms(run)
-        self.vectors = SqliteVectors(run)
-        self.meta = SqliteMeta(run)
-        self.runtime = SqliteRuntime(run)
-        self.usage = SqliteUsage(run)
-        self.consistency = SqliteConsistency(run)
-        self.neighbours = SqliteNeighbours(run)
-        self.fts = SqliteFullText(run)
-        self.users = SqliteUsers(run)
-        self.tables = SqliteTables(run)
+        self.documents: Documents = SqliteDocuments(run)
+        self.stages: Stages = SqliteStages(run)
+        self.graph: Graph = SqliteGraph(run)
+        self.graph_browse: GraphBrowse = SqliteGraphBrowse(run)
+        self.atoms: Atoms = SqliteAtoms(run)
+        self.vectors: Vectors = SqliteVectors(run)
+        self.meta: Meta = SqliteMeta(run)
+        self.runtime: Runtime = PortableRuntime(run)
+        self.usage: Usage = PortableUsage(run)
+        self.consistency: Consistency = SqliteConsistency(run)
+        self.neighbours: Neighbours = SqliteNeighbours(run)
+        self.fts: FullText = SqliteFullText(run)
+        self.users: Users = PortableUsers(run)
+        self.tables: Tables = SqliteTables(run)
 
 
 class SqliteStore(SqliteSession):

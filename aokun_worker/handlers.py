@@ -48,7 +48,7 @@ EMBED_CONTEXT_TURNS = 1
 
 def embedding_text(document: Document, context: Sequence[str] = ()) -> str:
     """What a memory is embedded as: its nearest context neighbours (oldest first;
-    shared/store/neighbours.py), then its stored text, time marker and speaker included
+    shared/store/portable/neighbours.py), then its stored text, time marker and speaker included
     (dropping the speaker costs LoCoMo dense R@5 0.44 -> 0.21)."""
     return "\n".join([*context, document.text])
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: the cost of a delete that leaves no word behind (shared/store/fts.py), at 100k.
+"""Benchmark: the cost of a delete that leaves no word behind (shared/store/sqlite/fts.py), at 100k.
 
 Seeds documents and the three full-text tables (one document, one atom and one graph entry per
 memory, jieba terms as the store writes them) from the LoCoMo / MADial texts in

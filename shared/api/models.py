@@ -31,7 +31,7 @@ from shared.store.model.documents import (
 from shared.summarize.schema import StructuredMemory
 
 # Limits on what a caller may store are the memory service's (shared/memory_rules.py,
-# shared/store/documents.py); these are the tools' own.
+# shared/store/model/documents.py); these are the tools' own.
 MAX_LIST_LIMIT = 200
 # A conversation to summarize: a long session, not a book.
 MAX_CONVERSATION_CHARS = 2_000_000

@@ -12,7 +12,8 @@ A `Store` is opened with `shared.store.open_store(storage)`. Work happens in ses
 
 A session has one attribute per aggregate (documents, stages, graph, ...), each a Protocol
 below; a method is named and takes its arguments as the module function of the same name
-that holds its SQL (shared/store/<aggregate>.py, whose docstrings say the rest), minus the
+that holds its SQL (shared/store/portable/<aggregate>.py or the engine's own, whose
+docstrings say the rest), minus the
 connection. No engine type crosses this line: rows come back as `Record`s, failures as
 StorageError (also inside a session, so a caller can catch one and go on, e.g. after a failed
 savepoint), and no caller sees SQL or a connection.
@@ -258,7 +259,7 @@ class Vectors(Protocol):
 
 
 class Meta(Protocol):
-    """One number per key named in shared/store/meta.py (KeyError for any other key)."""
+    """One number per key named in shared/store/model/meta.py (KeyError for any other key)."""
 
     def get(self, key: str) -> float | None: ...
     def put(self, key: str, value: float) -> None: ...
@@ -352,7 +353,7 @@ class FullText(Protocol):
 
 
 class Users(Protocol):
-    """Users and their tokens, kept as hashes (shared/store/users.py; the rules: shared/access.py)."""
+    """Users and their tokens, kept as hashes (shared/store/portable/users.py; the rules: shared/access.py)."""
 
     def add(self, name: str, token_hash: str, personas: tuple[str, ...], admin: bool, now: float) -> bool:
         """False (nothing written) when an active user has the name; a revoked one's is reused."""
@@ -373,7 +374,7 @@ class Users(Protocol):
 
 class Tables(Protocol):
     """Every table's rows as they are, to copy a store to another engine (aokun migrate;
-    shared/store/tables.py names the tables, their keys and the full-text indexes): pages in
+    shared/store/model/tables.py names the tables, their keys and the full-text indexes): pages in
     primary-key order, and insert-if-absent keeping every column (ids, times), so a copy
     that was killed is finished by running it again."""
 

@@ -4,7 +4,7 @@ the memory that owns it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 AtomType = Literal["episodic", "planned", "factual", "relational", "preference", "unknown"]
 
@@ -48,6 +48,6 @@ class AtomOwner:
 DATED_STATES = ("active", "expired")
 
 
-def in_chain(atom_id: int, rows: list) -> list:
+def in_chain(atom_id: int, rows: list[Any]) -> list[Any]:
     """A chain's rows, or none when the atom it was asked for is not among them."""
     return rows if any(row[0] == atom_id for row in rows) else []

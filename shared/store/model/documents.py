@@ -7,7 +7,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 # What a memory may hold, checked wherever one is made (memorize's MemoryMetadata, a
 # summarizer's StructuredMemory). A key fact becomes an atom and a graph fact, so it is kept to
@@ -128,7 +128,7 @@ def stored_text(content: str, original_time: datetime | None, create_time: float
     return marked_text(content, moment)
 
 
-def outdated(before: tuple | None, text: str, fields: MemoryFields) -> tuple[bool, bool]:
+def outdated(before: tuple[Any, ...] | None, text: str, fields: MemoryFields) -> tuple[bool, bool]:
     """(atoms outdated, graph output outdated) by an update from `before` (derived_for) to
     this text and these fields, so that nothing derived from a memory shows where it no
     longer is or says what it no longer says, worker or no worker, until its stages (which

@@ -29,12 +29,12 @@ class Record(tuple[Any, ...]):
                 key = self._index[key]
             except KeyError:
                 raise KeyError(f"no column {key!r} (columns: {', '.join(self._index)})") from None
-        return tuple.__getitem__(self, key)
+        return super().__getitem__(key)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name not in self._index:
             raise AttributeError(name)
-        return tuple.__getitem__(self, self._index[name])
+        return super().__getitem__(self._index[name])
 
     def keys(self) -> list[str]:
         return list(self._index)
@@ -43,4 +43,4 @@ class Record(tuple[Any, ...]):
         return self[key] if key in self._index else default
 
     def __repr__(self) -> str:
-        return "Record(" + ", ".join(f"{k}={tuple.__getitem__(self, i)!r}" for k, i in self._index.items()) + ")"
+        return "Record(" + ", ".join(f"{k}={self[i]!r}" for k, i in self._index.items()) + ")"

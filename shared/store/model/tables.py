@@ -58,7 +58,7 @@ FULLTEXT: dict[str, FullTextIndex] = {
 }
 
 
-def key_of(table: str, row: Any) -> tuple:
+def key_of(table: str, row: Any) -> tuple[Any, ...]:
     """A row's primary key (what `page` continues after)."""
     return tuple(row[column] for column in known_table(table))
 

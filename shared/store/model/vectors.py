@@ -3,6 +3,7 @@ spaces belong to another model."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,5 +21,6 @@ class VectorRow:
     content_hash: str
 
 
-def foreign_spaces_from(spaces, model: str, dim: int) -> list[tuple[str, str, int, int]]:
+def foreign_spaces_from(spaces: Iterable[tuple[str, str, int, int]], model: str,
+                        dim: int) -> list[tuple[str, str, int, int]]:
     return [row for row in spaces if row[1] != model or (dim and row[2] != dim)]

@@ -1,5 +1,5 @@
 """The aggregates both engines share: the methods whose SQL (in the aggregate modules,
-shared/store/<aggregate>.py, typed against portable.connection.Connection) both engines run,
+shared/store/portable/<aggregate>.py, typed against portable.connection.Connection) both engines run,
 one explicit line each, handing the module function to the session's runner (runners.py),
 which supplies the connection: `read` for queries, `write` for changes, `rows`/`row` for
 queries whose rows go out as Records, `iterate` for generators. Each engine's aggregates
@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from shared.store import (
+from shared.store.model.documents import Document, DocumentFilter, History
+from shared.store.model.record import Record
+from shared.store.model.runtime import ProcessRow
+from shared.store.model.stages import StageKey
+from shared.store.model.users import UserRow
+from shared.store.model.vectors import VectorRow
+from shared.store.portable import (
     atoms,
     documents,
     graph,
@@ -24,12 +30,6 @@ from shared.store import (
     users,
     vectors,
 )
-from shared.store.model.documents import Document, DocumentFilter, History
-from shared.store.model.record import Record
-from shared.store.model.runtime import ProcessRow
-from shared.store.model.stages import StageKey
-from shared.store.model.users import UserRow
-from shared.store.model.vectors import VectorRow
 
 if TYPE_CHECKING:
     from shared.store.runners import Runner

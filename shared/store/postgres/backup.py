@@ -1,6 +1,6 @@
 """Backups of a store on PostgreSQL: pg_dump's custom format, checked, and restored all-or-nothing.
 
-The files follow the SQLite backups' rules (shared/store/backup.py): aokun-<stamp>-<reason>.dump,
+The files follow the backups folder's rules (shared/store/backup.py): aokun-<stamp>-<reason>.dump,
 written as <name>.partial under the folder's lock, checked, then renamed; leftovers of a killed
 backup are swept; retention prunes both kinds. pg_dump reads one snapshot of the database, so
 writers keep going and the copy is consistent. Only the `public` schema is dumped: the store's

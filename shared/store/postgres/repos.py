@@ -1,12 +1,29 @@
-"""The PostgreSQL store's aggregates, one attribute each, as on the SQLite store: the SQLite
-bindings (shared/store/sqlite_repos.py) where the aggregate module's SQL is portable, with
-PostgreSQL versions of the methods whose SQL is not, in documents.py, work.py, atoms.py, graph.py and graph_browse.py.
+"""The PostgreSQL store's aggregates, one attribute each, as on the SQLite store: the
+portable aggregates (shared/store/portable/aggregates.py) subclassed with PostgreSQL versions
+of the methods whose SQL is each engine's own (documents.py, work.py, atoms.py, graph.py,
+graph_browse.py, tables.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from shared.store.interface import (
+    Atoms,
+    Consistency,
+    Documents,
+    FullText,
+    Graph,
+    GraphBrowse,
+    Meta,
+    Neighbours,
+    Runtime,
+    Stages,
+    Tables,
+    Usage,
+    Users,
+    Vectors,
+)
 from shared.store.portable.aggregates import PortableUsers
 from shared.store.postgres.atoms import PostgresAtoms
 from shared.store.postgres.documents import (
@@ -26,20 +43,21 @@ __all__ = ["Aggregates", "vacuum_analyze", "vacuum_deleted"]
 
 
 class Aggregates:
-    """Every aggregate of a session, bound to its runner."""
+    """Every aggregate of a session, bound to its runner; each attribute is typed with the
+    Protocol it implements (shared/store/interface.py), so pyright checks the implementation."""
 
     def __init__(self, run: Any):
-        self.documents = PostgresDocuments(run)
-        self.stages = PostgresStages(run)
-        self.graph = PostgresGraph(run)
-        self.graph_browse = PostgresGraphBrowse(run)
-        self.atoms = PostgresAtoms(run)
-        self.vectors = PostgresVectors(run)
-        self.meta = PostgresMeta(run)
-        self.runtime = PostgresRuntime(run)
-        self.usage = PostgresUsage(run)
-        self.consistency = PostgresConsistency(run)
-        self.neighbours = PostgresNeighbours(run)
-        self.fts = PostgresFullText(run)
-        self.users = PortableUsers(run)  # portable SQL (shared/store/users.py)
-        self.tables = PostgresTables(run)
+        self.documents: Documents = PostgresDocuments(run)
+        self.stages: Stages = PostgresStages(run)
+        self.graph: Graph = PostgresGraph(run)
+        self.graph_browse: GraphBrowse = PostgresGraphBrowse(run)
+        self.atoms: Atoms = PostgresAtoms(run)
+        self.vectors: Vectors = PostgresVectors(run)
+        self.meta: Meta = PostgresMeta(run)
+        self.runtime: Runtime = PostgresRuntime(run)
+        self.usage: Usage = PostgresUsage(run)
+        self.consistency: Consistency = PostgresConsistency(run)
+        self.neighbours: Neighbours = PostgresNeighbours(run)
+        self.fts: FullText = PostgresFullText(run)
+        self.users: Users = PortableUsers(run)  # portable SQL (shared/store/portable/users.py)
+        self.tables: Tables = PostgresTables(run)

@@ -3,9 +3,10 @@
 Sessions work as the SQLite store's do, through the same runners (shared/store/runners.py):
 an aggregate call goes to a runner that supplies the connection — the transaction of
 read()/write(), or, on the Store itself, one transaction per call (joining the thread's open
-transaction when there is one). The aggregates are the SQLite store's bindings (shared/store/sqlite_repos.py) wherever
-the module's SQL is portable, and this package's versions where PostgreSQL spells it
-differently (shared/store/postgres/repos.py). psycopg errors leave every call as StorageError.
+transaction when there is one). The aggregates are the portable ones
+(shared/store/portable/aggregates.py) with this package's versions where PostgreSQL spells
+the SQL its own way (shared/store/postgres/repos.py). psycopg errors leave every call as
+StorageError.
 """
 
 from __future__ import annotations

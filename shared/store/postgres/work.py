@@ -1,6 +1,6 @@
-"""The stage journal, vectors, meta, heartbeats and usage on PostgreSQL: the SQLite
-bindings (shared/store/sqlite_repos.py), with PostgreSQL versions of the methods whose SQL
-differs — id lists are arrays instead of json_each, the change-sequence reads need no
+"""The stage journal, vectors, meta, heartbeats and usage on PostgreSQL: the
+portable aggregates (shared/store/portable/aggregates.py) with PostgreSQL versions of the
+methods whose SQL is each engine's own — id lists are arrays instead of json_each, the change-sequence reads need no
 INDEXED BY, whole vector spaces stream through a server-side cursor, and the store id is
 one a DOUBLE PRECISION meta value holds exactly.
 
@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from shared.store import meta, vectors
+from shared.store.portable import meta, vectors
 from shared.store.portable.aggregates import (
     PortableMeta,
     PortableRuntime,
@@ -57,11 +57,11 @@ def _streamed(conn: PgConnection, statement: str, params: Sequence, dim: int,
     """(ids, matrix) batches of (owner_id, vector) rows read through a server-side cursor:
     a whole space (100k vectors and more) never sits in this process's memory at once, and
     the cursor reads the one snapshot it was declared in while the caller consumes it.
-    bytea comes back as bytes (or a memoryview): vectors._batches joins either for numpy."""
+    bytea comes back as bytes (or a memoryview): vectors.batches joins either for numpy."""
     with conn.raw.cursor(name=f"aokun_vectors_{next(_cursor_names)}") as cursor:
         # psycopg's stubs want a LiteralString; this SQL is put together from our own constants.
         cursor.execute(statement, params)  # pyright: ignore[reportArgumentType]
-        yield from vectors._batches(cursor, dim, batch)
+        yield from vectors.batches(cursor, dim, batch)
 
 
 def iter_space(conn: PgConnection, kind: str, model: str, dim: int,

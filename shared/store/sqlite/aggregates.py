@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
-from shared.store import atoms, consistency, documents, graph, graph_browse, meta, neighbours, stages, tables, vectors
 from shared.store.model.atoms import AtomOwner, AtomRow
 from shared.store.model.documents import Document, DocumentFilter, MemoryFields
 from shared.store.model.graph import MemoryGraph
 from shared.store.model.record import Record
+from shared.store.portable import consistency as shared_consistency
+from shared.store.portable import meta
+from shared.store.portable import tables as shared_tables
 from shared.store.portable.aggregates import (
     Aggregate,
     PortableAtoms,
@@ -23,7 +25,18 @@ from shared.store.portable.aggregates import (
     PortableStages,
     PortableVectors,
 )
-from shared.store.sqlite import fts
+from shared.store.sqlite import (
+    atoms,
+    consistency,
+    documents,
+    fts,
+    graph,
+    graph_browse,
+    neighbours,
+    stages,
+    tables,
+    vectors,
+)
 
 _replace_graph = graph.replace_for_memory  # its argument `graph` hides the module below
 
@@ -194,7 +207,7 @@ class SqliteConsistency(Aggregate):
         return self._run.read(consistency.missing_outputs, model)
 
     def redo_missing(self, missing: dict[str, list[int]], now: float) -> int:
-        return self._run.write(consistency.redo_missing, missing, now)
+        return self._run.write(shared_consistency.redo_missing, missing, now)
 
     def table_counts(self) -> dict[str, int]:
         return self._run.whole(consistency.all_table_counts)
@@ -218,10 +231,10 @@ class SqliteTables(Aggregate):
         return self._run.read(tables.names)
 
     def count(self, table: str) -> int:
-        return self._run.read(tables.count, table)
+        return self._run.read(shared_tables.count, table)
 
     def page(self, table: str, after: Sequence | None, limit: int) -> list[Record]:
-        return self._run.rows(tables.page, table, after, limit)
+        return self._run.rows(shared_tables.page, table, after, limit)
 
     def put(self, table: str, rows: Sequence) -> int:
         return self._run.write(tables.put, table, rows)

@@ -24,8 +24,8 @@ from shared.config import StorageConfig
 from shared.errors import StorageError
 from shared.platform import POSIX, PRIVATE_FILE, exclusive_file_lock, fsync_directory, private_folder
 from shared.sqlite_errors import BUSY, DAMAGED, LOCKED, primary_code
-from shared.store import runtime
 from shared.store.backup import forget_queue, remove_journals, remove_with_journals
+from shared.store.portable import runtime
 
 # The copy beside the store (<file>.restore-<pid>), and the lock that keeps two restores of
 # one data folder from meeting.

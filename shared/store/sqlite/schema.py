@@ -241,7 +241,7 @@ MIGRATIONS = [
         "CREATE INDEX documents_source_hash ON documents (source_hash)",
     ]),
     # Conversation context: a memory is indexed with the memories just before it in its
-    # conversation (shared/store/neighbours.py). The BM25 table gains a context column, so it
+    # conversation (shared/store/portable/neighbours.py). The BM25 table gains a context column, so it
     # is made again; every front and worker back-fills the rows at start (backfill_fts).
     Migration(7, "conversation context", [
         """
@@ -258,7 +258,7 @@ MIGRATIONS = [
         " tokenize = 'porter unicode61 remove_diacritics 2')",
     ]),
     # BM25 ranks only the recall's persona / session: a scope column of tokens that mark them
-    # (shared/store/match.py). At 100k memories in 50 personas FTS5 scored every row holding a
+    # (shared/store/sqlite/match.py). At 100k memories in 50 personas FTS5 scored every row holding a
     # query term, in every persona. Made again and back-filled like migration 7.
     Migration(8, "scoped BM25 rows", [
         "DROP TABLE documents_fts",

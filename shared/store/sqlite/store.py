@@ -1,7 +1,7 @@
 """The SQLite implementation of the store interface (shared/store/interface.py).
 
-The SQL stays in the aggregate modules (documents.py, stages.py, ...), whose functions take a
-connection; sqlite_repos.py binds them to a session's runner (shared/store/runners.py), which
+The SQL stays in the aggregate modules (portable/documents.py, sqlite/documents.py, ...),
+whose functions take a connection; aggregates.py binds them to a session's runner (shared/store/runners.py), which
 supplies the connection: the transaction of read()/write(), or, on the Store itself, one
 transaction per call on the calling thread's connection (joining the thread's open
 transaction when there is one). sqlite3 errors leave every call as StorageError in
@@ -55,7 +55,8 @@ from shared.store.sqlite.schema import open_database
 
 
 class SqliteSession(Session):
-    """Every aggregate, bound to one runner."""
+    """Every aggregate, bound to one runner; each attribute is typed with the Protocol it
+    implements (shared/store/interface.py), so pyright checks the implementation."""
 
     def __init__(self, run: Runner):
         super().__init__(run)

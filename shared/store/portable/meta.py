@@ -6,7 +6,6 @@ Every key is named here, so what a store keeps outside its tables is listed in o
 from __future__ import annotations
 
 import secrets
-import sqlite3
 
 from shared.store.model.meta import KEYS, STORE_ID, VECTOR_SEQ, WRITE_EPOCH
 from shared.store.portable.connection import Connection
@@ -48,7 +47,7 @@ def bump_epoch(conn: Connection) -> None:
     _add_one(conn, WRITE_EPOCH)
 
 
-def recall_epoch(conn: sqlite3.Connection) -> int:
+def recall_epoch(conn: Connection) -> int:
     """Changes whenever any process changes what recall can return: document writes bump
     write_epoch, vector writes bump vector_seq; both only grow, so their sum does too."""
     return int(conn.execute("SELECT COALESCE(SUM(value), 0) FROM meta WHERE key IN (?, ?)",

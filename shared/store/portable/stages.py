@@ -12,9 +12,8 @@ once the attempts are used up). So no stage loops forever.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from shared.store.model.stages import DEPENDS_ON, FAILED, PENDING, STAGES, STATUSES, StageKey, dependents
 from shared.store.portable.connection import Connection
@@ -33,7 +32,7 @@ _DEPENDENCY_MET = (
 # the reconciler queues them again once the queue has drained.
 
 
-def create_for_memory(conn: sqlite3.Connection, memory_id: int, content_hash: str, now: float) -> None:
+def create_for_memory(conn: Connection, memory_id: int, content_hash: str, now: float) -> None:
     """Journal every stage of a new memory as pending (inside the document's transaction)."""
     conn.executemany(
         "INSERT INTO memory_stages (memory_id, stage, content_hash, enqueued_time, update_time)"
@@ -57,7 +56,7 @@ def reset_for_memory(conn: Connection, memory_id: int, content_hash: str, now: f
 _EARLY_TOLERANCE_S = 1.0
 
 
-def claim(conn: sqlite3.Connection, key: StageKey, owner: str, now: float, lease_s: float) -> bool:
+def claim(conn: Connection, key: StageKey, owner: str, now: float, lease_s: float) -> bool:
     """Lease a due pending stage of this content version; False if done, gone, edited,
     leased elsewhere or still backing off."""
     cur = conn.execute(
@@ -70,7 +69,7 @@ def claim(conn: sqlite3.Connection, key: StageKey, owner: str, now: float, lease
     return cur.rowcount == 1
 
 
-def claim_more(conn: sqlite3.Connection, stage: str, owner: str, now: float, lease_s: float,
+def claim_more(conn: Connection, stage: str, owner: str, now: float, lease_s: float,
                limit: int) -> list[StageKey]:
     """Lease up to `limit` other ready pending rows of a stage, oldest first (for batching)."""
     rows = conn.execute(
@@ -82,7 +81,7 @@ def claim_more(conn: sqlite3.Connection, stage: str, owner: str, now: float, lea
     return [k for k in keys if claim(conn, k, owner, now, lease_s)]
 
 
-def complete(conn: sqlite3.Connection, key: StageKey, owner: str, now: float) -> bool:
+def complete(conn: Connection, key: StageKey, owner: str, now: float) -> bool:
     """Mark a leased stage done; False if the lease was lost or the content changed meanwhile."""
     cur = conn.execute(
         "UPDATE memory_stages SET status = 'done', lease_owner = NULL, lease_until = NULL,"
@@ -102,7 +101,7 @@ def complete(conn: sqlite3.Connection, key: StageKey, owner: str, now: float) ->
     return True
 
 
-def fail(conn: sqlite3.Connection, key: StageKey, owner: str, error: str, now: float,
+def fail(conn: Connection, key: StageKey, owner: str, error: str, now: float,
          max_attempts: int, retry_delay: Callable[[int], float]) -> float | None:
     """Record a failed attempt: pending again after a backoff, or failed for good.
 
@@ -124,7 +123,7 @@ def fail(conn: sqlite3.Connection, key: StageKey, owner: str, error: str, now: f
     return delay if status == PENDING else None
 
 
-def _fail_dependents(conn: sqlite3.Connection, memory_id: int, stage: str, now: float) -> None:
+def _fail_dependents(conn: Connection, memory_id: int, stage: str, now: float) -> None:
     """Stages waiting for one that failed for good fail too (repair --apply retries all)."""
     for later in dependents(stage):
         conn.execute(
@@ -133,14 +132,14 @@ def _fail_dependents(conn: sqlite3.Connection, memory_id: int, stage: str, now: 
             (f"waits for the {stage} stage, which failed", now, memory_id, later))
 
 
-def mark_enqueued(conn: sqlite3.Connection, keys: Iterable[StageKey], now: float | None) -> None:
+def mark_enqueued(conn: Connection, keys: Iterable[StageKey], now: float | None) -> None:
     """Record that messages were queued (now) or that queueing failed (None)."""
     conn.executemany(
         "UPDATE memory_stages SET enqueued_time = ? WHERE memory_id = ? AND stage = ? AND content_hash = ?",
         [(now, k.memory_id, k.stage, k.content_hash) for k in keys])
 
 
-def reclaim_abandoned(conn: sqlite3.Connection, now: float, live_owners: Sequence[str],
+def reclaim_abandoned(conn: Connection, now: float, live_owners: Sequence[str],
                       max_attempts: int) -> tuple[int, int]:
     """Running stages whose lease ran out or whose worker is dead: pending again, or failed
     for good once they have used max_attempts. Return (pending again, failed)."""
@@ -181,7 +180,7 @@ def _lease_expiries(last_error: str | None) -> int:
     return int(count) if count.isdigit() else 0
 
 
-def ready_to_enqueue(conn: sqlite3.Connection, now: float, include_enqueued: bool,
+def ready_to_enqueue(conn: Connection, now: float, include_enqueued: bool,
                      limit: int = 10_000) -> list[StageKey]:
     """Pending stages due now that nothing has queued (or all of them, when the queue is empty)."""
     extra = "" if include_enqueued else " AND enqueued_time IS NULL"
@@ -192,7 +191,7 @@ def ready_to_enqueue(conn: sqlite3.Connection, now: float, include_enqueued: boo
     return [StageKey(*r) for r in rows]
 
 
-def restart_stage(conn: sqlite3.Connection, stage: str, now: float) -> int:
+def restart_stage(conn: Connection, stage: str, now: float) -> int:
     """Every row of a stage back to pending with fresh attempts (e.g. re-embed everything)."""
     return conn.execute(
         "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
@@ -210,7 +209,7 @@ def restart(conn: Connection, memory_id: int, stage: str, content_hash: str, now
         (memory_id, stage, content_hash, now))
 
 
-def retry_failed(conn: sqlite3.Connection, now: float) -> int:
+def retry_failed(conn: Connection, now: float) -> int:
     """Give every failed stage a fresh set of attempts (aokun repair --apply)."""
     return conn.execute(
         "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
@@ -222,7 +221,7 @@ def retry_failed(conn: sqlite3.Connection, now: float) -> int:
 _STUCK = "status = 'running' AND (lease_until IS NULL OR lease_until < ?)"
 
 
-def queue_figures(conn: sqlite3.Connection, now: float) -> dict:
+def queue_figures(conn: Connection, now: float) -> dict:
     """Counts by status from the stage rows, the age of the oldest pending one, and the
     stages in trouble: stuck (running, lease expired) and retrying (pending after a failure)."""
     counts = dict(conn.execute("SELECT status, COUNT(*) FROM memory_stages GROUP BY status").fetchall())
@@ -235,14 +234,14 @@ def queue_figures(conn: sqlite3.Connection, now: float) -> dict:
             "stuck": stuck, "retrying": retrying}
 
 
-def failed_stages(conn: sqlite3.Connection, limit: int = 50) -> list[tuple]:
+def failed_stages(conn: Connection, limit: int = 50) -> list[tuple]:
     """(memory_id, stage, attempts, last_error) of failed stages, for doctor and repair."""
     return conn.execute(
         "SELECT memory_id, stage, attempts, last_error FROM memory_stages WHERE status = 'failed'"
         " ORDER BY memory_id LIMIT ?", (limit,)).fetchall()
 
 
-def stage_problems(conn: sqlite3.Connection, now: float, limit: int = 50) -> list[dict]:
+def stage_problems(conn: Connection, now: float, limit: int = 50) -> list[dict]:
     """Failed and stuck stages, oldest first: {memory_id, stage, status ('failed' | 'stuck'),
     attempts, last_error, age_s}. A stuck stage's last_error says whose lease ran out when
     (and the error of its previous attempt, if any); age_s is the time since it failed or
@@ -273,30 +272,14 @@ def delete_for_memory(conn: Connection, memory_id: int, now: float) -> dict[str,
     return {"memory_stages": cur.rowcount}
 
 
-def table_counts(conn: sqlite3.Connection) -> dict[str, int]:
-    return {"memory_stages": conn.execute("SELECT COUNT(*) FROM memory_stages").fetchone()[0]}
-
-
-def is_done(conn: sqlite3.Connection, memory_id: int, stage: str, content_hash: str) -> bool:
+def is_done(conn: Connection, memory_id: int, stage: str, content_hash: str) -> bool:
     """Whether a stage has finished for this version of a memory's content."""
     return conn.execute(
         "SELECT 1 FROM memory_stages WHERE memory_id = ? AND stage = ? AND content_hash = ?"
         " AND status = 'done'", (memory_id, stage, content_hash)).fetchone() is not None
 
 
-def done_among(conn: sqlite3.Connection, memory_ids: Sequence[int], stage: str) -> set[int]:
-    """Those of the memories whose stage has finished for their current content."""
-    if not memory_ids:
-        return set()
-    # CROSS JOIN keeps the ids as the outer loop: one primary-key probe each.
-    return {r[0] for r in conn.execute(
-        "SELECT s.memory_id FROM json_each(?) AS j CROSS JOIN memory_stages s"
-        " ON s.memory_id = j.value AND s.stage = ? JOIN documents d ON d.id = s.memory_id"
-        " WHERE s.status = 'done' AND s.content_hash = d.content_hash",
-        (json.dumps(list(memory_ids)), stage))}
-
-
-def retrying_stages(conn: sqlite3.Connection, now: float, limit: int = 50) -> list[dict]:
+def retrying_stages(conn: Connection, now: float, limit: int = 50) -> list[dict]:
     """Stages pending again after a failed attempt, soonest retry first (the panel's queue
     page): {memory_id, stage, attempts, last_error, retry_in_s} (0 once the backoff is over)."""
     rows = conn.execute(
@@ -310,7 +293,7 @@ def retrying_stages(conn: sqlite3.Connection, now: float, limit: int = 50) -> li
              "retry_in_s": round(max(0.0, (r[4] or now) - now), 1)} for r in rows]
 
 
-def of_memory(conn: sqlite3.Connection, memory_id: int) -> list[sqlite3.Row]:
+def of_memory(conn: Connection, memory_id: int) -> list[Any]:
     """A memory's stage rows in run order (the panel's memory page): stage, status, attempts,
     last_error, next_attempt_time, lease_until, update_time, content_hash."""
     order = " ".join(f"WHEN '{stage}' THEN {i}" for i, stage in enumerate(STAGES))

@@ -4,14 +4,12 @@ graph output. The graph's writes and recall's reads are in graph.py."""
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from collections.abc import Sequence
+from typing import Any
 
-from shared.store.model.graph import NODE_TYPES
+from shared.store.portable.connection import Connection
 
 
-def entries_of_memory(conn: sqlite3.Connection, memory_id: int, limit: int = 200) -> list[sqlite3.Row]:
+def entries_of_memory(conn: Connection, memory_id: int, limit: int = 200) -> list[Any]:
     """A memory's graph entries with the node each describes (the panel's memory page): id,
     text, confidence, atom_id, node_id, node_type, node_value."""
     return conn.execute(
@@ -20,7 +18,7 @@ def entries_of_memory(conn: sqlite3.Connection, memory_id: int, limit: int = 200
         " WHERE e.source_memory_id = ? ORDER BY e.id LIMIT ?", (memory_id, limit)).fetchall()
 
 
-def edges_of_memory(conn: sqlite3.Connection, memory_id: int, limit: int = 200) -> list[sqlite3.Row]:
+def edges_of_memory(conn: Connection, memory_id: int, limit: int = 200) -> list[Any]:
     """A memory's graph edges with the nodes they join (the panel's memory page): type,
     confidence, weight, src_id, src_type, src_value, dst_id, dst_type, dst_value."""
     return conn.execute(
@@ -31,7 +29,7 @@ def edges_of_memory(conn: sqlite3.Connection, memory_id: int, limit: int = 200) 
         " ORDER BY e.id LIMIT ?", (memory_id, limit)).fetchall()
 
 
-def graph_personas(conn: sqlite3.Connection, limit: int) -> list[str]:
+def graph_personas(conn: Connection, limit: int) -> list[str]:
     """Persona ids that have graph nodes ('' for none), sorted; one index seek per persona
     (a skip scan over the (persona_id, key) index) rather than a pass over every node."""
     return [r[0] for r in conn.execute(
@@ -41,14 +39,7 @@ def graph_personas(conn: sqlite3.Connection, limit: int) -> list[str]:
         (limit,))]
 
 
-def persona_node_counts(conn: sqlite3.Connection, persona_id: str) -> dict[str, int]:
-    """{node type: count} in one persona's graph ('' for nodes without a persona), counted
-    on the (persona_id, key) index alone: a key starts with its type and a colon."""
-    return {t: conn.execute("SELECT COUNT(*) FROM graph_nodes WHERE persona_id = ? AND key >= ? AND key < ?",
-                            (persona_id, f"{t}:", f"{t};")).fetchone()[0] for t in NODE_TYPES}
-
-
-def most_connected(conn: sqlite3.Connection, persona_id: str, limit: int) -> list[tuple[int, str, str, str, int]]:
+def most_connected(conn: Connection, persona_id: str, limit: int) -> list[tuple[int, str, str, str, int]]:
     """(id, type, value, canonical, degree) of a persona's `limit` most connected nodes, where
     degree counts edge rows (one per memory), most connected first."""
     return conn.execute(
@@ -58,37 +49,13 @@ def most_connected(conn: sqlite3.Connection, persona_id: str, limit: int) -> lis
         (persona_id, limit)).fetchall()
 
 
-def edges_among(conn: sqlite3.Connection, node_ids: Sequence[int]) -> list[tuple[int, int, str, str | None, int]]:
-    """(src, dst, type, relation, memories) for edges joining two of the given nodes, one row
-    per (src, dst, type, relation) with the number of memories it comes from; relation is
-    None but for "relation" edges."""
-    ids = json.dumps(list(node_ids))
-    return conn.execute(
-        "SELECT src_node_id, dst_node_id, type, relation, COUNT(DISTINCT source_memory_id) FROM graph_edges"
-        " WHERE src_node_id IN (SELECT value FROM json_each(?))"
-        " AND dst_node_id IN (SELECT value FROM json_each(?)) GROUP BY 1, 2, 3, 4", (ids, ids)).fetchall()
-
-
-def node_row(conn: sqlite3.Connection, node_id: int) -> sqlite3.Row | None:
+def node_row(conn: Connection, node_id: int) -> Any | None:
     """One node: id, persona_id, type, value, canonical, forms (a JSON list)."""
     return conn.execute("SELECT id, persona_id, type, value, canonical, forms FROM graph_nodes"
                         " WHERE id = ?", (node_id,)).fetchone()
 
 
-def node_links(conn: sqlite3.Connection, node_id: int, limit: int) -> list[sqlite3.Row]:
-    """The nodes one edge away: id, type, value, edge_type, memories (how many memories the
-    link comes from), memory_ids (comma-separated), the most shared links first."""
-    return conn.execute(
-        "SELECT n.id, n.type, n.value, l.edge_type, COUNT(DISTINCT l.memory_id) AS memories,"
-        " group_concat(DISTINCT l.memory_id) AS memory_ids FROM ("
-        " SELECT dst_node_id AS other, type AS edge_type, source_memory_id AS memory_id"
-        " FROM graph_edges WHERE src_node_id = ? UNION ALL"
-        " SELECT src_node_id, type, source_memory_id FROM graph_edges WHERE dst_node_id = ?) l"
-        " JOIN graph_nodes n ON n.id = l.other GROUP BY n.id, l.edge_type"
-        " ORDER BY memories DESC, n.id DESC LIMIT ?", (node_id, node_id, limit)).fetchall()
-
-
-def node_relations(conn: sqlite3.Connection, node_id: int, limit: int) -> list[sqlite3.Row]:
+def node_relations(conn: Connection, node_id: int, limit: int) -> list[Any]:
     """A node's relation edges both ways: outgoing (1 when the edge leaves this node: the other
     is this node's `relation`; 0 when it arrives: this node is the other's), relation, id,
     type, value of the other node, memories (how many memories say it); most said first."""
@@ -102,7 +69,7 @@ def node_relations(conn: sqlite3.Connection, node_id: int, limit: int) -> list[s
         (node_id, node_id, limit)).fetchall()
 
 
-def node_entries(conn: sqlite3.Connection, node_id: int, limit: int) -> list[sqlite3.Row]:
+def node_entries(conn: Connection, node_id: int, limit: int) -> list[Any]:
     """The searchable entries made for a node: id, source_memory_id, text, atom_id,
     confidence, most confident first."""
     return conn.execute(
@@ -110,7 +77,7 @@ def node_entries(conn: sqlite3.Connection, node_id: int, limit: int) -> list[sql
         " ORDER BY confidence DESC, source_memory_id DESC LIMIT ?", (node_id, limit)).fetchall()
 
 
-def node_memories(conn: sqlite3.Connection, node_id: int, limit: int) -> tuple[list[int], int]:
+def node_memories(conn: Connection, node_id: int, limit: int) -> tuple[list[int], int]:
     """(ids of up to `limit` distinct memories whose graph output touches a node, most
     confident then newest first; how many such memories there are in all)."""
     rows = conn.execute(

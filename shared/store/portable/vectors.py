@@ -8,15 +8,13 @@ cost of one tiny read per recall.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from shared.store import meta
 from shared.store.model.meta import VECTOR_TOMBSTONE_FLOOR
 from shared.store.model.vectors import VectorRow, foreign_spaces_from
+from shared.store.portable import meta
 from shared.store.portable.connection import BatchCursor, Connection
 
 
@@ -25,11 +23,11 @@ def next_seq(conn: Connection) -> int:
     return meta.increment(conn, meta.VECTOR_SEQ)
 
 
-def current_seq(conn: sqlite3.Connection) -> int:
+def current_seq(conn: Connection) -> int:
     return int(meta.get(conn, meta.VECTOR_SEQ) or 0)
 
 
-def upsert(conn: sqlite3.Connection, row: VectorRow, now: float) -> None:
+def upsert(conn: Connection, row: VectorRow, now: float) -> None:
     """Store one L2-normalised float32 vector, replacing any older one for the same owner."""
     vector = np.ascontiguousarray(row.vector, dtype=np.float32)
     conn.execute(
@@ -55,7 +53,7 @@ def delete_for_memory(conn: Connection, memory_id: int, now: float,
     return {"vectors": len(owners)}
 
 
-def delete_owners(conn: sqlite3.Connection, kind: str, owner_ids: Sequence[int], now: float) -> int:
+def delete_owners(conn: Connection, kind: str, owner_ids: Sequence[int], now: float) -> int:
     """Remove some owners' vectors, leaving tombstones; return how many were removed."""
     removed = 0
     for owner_id in owner_ids:
@@ -66,14 +64,7 @@ def delete_owners(conn: sqlite3.Connection, kind: str, owner_ids: Sequence[int],
     return removed
 
 
-def iter_space(conn: sqlite3.Connection, kind: str, model: str, dim: int,
-               batch: int = 5000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(ids, matrix) batches of every vector of one space."""
-    return _batches(conn.execute("SELECT owner_id, vector FROM vectors WHERE kind = ? AND model = ?"
-                                 " AND dim = ?", (kind, model, dim)), dim, batch)
-
-
-def _batches(cursor: BatchCursor, dim: int, batch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def batches(cursor: BatchCursor, dim: int, batch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(owner ids, vectors) from (owner_id, vector) rows, `batch` rows at a time."""
     while rows := cursor.fetchmany(batch):
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -81,23 +72,23 @@ def _batches(cursor: BatchCursor, dim: int, batch: int) -> Iterator[tuple[np.nda
         yield ids, matrix
 
 
-def space_count(conn: sqlite3.Connection, kind: str, model: str, dim: int) -> int:
+def space_count(conn: Connection, kind: str, model: str, dim: int) -> int:
     return conn.execute("SELECT COUNT(*) FROM vectors WHERE kind = ? AND model = ? AND dim = ?",
                         (kind, model, dim)).fetchone()[0]
 
 
-def stored_dim(conn: sqlite3.Connection, kind: str, model: str) -> int:
+def stored_dim(conn: Connection, kind: str, model: str) -> int:
     """The dimension of stored vectors of this kind and model, or 0 if there are none."""
     row = conn.execute("SELECT dim FROM vectors WHERE kind = ? AND model = ? LIMIT 1", (kind, model)).fetchone()
     return row[0] if row else 0
 
 
-def tombstone_floor(conn: sqlite3.Connection) -> int:
+def tombstone_floor(conn: Connection) -> int:
     """Tombstones at or below this sequence were pruned: a front older than it must rebuild."""
     return int(meta.get(conn, VECTOR_TOMBSTONE_FLOOR) or 0)
 
 
-def prune_tombstones(conn: sqlite3.Connection, older_than: float) -> int:
+def prune_tombstones(conn: Connection, older_than: float) -> int:
     """Drop old tombstones and raise the floor so lagging fronts know to rebuild."""
     top = conn.execute("SELECT MAX(seq) FROM vector_tombstones WHERE create_time < ?", (older_than,)).fetchone()[0]
     if top is None:
@@ -106,29 +97,25 @@ def prune_tombstones(conn: sqlite3.Connection, older_than: float) -> int:
     return conn.execute("DELETE FROM vector_tombstones WHERE seq <= ?", (top,)).rowcount
 
 
-def space_figures(conn: sqlite3.Connection) -> list[tuple[str, str, int, int]]:
+def space_figures(conn: Connection) -> list[tuple[str, str, int, int]]:
     """(kind, model, dim, count) for every stored vector space."""
     return conn.execute("SELECT kind, model, dim, COUNT(*) FROM vectors GROUP BY kind, model, dim").fetchall()
 
 
-def documents_with_vector(conn: sqlite3.Connection, model: str, dim: int) -> int:
+def documents_with_vector(conn: Connection, model: str, dim: int) -> int:
     """Live documents that have a vector in the given space."""
     return conn.execute(
         "SELECT COUNT(*) FROM vectors v JOIN documents d ON d.id = v.owner_id"
         " WHERE v.kind = 'document' AND v.model = ? AND v.dim = ?", (model, dim)).fetchone()[0]
 
 
-def table_counts(conn: sqlite3.Connection) -> dict[str, int]:
-    return {"vectors": conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]}
-
-
-def foreign_spaces(conn: sqlite3.Connection, model: str, dim: int) -> list[tuple[str, str, int, int]]:
+def foreign_spaces(conn: Connection, model: str, dim: int) -> list[tuple[str, str, int, int]]:
     """Stored vector spaces other than (model, dim): made by another model or dimension.
     dim 0 means the dimension is not known yet (an API model): only the model is compared."""
     return foreign_spaces_from(space_figures(conn), model, dim)
 
 
-def delete_foreign(conn: sqlite3.Connection, model: str, dim: int, now: float) -> int:
+def delete_foreign(conn: Connection, model: str, dim: int, now: float) -> int:
     """Remove every vector not of (model, dim), leaving tombstones; return how many."""
     rows = conn.execute("SELECT kind, owner_id FROM vectors WHERE model != ? OR dim != ?",
                         (model, dim)).fetchall()
@@ -139,7 +126,7 @@ def delete_foreign(conn: sqlite3.Connection, model: str, dim: int, now: float) -
     return len(rows)
 
 
-def foreign_space_warning(conn: sqlite3.Connection, model: str, dim: int) -> str | None:
+def foreign_space_warning(conn: Connection, model: str, dim: int) -> str | None:
     """A plain message when stored vectors come from another model or dimension, else None."""
     foreign = foreign_spaces(conn, model, dim)
     if not foreign:
@@ -154,36 +141,3 @@ def foreign_space_warning(conn: sqlite3.Connection, model: str, dim: int) -> str
 # prefers the primary key's kind prefix and reads every vector of the kind: 0.16 s at 100k
 # vectors for 1,000 changed rows, 5 ms through vectors_seq.
 
-def iter_changes(conn: sqlite3.Connection, kind: str, model: str, dim: int, after_seq: int,
-                 batch: int = 5000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(ids, matrix) batches of one vector space's rows written after `after_seq`."""
-    return _batches(conn.execute(
-        "SELECT owner_id, vector FROM vectors INDEXED BY vectors_seq"
-        " WHERE seq > ? AND kind = ? AND model = ? AND dim = ?", (after_seq, kind, model, dim)), dim, batch)
-
-
-def owners_changed_since(conn: sqlite3.Connection, kind: str, after_seq: int) -> list[int]:
-    """Owners of `kind` whose vector was written, replaced or deleted after `after_seq`."""
-    rows = conn.execute(
-        "SELECT owner_id FROM vectors INDEXED BY vectors_seq WHERE seq > ? AND kind = ?"
-        " UNION SELECT owner_id FROM vector_tombstones WHERE seq > ? AND kind = ?",
-        (after_seq, kind, after_seq, kind)).fetchall()
-    return [r[0] for r in rows]
-
-
-def changes_since(conn: sqlite3.Connection, kind: str, after_seq: int) -> int:
-    """How many vector writes and deletions of `kind` came after `after_seq`."""
-    return conn.execute(
-        "SELECT (SELECT COUNT(*) FROM vectors INDEXED BY vectors_seq WHERE seq > ? AND kind = ?)"
-        " + (SELECT COUNT(*) FROM vector_tombstones WHERE seq > ? AND kind = ?)",
-        (after_seq, kind, after_seq, kind)).fetchone()[0]
-
-
-def owners_with_vectors(conn: sqlite3.Connection, kind: str, model: str, owner_ids: Sequence[int]) -> set[int]:
-    """Those of the owners that have a vector of this kind and model."""
-    if not owner_ids:
-        return set()
-    return {r[0] for r in conn.execute(
-        "SELECT v.owner_id FROM json_each(?) AS j CROSS JOIN vectors v"
-        " ON v.kind = ? AND v.owner_id = j.value WHERE v.model = ?",
-        (json.dumps(list(owner_ids)), kind, model))}

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
+from shared.store.portable.connection import Connection
 
-def record(conn: sqlite3.Connection, model: str, prompt_tokens: int, completion_tokens: int,
+
+def record(conn: Connection, model: str, prompt_tokens: int, completion_tokens: int,
            failed: bool, now: float) -> None:
     """Count one call (inside the caller's write transaction). The columns of the stored row
     are named with their table: PostgreSQL finds a bare `calls` ambiguous (row or excluded)."""
@@ -19,7 +20,7 @@ def record(conn: sqlite3.Connection, model: str, prompt_tokens: int, completion_
         (model, int(prompt_tokens), int(completion_tokens), int(failed), now))
 
 
-def figures(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
+def figures(conn: Connection) -> dict[str, dict[str, Any]]:
     """{model: {calls, prompt_tokens, completion_tokens, failures}}."""
     return {row[0]: {"calls": row[1], "prompt_tokens": row[2], "completion_tokens": row[3],
                      "failures": row[4]}

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections.abc import Sequence
 
+from shared.store.portable.connection import Connection
 
-def before(conn: sqlite3.Connection, persona_id: str | None, session_id: str | None,
+
+def before(conn: Connection, persona_id: str | None, session_id: str | None,
            moment: float, limit: int, window_s: float, before_id: int | None = None,
            participants: Sequence[str] = (), text: str = "") -> list[tuple[int, str]]:
     """(id, text) of up to `limit` memories stored before `before_id` (or last) in the same
@@ -66,7 +67,7 @@ def dialogue_of(participants: Sequence[str], text: str) -> frozenset[str] | None
     return frozenset() if _SPEAKER_TURN.match(text) else None
 
 
-def link(tx: sqlite3.Connection, memory_id: int, neighbour_ids: Sequence[int]) -> None:
+def link(tx: Connection, memory_id: int, neighbour_ids: Sequence[int]) -> None:
     """Record a memory's neighbours (replacing any it had), nearest first."""
     tx.execute("DELETE FROM memory_context WHERE memory_id = ?", (memory_id,))
     tx.executemany("INSERT INTO memory_context (memory_id, neighbour_id, position) VALUES (?, ?, ?)",
@@ -83,35 +84,22 @@ IN_CONVERSATION = (
     " AND (d.session_id = m.session_id OR (d.session_id IS NULL AND m.session_id IS NULL))")
 
 
-def of(conn: sqlite3.Connection, memory_id: int) -> list[tuple[int, str]]:
+def of(conn: Connection, memory_id: int) -> list[tuple[int, str]]:
     """(id, text) of a memory's neighbours still in its conversation, nearest first."""
     return [(r[0], r[1]) for r in conn.execute(
         f"SELECT d.id, d.text FROM memory_context c {IN_CONVERSATION}"
         " WHERE c.memory_id = ? ORDER BY c.position", (memory_id,))]
 
 
-def dependents(conn: sqlite3.Connection, neighbour_id: int) -> list[int]:
+def dependents(conn: Connection, neighbour_id: int) -> list[int]:
     """Memories that carry this one's words in their context."""
     return [r[0] for r in conn.execute(
         "SELECT memory_id FROM memory_context WHERE neighbour_id = ? ORDER BY memory_id", (neighbour_id,))]
 
 
-def unlink(tx: sqlite3.Connection, memory_id: int) -> list[int]:
+def unlink(tx: Connection, memory_id: int) -> list[int]:
     """Forget a memory's links both ways; return the memories that had it as a neighbour."""
     carriers = dependents(tx, memory_id)
     tx.execute("DELETE FROM memory_context WHERE memory_id = ? OR neighbour_id = ?", (memory_id, memory_id))
     return carriers
 
-
-def texts_of(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, list[str]]:
-    """{memory id: its neighbours' texts (those still in its conversation), nearest first}
-    for many memories at once."""
-    out: dict[int, list[str]] = {i: [] for i in ids}
-    if not ids:
-        return out
-    for memory_id, text in conn.execute(
-            f"SELECT c.memory_id, d.text FROM memory_context c {IN_CONVERSATION}"
-            " WHERE c.memory_id IN (SELECT value FROM json_each(?)) ORDER BY c.memory_id, c.position",
-            (json.dumps(list(ids)),)):
-        out[memory_id].append(text)
-    return out

@@ -1,9 +1,5 @@
-"""The knowledge graph: nodes, edges and searchable entries that map back to memories.
-
-Nodes are keyed on (persona, type, canonical form): "Alice" and "ALICE" are one person node,
-which keeps every written form it was seen in. Each entry and fact node comes from one stored
-atom (its id kept on the entry), so an atom's graph output is found and removed by atom id.
-"""
+"""The graph on SQLite: node upserts, the FTS5 index of entries (graph_entries_fts), and the
+reads that pass id lists through json_each. The rest is portable (portable/graph.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +7,10 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from shared.store import meta
-from shared.store.model.graph import ENTITY_TYPES, EdgeSpec, EntrySpec, MemoryGraph, NodeSpec, nodes_of
+from shared.store.model.graph import ENTITY_TYPES, MemoryGraph, NodeSpec, nodes_of
+from shared.store.portable import meta
 from shared.store.portable.connection import Connection
+from shared.store.portable.graph import ENTRY_INSERT, entity_typed, entry_values, insert_edges
 from shared.store.sqlite.match import any_of
 
 
@@ -37,26 +34,6 @@ def replace_for_memory(conn: sqlite3.Connection, memory_id: int, persona_id: str
     return entry_ids
 
 
-# Shared with the PostgreSQL version of replace_for_memory (shared/store/postgres/graph.py),
-# which differs only in how a new entry's id comes back and where its search row goes.
-ENTRY_INSERT = ("INSERT INTO graph_entries (source_memory_id, node_id, persona_id, text, confidence,"
-                " content_hash, create_time, atom_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-
-
-def entry_values(memory_id: int, persona_id: str | None, ids: dict[str, int], entry: EntrySpec,
-                 content_hash: str, now: float) -> tuple:
-    return (memory_id, ids[entry.node.key] if entry.node else None, persona_id, entry.text,
-            entry.confidence, content_hash, now, entry.atom_id)
-
-
-def insert_edges(conn, memory_id: int, ids: dict[str, int], edges: Sequence[EdgeSpec], now: float) -> None:
-    conn.executemany(
-        "INSERT INTO graph_edges (source_memory_id, src_node_id, dst_node_id, type, confidence,"
-        " weight, create_time, relation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [(memory_id, ids[e.src.key], ids[e.dst.key], e.type, e.confidence, e.weight, now, e.relation)
-         for e in edges])
-
-
 def _upsert_node(conn: sqlite3.Connection, persona: str, node: NodeSpec, now: float) -> int:
     """The node's id; a form of the name not seen before is added to its forms. An entity is
     one node per name in a persona's graph: the type it was first given stays, so one name
@@ -70,19 +47,6 @@ def _upsert_node(conn: sqlite3.Connection, persona: str, node: NodeSpec, now: fl
                  (persona, node.key, node.type, node.value, node.canonical, now, node.value))
     return conn.execute("SELECT id FROM graph_nodes WHERE persona_id = ? AND key = ?",
                         (persona, node.key)).fetchone()[0]
-
-
-def entity_typed(conn, persona: str, node: NodeSpec) -> NodeSpec:
-    """The node as it will be stored: an entity takes the type its name already has in the
-    persona's graph (see _upsert_node)."""
-    if node.type in ENTITY_TYPES:
-        row = conn.execute(
-            "SELECT type FROM graph_nodes WHERE persona_id = ? AND canonical = ? AND type IN"
-            f" ({','.join('?' * len(ENTITY_TYPES))}) ORDER BY id LIMIT 1",
-            (persona, node.canonical, *ENTITY_TYPES)).fetchone()
-        if row is not None and row[0] != node.type:
-            return NodeSpec(row[0], node.value, node.canonical)
-    return node
 
 
 def search_entries(conn: sqlite3.Connection, terms: Sequence[str], persona_id: str | None,
@@ -181,16 +145,6 @@ def entry_ids_of_memories(conn: sqlite3.Connection, memory_ids: Sequence[int]) -
     return [r[0] for r in conn.execute(
         "SELECT id FROM graph_entries WHERE source_memory_id IN (SELECT value FROM json_each(?))",
         (json.dumps(list(memory_ids)),))]
-
-
-def entries_memories(conn: sqlite3.Connection, entry_ids: Sequence[int]) -> dict[int, tuple[int, float]]:
-    """{entry_id: (memory_id, confidence)}."""
-    if not entry_ids:
-        return {}
-    marks = ",".join("?" * len(entry_ids))
-    return {r[0]: (r[1], r[2]) for r in conn.execute(
-        f"SELECT id, source_memory_id, confidence FROM graph_entries WHERE id IN ({marks})",
-        tuple(entry_ids))}
 
 
 def entries_of_atoms(conn: sqlite3.Connection, atom_ids: Sequence[int]) -> list[int]:

@@ -15,9 +15,9 @@ import socket
 import time
 
 from shared.platform import pid_alive
-from shared.store import meta
 from shared.store.model.meta import WORKERS_LAST_SEEN
 from shared.store.model.runtime import ProcessRow
+from shared.store.portable import meta
 
 # -- workers -------------------------------------------------------------------------------
 

@@ -9,9 +9,9 @@ commit on. A revoked user keeps its row (and its name) until the name is given a
 from __future__ import annotations
 
 import json
-import sqlite3
 
 from shared.store.model.users import UserRow
+from shared.store.portable.connection import Connection
 
 _COLUMNS = "name, personas, admin, create_time, revoke_time"
 
@@ -20,7 +20,7 @@ def _user(row) -> UserRow:
     return UserRow(row[0], tuple(json.loads(row[1])), bool(row[2]), row[3], row[4])
 
 
-def add(conn: sqlite3.Connection, name: str, token_hash: str, personas: tuple[str, ...],
+def add(conn: Connection, name: str, token_hash: str, personas: tuple[str, ...],
         admin: bool, now: float) -> bool:
     """A new user; False (nothing written) when a user of that name is not revoked. A revoked
     user's name is given again: its row becomes the new user's (new token, new time)."""
@@ -34,37 +34,37 @@ def add(conn: sqlite3.Connection, name: str, token_hash: str, personas: tuple[st
     return cursor.rowcount == 1
 
 
-def revoke(conn: sqlite3.Connection, name: str, now: float) -> bool:
+def revoke(conn: Connection, name: str, now: float) -> bool:
     """Refuse the user's token from this commit on; False when no such user is active."""
     return conn.execute("UPDATE users SET revoke_time = ? WHERE name = ? AND revoke_time IS NULL",
                         (now, name)).rowcount == 1
 
 
-def by_token_hash(conn: sqlite3.Connection, token_hash: str) -> UserRow | None:
+def by_token_hash(conn: Connection, token_hash: str) -> UserRow | None:
     """The active (not revoked) user whose token has this hash."""
     row = conn.execute(f"SELECT {_COLUMNS} FROM users WHERE token_hash = ? AND revoke_time IS NULL",
                        (token_hash,)).fetchone()
     return None if row is None else _user(row)
 
 
-def holder_of(conn: sqlite3.Connection, token_hash: str) -> UserRow | None:
+def holder_of(conn: Connection, token_hash: str) -> UserRow | None:
     """The user whose token has this hash, revoked or not: a revoked user's token stays
     that user's, never taken for anyone else's."""
     row = conn.execute(f"SELECT {_COLUMNS} FROM users WHERE token_hash = ?", (token_hash,)).fetchone()
     return None if row is None else _user(row)
 
 
-def get(conn: sqlite3.Connection, name: str) -> UserRow | None:
+def get(conn: Connection, name: str) -> UserRow | None:
     """The user of this name, revoked or not."""
     row = conn.execute(f"SELECT {_COLUMNS} FROM users WHERE name = ?", (name,)).fetchone()
     return None if row is None else _user(row)
 
 
-def all_users(conn: sqlite3.Connection) -> list[UserRow]:
+def all_users(conn: Connection) -> list[UserRow]:
     """Every user, revoked ones included, by name."""
     return [_user(row) for row in conn.execute(f"SELECT {_COLUMNS} FROM users ORDER BY name")]
 
 
-def any_active(conn: sqlite3.Connection) -> bool:
+def any_active(conn: Connection) -> bool:
     """Whether any user is active: then an HTTP front without server.token asks for a token."""
     return conn.execute("SELECT 1 FROM users WHERE revoke_time IS NULL LIMIT 1").fetchone() is not None

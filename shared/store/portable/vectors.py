@@ -137,7 +137,3 @@ def foreign_space_warning(conn: Connection, model: str, dim: int) -> str | None:
             "the rest. Run `aokun rebuild-index` to re-embed everything with the configured model.")
 
 
-# Changes since a sequence number are read through the index on seq. Without statistics SQLite
-# prefers the primary key's kind prefix and reads every vector of the kind: 0.16 s at 100k
-# vectors for 1,000 changed rows, 5 ms through vectors_seq.
-

@@ -169,16 +169,16 @@ def vacuum_deleted(db: PgDatabase) -> bool:
     """After a delete's commit (and in the worker's hourly housekeeping): VACUUM the tables
     that held the memory, so its rows' space is reclaimed rather than left as dead tuples.
     PostgreSQL does not zero freed space: bytes stay in data files and WAL until overwritten
-    (README, team deployment). Without ANALYZE: at 100k memories that is ~90 ms instead of
-    ~1 s, in every delete's reply."""
+    (README, team deployment). Without ANALYZE, which would cost every delete's reply many
+    times as much."""
     return _run_maintenance(db, psycopg.sql.SQL("VACUUM {}").format(
         psycopg.sql.SQL(", ").join(psycopg.sql.Identifier(t) for t in _DELETED_WORDS_TABLES)))
 
 
 def vacuum_analyze(db: PgDatabase) -> bool:
     """The worker's hourly housekeeping: VACUUM (ANALYZE) of the whole database, so the
-    planner's statistics follow the store's growth even where autovacuum is off (a 100k store
-    seeded without them recalled at 280 ms p50; analyzed, 49 ms)."""
+    planner's statistics follow the store's growth even where autovacuum is off (a store
+    grown without them plans recall for the tables it once was)."""
     return _run_maintenance(db, psycopg.sql.SQL("VACUUM (ANALYZE)"))
 
 

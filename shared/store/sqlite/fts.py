@@ -6,13 +6,13 @@ marker — the row's terms once more — into a new segment, and the terms stay 
 a merge reaches the oldest segment. Two ways to drop them inside the deleting transaction:
 
 - SQLite >= 3.44: the table option 'secure-delete' edits the existing segments in place at
-  each delete (26 ms p50 per delete at 100k memories; the first one also optimizes once). It
+  each delete, at a cost that does not grow with the store (the first one also optimizes once). It
   is persistent, and the first delete with it raises the table's format to version 5, which
   SQLite 3.40 refuses to read ("invalid fts5 file format"); to go back, set the table's
   `version` row in `<table>_config` to 4, delete its `secure-delete` row, then 'rebuild'.
 - Older SQLite: 'optimize' merges every segment into one, which drops the delete markers and
-  the entries they shadow. It rewrites the whole index, so its cost grows with the store:
-  1.2 s p50 per delete at 100k memories, 0.14 s at 10k (scripts/bench_delete.py). No partial
+  the entries they shadow. It rewrites the whole index, so its cost grows with the store
+  (scripts/bench_delete.py; docs/performance.md). No partial
   'merge' does it for less: markers only vanish when merged into the oldest segment, which is
   rewritten whole, and the row's own entries sit in that segment once it is old.
 

@@ -217,9 +217,8 @@ MIGRATIONS = [
         " enqueued_time = NULL, lease_owner = NULL, lease_until = NULL, last_error = NULL"
         " WHERE stage = 'graph'",
     ]),
-    # The panel's overview counts vectors per space and atoms per type and state: both were
-    # full scans with a temporary B-tree at 100k memories (93 ms and 44 ms; 12 ms and 4 ms
-    # from these indexes alone).
+    # The panel's overview counts vectors per space and atoms per type and state: without these
+    # indexes both are full scans with a temporary B-tree.
     Migration(5, "indexes for the panel's counts", [
         "CREATE INDEX vectors_space ON vectors (kind, model, dim)",
         "CREATE INDEX memory_atoms_type_state ON memory_atoms (type, state)",
@@ -258,8 +257,8 @@ MIGRATIONS = [
         " tokenize = 'porter unicode61 remove_diacritics 2')",
     ]),
     # BM25 ranks only the recall's persona / session: a scope column of tokens that mark them
-    # (shared/store/sqlite/match.py). At 100k memories in 50 personas FTS5 scored every row holding a
-    # query term, in every persona. Made again and back-filled like migration 7.
+    # (shared/store/sqlite/match.py); without it FTS5 scores every row holding a query term, in
+    # every persona. Made again and back-filled like migration 7.
     Migration(8, "scoped BM25 rows", [
         "DROP TABLE documents_fts",
         "CREATE VIRTUAL TABLE documents_fts USING fts5(tokens, context, scope,"

@@ -23,6 +23,8 @@ def table_counts(conn: sqlite3.Connection) -> dict[str, int]:
     return {"vectors": conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]}
 
 
+# Changes since a sequence number are read through the index on seq (INDEXED BY): without
+# statistics SQLite prefers the primary key's kind prefix and reads every vector of the kind.
 def iter_changes(conn: sqlite3.Connection, kind: str, model: str, dim: int, after_seq: int,
                  batch: int = 5000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(ids, matrix) batches of one vector space's rows written after `after_seq`."""

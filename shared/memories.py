@@ -33,7 +33,7 @@ from shared.errors import InvalidInput
 from shared.extract.atomize import ttl_days
 from shared.live_config import LiveConfig
 from shared.logs import RateLimitedWarnings
-from shared.store.backup import backups_holding
+from shared.store import backups_holding
 from shared.store.interface import Session, Store
 from shared.store.model import meta
 from shared.store.model.documents import Document, History, MemoryFields, content_hash, epoch, stored_text, unmarked

@@ -1,7 +1,8 @@
-"""The store's face: open one, or restore one from a backup, on the engine the configuration
-names. What a store offers is its interface (interface.py: Store, Session, one Protocol per
-aggregate) over the engine-free model (model/); the engines are sibling packages, sqlite/ and
-postgres/, each subclassing the aggregates of portable/ whose SQL both run."""
+"""The store's face: open one, restore one from a backup, or find the backups that hold a
+memory, each on the engine it is for. What a store offers is its interface (interface.py:
+Store, Session, one Protocol per aggregate) over the engine-free model (model/); the engines
+are sibling packages, sqlite/ and postgres/, each subclassing the aggregates of portable/
+whose SQL both run."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shared.config import StorageConfig
-from shared.store.sqlite.backup import restore_backup
+from shared.store.backup import DUMP_SUFFIX, backup_files
+from shared.store.sqlite.backup import backup_holds, restore_backup
 from shared.store.sqlite.store import open_sqlite_store
 
 if TYPE_CHECKING:
@@ -35,7 +37,26 @@ def restore(file: Path, storage: StorageConfig, live_workers: list[str]) -> Path
     nothing on both engines: a restore stopped at any point, killed included, leaves the
     store as it was or wholly restored (sqlite/restore.py, postgres/backup.py)."""
     if storage.backend == "postgresql":
+        # Lazy imports: as in open_store.
         from shared.store.postgres.backup import restore_dump
 
         return restore_dump(file, storage, live_workers)
     return restore_backup(file, storage, live_workers)
+
+
+def backups_holding(directory: Path, memory_id: int, content_hash: str, create_time: float) -> list[str]:
+    """The names of the backup files in directory (of both engines) that hold the memory: a
+    documents row with its id and its text now or its creation time (an earlier version of
+    it, before an edit). A PostgreSQL dump's documents data is read as pg_restore streams it;
+    a file that cannot be read is left out."""
+    holding: list[str] = []
+    for path in backup_files(directory):
+        if path.suffix == DUMP_SUFFIX:
+            # Lazy imports: pg_restore's reader loads only where a folder holds dumps.
+            from shared.store.postgres.dump_reading import dump_holds
+
+            if dump_holds(path, memory_id, content_hash, create_time):
+                holding.append(path.name)
+        elif backup_holds(path, memory_id, content_hash, create_time):
+            holding.append(path.name)
+    return holding

@@ -7,16 +7,15 @@ restore.
 
 A store on PostgreSQL is backed up with pg_dump into `*.dump` files beside (or instead of) the
 SQLite store's `*.db` ones (shared/store/postgres/backup.py); both are named, written, checked,
-swept and pruned by the same rules here, and retention, latest_backup and backups_holding see
-both kinds. A backup holds every memory: its file is its owner's only (0600), in a folder that
-is too (0700).
+swept and pruned by the same rules here, and retention and latest_backup see both kinds
+(shared.store.backups_holding reads both). A backup holds every memory: its file is its
+owner's only (0600), in a folder that is too (0700).
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-import sqlite3
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -91,35 +90,6 @@ def _sweep(directory: Path) -> list[Path]:
     for partial in found:
         remove_with_journals(partial)
     return found
-
-
-def backups_holding(directory: Path, memory_id: int, content_hash: str, create_time: float) -> list[str]:
-    """The names of the backup files in directory that hold the memory: a documents row with
-    its id and its text now or its creation time (an earlier version of it, before an edit).
-    Each file is opened read-only and immutable (nothing is written, no journal is made);
-    a PostgreSQL dump's documents data is read as pg_restore streams it (postgres/backup.py);
-    one that cannot be read is left out."""
-    holding = []
-    for path in backup_files(directory):
-        if path.suffix == DUMP_SUFFIX:
-            # Lazy imports: pg_restore's reader loads only where a folder holds dumps.
-            from shared.store.postgres.dump_reading import dump_holds
-
-            if dump_holds(path, memory_id, content_hash, create_time):
-                holding.append(path.name)
-            continue
-        try:
-            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
-            try:
-                row = conn.execute("SELECT 1 FROM documents WHERE id = ? AND (content_hash = ? OR "
-                                   "create_time = ?)", (memory_id, content_hash, create_time)).fetchone()
-            finally:
-                conn.close()
-        except sqlite3.Error:
-            continue
-        if row is not None:
-            holding.append(path.name)
-    return holding
 
 
 def _reserve_names(directory: Path, now: float, reason: str, suffix: str = SQLITE_SUFFIX) -> tuple[Path, Path]:

@@ -61,3 +61,19 @@ def restore_backup(file: Path, storage: StorageConfig, live_workers: list[str]) 
         raise other_engine_refusal(file, "a PostgreSQL dump (*.dump)", "PostgreSQL", "SQLite")
     refuse_restoring(file, integrity(file), live_workers, storage.data_dir)
     return restore_file(file, storage)
+
+
+def backup_holds(path: Path, memory_id: int, content_hash: str, create_time: float) -> bool:
+    """Whether a SQLite backup file holds the memory (a documents row with its id and its text
+    now or its creation time), the file opened read-only and immutable (nothing is written, no
+    journal is made); one that cannot be read holds nothing."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+        try:
+            row = conn.execute("SELECT 1 FROM documents WHERE id = ? AND (content_hash = ? OR "
+                               "create_time = ?)", (memory_id, content_hash, create_time)).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    return row is not None

@@ -85,7 +85,7 @@ def test_a_worker_killed_inside_the_daily_backup_completes_it_after_a_restart(tm
 CLAIM_AND_HANG = """
 import os, socket, sys, time
 from shared.config import load_config
-from shared.store.sqlite.schema import open_store
+from shared.store import open_store
 store = open_store(load_config(sys.argv[1]).storage)
 with store.write() as tx:
     assert tx.runtime.claim_periodic_run(sys.argv[2], 60.0, time.time(), "doomed-worker",

@@ -27,7 +27,7 @@ SUMMARIZE = textwrap.dedent("""
     from pathlib import Path
     from shared.config import StorageConfig, SummarizerConfig, TextConfig
     from shared.extract.atomize import AtomRules
-    from shared.store.sqlite.schema import open_store
+    from shared.store import open_store
     from shared.summarize.conversation import parse_conversation
     from shared.summarize.rules import RulesSummarizer
     from shared.summarize.summarizer import Summarizer

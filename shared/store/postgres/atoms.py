@@ -1,7 +1,7 @@
 """Atoms on PostgreSQL: the portable aggregate (shared/store/portable/aggregates.py) with
-PostgreSQL versions of the methods whose SQL is each engine's own — the search rows live in this package's full-text
-tables (fulltext.py), id lists are arrays, new ids come back by RETURNING, and a nullable
-persona is compared with IS NULL or =.
+PostgreSQL versions of the methods whose SQL is each engine's own — the search rows live in
+this package's full-text tables (fulltext.py), id lists are arrays, new ids come back by
+RETURNING, and a nullable persona is compared with IS NULL or =.
 
 Reads that SQLite answers in an index's order without saying so (an id list looked up through
 an index, GROUP BY output) say their order here: PostgreSQL's heap order is not the id order

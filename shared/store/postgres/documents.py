@@ -1,7 +1,7 @@
-"""Documents, their full text, conversation context and consistency on PostgreSQL: the
-portable aggregates (shared/store/portable/aggregates.py) with PostgreSQL versions of the
-methods whose SQL is each engine's own — the BM25 rows live in this package's full-text tables (fulltext.py), id lists
-are arrays, and a new id comes back by RETURNING.
+"""Documents, their full text, conversation context and consistency on PostgreSQL: the portable
+aggregates (shared/store/portable/aggregates.py) with PostgreSQL versions of the methods whose
+SQL is each engine's own — the BM25 rows live in this package's full-text tables
+(fulltext.py), id lists are arrays, and a new id comes back by RETURNING.
 
 The functions take a PgConnection (connection.py): `execute` for the qmark SQL shared with
 SQLite, `sql` for statements written for PostgreSQL.

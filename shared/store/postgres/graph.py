@@ -1,8 +1,8 @@
 """The graph on PostgreSQL: the portable aggregate (shared/store/portable/aggregates.py) with
-PostgreSQL versions of the methods whose SQL is each engine's own — entries' search rows live in this package's
-full-text tables (fulltext.py), id lists are arrays, new ids come back by RETURNING, a nullable
-persona is compared with IS NULL or =, and graph_nodes.forms (TEXT holding a JSON list) is
-merged with jsonb functions.
+PostgreSQL versions of the methods whose SQL is each engine's own — entries' search rows live
+in this package's full-text tables (fulltext.py), id lists are arrays, new ids come back by
+RETURNING, a nullable persona is compared with IS NULL or =, and graph_nodes.forms (TEXT
+holding a JSON list) is merged with jsonb functions.
 
 Reads that SQLite answers in an index's order without saying so (an id list looked up through
 an index, GROUP BY output) say their order here: PostgreSQL's heap order is not the id order

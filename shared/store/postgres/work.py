@@ -1,8 +1,9 @@
-"""The stage journal, vectors, meta, heartbeats and usage on PostgreSQL: the
-portable aggregates (shared/store/portable/aggregates.py) with PostgreSQL versions of the
-methods whose SQL is each engine's own — id lists are arrays instead of json_each, the change-sequence reads need no
-INDEXED BY, whole vector spaces stream through a server-side cursor, and the store id is
-one a DOUBLE PRECISION meta value holds exactly.
+"""The stage journal, vectors and meta on PostgreSQL: the portable aggregates
+(shared/store/portable/aggregates.py) with PostgreSQL versions of the methods whose SQL is
+each engine's own — id lists are arrays instead of json_each, the change-sequence reads need
+no INDEXED BY, whole vector spaces stream through a server-side cursor, and the store id is
+one a DOUBLE PRECISION meta value holds exactly. Heartbeats and usage need nothing of
+their own (portable/runtime.py, portable/usage.py).
 
 The change sequence stays the meta row 'vector_seq' (not a PostgreSQL SEQUENCE): it is taken
 under the write lock (connection.py), so numbers are handed out in commit order and a front
@@ -22,9 +23,7 @@ import numpy as np
 from shared.store.portable import meta, vectors
 from shared.store.portable.aggregates import (
     PortableMeta,
-    PortableRuntime,
     PortableStages,
-    PortableUsage,
     PortableVectors,
 )
 from shared.store.postgres.connection import PgConnection
@@ -130,14 +129,3 @@ def ensure_store_id(conn: PgConnection) -> int:
 class PostgresMeta(PortableMeta):
     def ensure_store_id(self):
         return self._run.write(ensure_store_id)
-
-
-# -- runtime and usage: their SQL is portable ----------------------------------------------
-
-
-class PostgresRuntime(PortableRuntime):
-    pass
-
-
-class PostgresUsage(PortableUsage):
-    pass

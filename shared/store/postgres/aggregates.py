@@ -24,7 +24,7 @@ from shared.store.interface import (
     Users,
     Vectors,
 )
-from shared.store.portable.aggregates import PortableUsers
+from shared.store.portable.aggregates import PortableRuntime, PortableUsage, PortableUsers
 from shared.store.postgres.atoms import PostgresAtoms
 from shared.store.postgres.documents import (
     PostgresConsistency,
@@ -37,7 +37,7 @@ from shared.store.postgres.documents import (
 from shared.store.postgres.graph import PostgresGraph
 from shared.store.postgres.graph_browse import PostgresGraphBrowse
 from shared.store.postgres.tables import PostgresTables
-from shared.store.postgres.work import PostgresMeta, PostgresRuntime, PostgresStages, PostgresUsage, PostgresVectors
+from shared.store.postgres.work import PostgresMeta, PostgresStages, PostgresVectors
 
 __all__ = ["Aggregates", "vacuum_analyze", "vacuum_deleted"]
 
@@ -54,10 +54,10 @@ class Aggregates:
         self.atoms: Atoms = PostgresAtoms(run)
         self.vectors: Vectors = PostgresVectors(run)
         self.meta: Meta = PostgresMeta(run)
-        self.runtime: Runtime = PostgresRuntime(run)
-        self.usage: Usage = PostgresUsage(run)
+        self.runtime: Runtime = PortableRuntime(run)
+        self.usage: Usage = PortableUsage(run)
         self.consistency: Consistency = PostgresConsistency(run)
         self.neighbours: Neighbours = PostgresNeighbours(run)
         self.fts: FullText = PostgresFullText(run)
-        self.users: Users = PortableUsers(run)  # portable SQL (shared/store/portable/users.py)
+        self.users: Users = PortableUsers(run)
         self.tables: Tables = PostgresTables(run)

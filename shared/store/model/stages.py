@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Stage names, in the order a memory's stages run; the schema's CHECK lists the same.
 STAGES = ("embed", "atoms", "graph")
 
-# A stage row's status (the memory_stages CHECK constraint in schema.py lists the same four).
+# A stage row's status (the memory_stages CHECK constraint in sqlite/schema.py and
+# postgres/schema.py lists the same four).
 PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
 
 STATUSES = (PENDING, RUNNING, FAILED, DONE)

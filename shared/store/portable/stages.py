@@ -24,7 +24,6 @@ _DEPENDENCY_MET = (
     " AND d.stage = (CASE memory_stages.stage "
     + " ".join(f"WHEN '{later}' THEN '{earlier}'" for later, earlier in DEPENDS_ON.items())
     + " END) AND (d.status != 'done' OR d.content_hash != memory_stages.content_hash))")
-"""Stage names, in the order a memory's stages run; the schema's CHECK lists the same."""
 
 
 # New and edited memories are journalled as already enqueued: the front queues them right

@@ -24,8 +24,7 @@ from shared.errors import AokunError
 from shared.lifecycle import ACTIONS, run_action
 from shared.logs import configure_logging
 from shared.store import face as store_face
-from shared.store.backup import restore
-from shared.store.schema import open_store
+from shared.store import open_store, restore
 
 # Lazy imports: `aokun panel` and `aokun rebuild-index` start the panel's and the worker's entry
 # points only when those commands run (the dispatcher imports nothing else of theirs), and

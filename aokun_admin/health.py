@@ -14,7 +14,7 @@ from shared.config import AppConfig
 from shared.embedders import build_embedder, recorded_models, space_dim
 from shared.pipeline_warnings import format_age, pipeline_warnings
 from shared.queue import describe_queue, queue_file_problem, redis_problem
-from shared.store.runtime import ProcessRow
+from shared.store.model.runtime import ProcessRow
 from shared.worker_pid_files import read_pid_files
 
 

@@ -19,8 +19,8 @@ import re
 import time
 from datetime import datetime, timezone, tzinfo
 
-from shared.store.atoms import SELF_SUBJECT
-from shared.store.documents import DocumentFilter
+from shared.store.model.atoms import SELF_SUBJECT
+from shared.store.model.documents import DocumentFilter
 
 _BREAKS = re.compile(r"\s*[\r\n]+\s*")
 MIN_LINE = 80

@@ -89,7 +89,7 @@ def recall_here(services, prompt: str, k: int, personas: tuple[str | None, ...],
     time words are read on the user's clock (memory.time_zone)."""
     from shared.search.persona_merge import recall_over_personas
     from shared.search.recall import RecallRequest, floors
-    from shared.store.documents import DocumentFilter
+    from shared.store.model.documents import DocumentFilter
     from shared.time_zone import user_zone
 
     config = services.live.now

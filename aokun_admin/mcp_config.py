@@ -154,7 +154,7 @@ def running_endpoints_of(config: AppConfig) -> list[str]:
         return []
     # Lazy imports: the store only for --transport http (stdio needs no store at all).
     from shared.errors import AokunError
-    from shared.store.schema import open_store
+    from shared.store import open_store
 
     try:
         store = open_store(config.storage, migrate=False)

@@ -35,10 +35,10 @@ from shared.assembly import Services, open_services
 from shared.config import AppConfig, load_config, require_config_file
 from shared.errors import InvalidInput
 from shared.search.recall import RecallRequest
-from shared.store import meta
-from shared.store.documents import DocumentFilter, unmarked
 from shared.store.interface import Store
-from shared.store.tables import FULLTEXT, REPLACED
+from shared.store.model import meta
+from shared.store.model.documents import DocumentFilter, unmarked
+from shared.store.model.tables import FULLTEXT, REPLACED
 
 DEFAULT_BATCH = 500
 DEFAULT_SAMPLES = 20

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from shared.errors import StorageError
 from shared.store.interface import Store
-from shared.store.tables import FULLTEXT, LATE_REFERENCES, key_of
+from shared.store.model.tables import FULLTEXT, LATE_REFERENCES, key_of
 
 # Lazy imports: tqdm loads only when a copy starts (the CLI's other commands never need it).
 

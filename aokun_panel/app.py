@@ -20,7 +20,7 @@ from aokun_panel.timing import ServerTiming
 from shared.access import resolve_token
 from shared.assembly import open_services
 from shared.live_config import LiveConfig, follow_log_level
-from shared.store.documents import unmarked
+from shared.store.model.documents import unmarked
 
 HERE = Path(__file__).resolve().parent
 

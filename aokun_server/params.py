@@ -17,7 +17,7 @@ from shared.api.models import MAX_INT64, MAX_LIST_LIMIT, MemoryMetadata, ScopeId
 from shared.config import SummarizerProvider
 from shared.lifecycle import MaintenanceAction
 from shared.live_config import LiveConfig
-from shared.store.atoms import AtomType
+from shared.store.model.atoms import AtomType
 
 MIN_ANSWER_CHARS = 100  # room for the sentence an empty answer is
 MAX_ANSWER_CHARS = 1_000_000

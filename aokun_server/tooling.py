@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from shared.api.models import MAX_CONVERSATION_CHARS, MAX_CONVERSATION_TURNS, parse_iso, reject_lone_surrogates
 from shared.errors import AokunError, InvalidInput
 from shared.memory_rules import check_scope_id
-from shared.store.documents import epoch
+from shared.store.model.documents import epoch
 from shared.summarize.conversation import Turn, parse_conversation
 from shared.summarize.transcripts import in_range
 from shared.time_zone import in_zone

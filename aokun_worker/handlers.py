@@ -17,10 +17,10 @@ from shared.embedders import Embedder
 from shared.errors import AokunError
 from shared.extract.atomize import AtomRules, draft_atoms, speaker_of, ttl_days
 from shared.extract.graph_rules import GraphBuilder, StoredFact
-from shared.store.atoms import AtomOwner, AtomRow
-from shared.store.documents import Document
 from shared.store.interface import Session, Store
-from shared.store.vectors import VectorRow
+from shared.store.model.atoms import AtomOwner, AtomRow
+from shared.store.model.documents import Document
+from shared.store.model.vectors import VectorRow
 from shared.text.segment import Segmenter
 
 # Atom states whose fact still belongs in the graph.
@@ -48,7 +48,7 @@ EMBED_CONTEXT_TURNS = 1
 
 def embedding_text(document: Document, context: Sequence[str] = ()) -> str:
     """What a memory is embedded as: its nearest context neighbours (oldest first;
-    shared/store/neighbours.py), then its stored text, time marker and speaker included
+    shared/store/portable/neighbours.py), then its stored text, time marker and speaker included
     (who said it is much of what a question asks about: docs/performance.md)."""
     return "\n".join([*context, document.text])
 

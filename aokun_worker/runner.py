@@ -23,7 +23,7 @@ from shared.config import QueueConfig
 from shared.errors import AokunError, EmbeddingError, StorageError
 from shared.logs import RateLimitedWarnings
 from shared.store.interface import Session, Store
-from shared.store.stages import STAGES, StageKey, dependents
+from shared.store.model.stages import STAGES, StageKey, dependents
 from shared.tasks import DRAIN, Enqueuer
 
 log = logging.getLogger("aokun.worker")

@@ -23,9 +23,9 @@ from shared.extract.atomize import AtomRules
 from shared.extract.graph_rules import GraphBuilder
 from shared.queue import describe_queue, require_reachable
 from shared.search.vectors import VectorIndex
-from shared.store.fts import FTS_TABLES
 from shared.store.interface import Store
-from shared.store.vectors import KINDS
+from shared.store.model.fulltext import FTS_TABLES
+from shared.store.model.vectors import KINDS
 from shared.tasks import Enqueuer
 from shared.time_zone import user_zone
 from shared.units import DAY, HOUR

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 import folds  # noqa: E402
 from shared.config import AtomsConfig  # noqa: E402
 from shared.extract.atomize import AtomRules, draft_atoms  # noqa: E402
-from shared.store.documents import Document, MemoryFields  # noqa: E402
+from shared.store.model.documents import Document, MemoryFields  # noqa: E402
 
 LABELS = ROOT / "scripts" / "data" / "atom_labels.jsonl"
 # The benchmark sentences are numbered by this splitter, fixed here so that a change to the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: the cost of a delete that leaves no word behind (shared/store/fts.py), at 100k.
+"""Benchmark: the cost of a delete that leaves no word behind (shared/store/sqlite/fts.py), at 100k.
 
 Seeds documents and the three full-text tables (one document, one atom and one graph entry per
 memory, jieba terms as the store writes them) from the LoCoMo / MADial texts in
@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from shared.config import StorageConfig, TextConfig  # noqa: E402
-from shared.store import fts  # noqa: E402
-from shared.store.schema import open_store  # noqa: E402
+from shared.store import open_store  # noqa: E402
+from shared.store.sqlite import fts  # noqa: E402
 from shared.text.segment import Segmenter  # noqa: E402
 
 BENCH = ROOT.parent / "shared" / "bench" / "data"

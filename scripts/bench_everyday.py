@@ -48,7 +48,7 @@ from shared.extract.graph_rules import GraphBuilder  # noqa: E402
 from shared.safe_yaml import safe_load  # noqa: E402
 from shared.search import timeframe  # noqa: E402
 from shared.search.recall import RecallRequest, floors  # noqa: E402
-from shared.store.documents import DocumentFilter, MemoryFields  # noqa: E402
+from shared.store.model.documents import DocumentFilter, MemoryFields  # noqa: E402
 from shared.time_zone import user_zone  # noqa: E402
 
 DATASET = ROOT.parent / "shared" / "bench" / "everyday" / "everyday_dev.json"

@@ -25,7 +25,7 @@ BENCH = ROOT.parent / "shared" / "bench" / "data"
 
 
 def documents(name: str, limit: int):
-    from shared.store.documents import Document, MemoryFields
+    from shared.store.model.documents import Document, MemoryFields
 
     out = []
     with open(BENCH / f"{name}.memories.jsonl", encoding="utf-8") as rows:

@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from shared.config import load_config  # noqa: E402
-from shared.store.documents import MemoryFields  # noqa: E402
-from shared.store.schema import open_store  # noqa: E402
+from shared.store import open_store  # noqa: E402
+from shared.store.model.documents import MemoryFields  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "bench" / "data"
 BIN = Path(sys.executable).parent

@@ -97,8 +97,8 @@ def seed(config_path: Path, size: int, rows: list[dict]) -> int:
     from shared.assembly import Services
     from shared.config import load_config
     from shared.live_config import LiveConfig
-    from shared.store.documents import MemoryFields
-    from shared.store.schema import open_store
+    from shared.store import open_store
+    from shared.store.model.documents import MemoryFields
 
     config = load_config(config_path)
     store = open_store(config.storage)

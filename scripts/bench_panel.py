@@ -40,11 +40,11 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_recall_speed import MODEL, PERSONAS, _unit, corpus, seed_sql  # noqa: E402
 from shared.config import load_config  # noqa: E402
-from shared.store.atoms import ATOM_TYPES, AtomOwner, AtomRow  # noqa: E402
-from shared.store.documents import MemoryFields  # noqa: E402
-from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec  # noqa: E402
-from shared.store.schema import open_store  # noqa: E402
-from shared.store.vectors import VectorRow  # noqa: E402
+from shared.store import open_store  # noqa: E402
+from shared.store.model.atoms import ATOM_TYPES, AtomOwner, AtomRow  # noqa: E402
+from shared.store.model.documents import MemoryFields  # noqa: E402
+from shared.store.model.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec  # noqa: E402
+from shared.store.model.vectors import VectorRow  # noqa: E402
 from shared.text.segment import Segmenter  # noqa: E402
 
 BIN = Path(sys.executable).parent

@@ -44,9 +44,9 @@ from bench_recall_speed import all_stages_done  # noqa: E402
 from shared.config import load_config  # noqa: E402
 from shared.search import snapshot  # noqa: E402
 from shared.search.vectors import VectorIndex  # noqa: E402
-from shared.store.documents import DocumentFilter, MemoryFields  # noqa: E402
-from shared.store.schema import open_store  # noqa: E402
-from shared.store.vectors import KINDS, VectorRow  # noqa: E402
+from shared.store import open_store  # noqa: E402
+from shared.store.model.documents import DocumentFilter, MemoryFields  # noqa: E402
+from shared.store.model.vectors import KINDS, VectorRow  # noqa: E402
 
 BIN = Path(sys.executable).parent
 LOCOMO = ROOT.parent / "shared" / "bench" / "data" / "locomo_dev.memories.jsonl"

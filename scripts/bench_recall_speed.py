@@ -39,10 +39,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_servers import DEFAULT_SERVER, bench_database, run_sql  # noqa: E402
 from shared.config import load_config  # noqa: E402
-from shared.store.documents import DocumentFilter, MemoryFields  # noqa: E402
-from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec  # noqa: E402
-from shared.store.schema import open_store  # noqa: E402
-from shared.store.vectors import VectorRow  # noqa: E402
+from shared.store import open_store  # noqa: E402
+from shared.store.model.documents import DocumentFilter, MemoryFields  # noqa: E402
+from shared.store.model.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec  # noqa: E402
+from shared.store.model.vectors import VectorRow  # noqa: E402
 from shared.text.segment import Segmenter  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "bench" / "data"

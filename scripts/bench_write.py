@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench_recall_speed import all_stages_done  # noqa: E402
 from shared.config import StorageConfig, TextConfig  # noqa: E402
-from shared.store.documents import MemoryFields  # noqa: E402
-from shared.store.schema import open_store  # noqa: E402
+from shared.store import open_store  # noqa: E402
+from shared.store.model.documents import MemoryFields  # noqa: E402
 
 BENCH = ROOT.parent / "shared" / "bench" / "data"
 

@@ -58,7 +58,7 @@ def dump(work: Path, dataset: str) -> list[dict]:
     from aokun_server.app import build_front
     from shared.config import load_config
     from shared.search.recall import RecallRequest
-    from shared.store.documents import DocumentFilter
+    from shared.store.model.documents import DocumentFilter
 
     store_dir = work / dataset
     ids = {int(k): v for k, v in json.loads((store_dir / "ids.json").read_text()).items()}
@@ -104,7 +104,7 @@ def everyday_rows(local_model: str) -> list[dict]:
     import bench_everyday as everyday  # scripts/bench_everyday.py
     from shared.assembly import open_services
     from shared.search.recall import RecallRequest
-    from shared.store.documents import DocumentFilter
+    from shared.store.model.documents import DocumentFilter
 
     users = json.loads(everyday.DATASET.read_text(encoding="utf-8"))["users"]
     now = everyday.datetime.now(everyday.user_zone(everyday.config_of({}, Path(".")).memory.time_zone))

@@ -360,7 +360,7 @@ def write_config(folder: Path) -> Path:
 
 def stored_texts(config: Path) -> dict[int, str]:
     """{id: text without its time marker} straight from the database."""
-    from shared.store.documents import unmarked
+    from shared.store.model.documents import unmarked
 
     db = config.parent / "data" / "aokun.db"
     if not db.exists():
@@ -505,7 +505,7 @@ def fuzz_stdio(workdir: Path, seed: int, cases: int, tally: Tally, kinds=KINDS_R
 
 
 def check_acknowledged(where: str, config: Path, acknowledged: dict[int, str | None]) -> None:
-    from shared.store.documents import unmarked
+    from shared.store.model.documents import unmarked
 
     stored = stored_texts(config)
     for ident, text in acknowledged.items():

@@ -31,7 +31,7 @@ from typing import TypeVar
 from shared import memory_rules
 from shared.errors import AccessDenied, InvalidInput, MemoryNotFound
 from shared.store.interface import Store
-from shared.store.users import UserRow
+from shared.store.model.users import UserRow
 
 T = TypeVar("T")
 USER_NAME = re.compile(r"[\w.-]{1,64}")

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 from shared.config import AppConfig
 from shared.errors import ConfigError
 from shared.live_config import LiveConfig
+from shared.store import open_store
 from shared.store.interface import Store
-from shared.store.schema import open_store
 
 if TYPE_CHECKING:
     from shared.embedders import Embedder

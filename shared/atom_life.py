@@ -21,8 +21,9 @@ from typing import Any
 
 from shared.decay import atom_time_factor
 from shared.errors import StorageError
-from shared.store.atoms import AtomOwner, AtomRow
-from shared.store.interface import Record, Session
+from shared.store.interface import Session
+from shared.store.model.atoms import AtomOwner, AtomRow
+from shared.store.model.record import Record
 from shared.text.overlap import jaccard
 from shared.units import DAY
 

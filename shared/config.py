@@ -79,7 +79,7 @@ def _opt(default: Any, *, choices: tuple = (), minimum: float | None = None,
     return field(default=default, metadata=rules)
 
 
-# Where the store lives (shared/store/schema.py open_store).
+# Where the store lives (shared/store/__init__.py: open_store).
 STORAGE_BACKENDS = ("sqlite", "postgresql")
 
 
@@ -136,7 +136,7 @@ class MemoryConfig:
     recall_max_k: int = _opt(15, minimum=1, maximum=100)
     # A memory is indexed with the memories stored just before it in its conversation (same
     # persona and session, or without a session the same dialogue's participants or speaker
-    # turns; each within context_window_s of the next): shared/store/neighbours.py.
+    # turns; each within context_window_s of the next): shared/store/portable/neighbours.py.
     context_turns: int = _opt(2, minimum=0, maximum=8)
     context_window_s: float = _opt(1800.0, minimum=0.0, maximum=30 * DAY)
     # The user's clock (shared/time_zone.py): "3pm", "tomorrow", a date or time given without

@@ -18,8 +18,8 @@ from shared import __version__
 from shared.errors import InvalidInput
 from shared.live_config import LiveConfig
 from shared.memories import MemoryService
-from shared.store import meta
 from shared.store.backup import prune_backups, sweep_partials
+from shared.store.model import meta
 from shared.units import DAY
 
 log = logging.getLogger("aokun.lifecycle")

@@ -33,12 +33,12 @@ from shared.errors import InvalidInput
 from shared.extract.atomize import ttl_days
 from shared.live_config import LiveConfig
 from shared.logs import RateLimitedWarnings
-from shared.store import meta
-from shared.store.backup import backups_holding
-from shared.store.documents import Document, History, MemoryFields, content_hash, epoch, stored_text, unmarked
-from shared.store.fts import FTS_TABLES
+from shared.store import backups_holding
 from shared.store.interface import Session, Store
-from shared.store.stages import STAGES, StageKey
+from shared.store.model import meta
+from shared.store.model.documents import Document, History, MemoryFields, content_hash, epoch, stored_text, unmarked
+from shared.store.model.fulltext import FTS_TABLES
+from shared.store.model.stages import STAGES, StageKey
 from shared.text.segment import Segmenter
 from shared.time_zone import on_clock, user_zone
 from shared.units import DAY
@@ -175,7 +175,7 @@ class MemoryService:
                 # index rewrite, ~0.5 s at 100k memories) the worker's hourly upkeep does it.
                 tx.fts.scrub_terms(["documents_fts"])
             # Atoms and graph output are of one persona and session too (the store hides or
-            # drops the old ones at once: shared/store/atoms.py, documents.py).
+            # drops the old ones at once: shared/store/portable/atoms.py, sqlite/documents.py).
             redo = text_changed or moved or bool(DERIVED_FIELDS & changes.keys())
             if redo:
                 tx.stages.reset_for_memory(memory_id, content_hash(text), now)
@@ -198,7 +198,7 @@ class MemoryService:
     def delete(self, memory_id: int, principal: Principal = ADMIN) -> DeleteReceipt:
         """Delete a memory and everything derived from it; return {table: rows removed}, with
         `backups_holding`: the backup files that still hold it (they keep it until they age
-        out). Its words leave the full-text indexes and the WAL too (shared/store/fts.py)."""
+        out). Its words leave the full-text indexes and the WAL too (shared/store/sqlite/fts.py)."""
         rules.check_memory_id(memory_id)
         with self.store.write() as tx:
             doc = owned_memory(principal, memory_id, tx.documents.get, _persona_of)
@@ -307,7 +307,7 @@ class MemoryService:
 
     def _context(self, tx: Session, text: str, fields: MemoryFields, stored_time: float,
                  before_id: int | None = None) -> list[tuple[int, str]]:
-        """(id, text) of the neighbours a memory is indexed with (shared/store/neighbours.py)."""
+        """(id, text) of the neighbours a memory is indexed with (shared/store/portable/neighbours.py)."""
         moment = epoch(fields.original_time) or stored_time
         settings = self.live.now.memory
         return tx.neighbours.before(fields.persona_id, fields.session_id, moment,

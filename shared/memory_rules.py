@@ -26,7 +26,7 @@ from typing import Any, get_args
 
 from shared.config import MAX_ID_CHARS
 from shared.errors import InvalidInput
-from shared.store.documents import (
+from shared.store.model.documents import (
     MAX_KEY_FACT_CHARS,
     MAX_LABEL_CHARS,
     MAX_LIST_ITEMS,

@@ -1,5 +1,5 @@
 """SQLite's primary result codes, and the code of an error: shared by the store
-(shared/store/db.py) and the queue file (shared/queue.py), the two SQLite files a process opens."""
+(shared/store/sqlite/db.py) and the queue file (shared/queue.py), the two SQLite files a process opens."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from shared.errors import StorageError
-from shared.store.stages import StageKey
+from shared.store.model.stages import StageKey
 
 if TYPE_CHECKING:
     from huey import Huey

@@ -198,7 +198,7 @@ def seed_memories(config: Path, persona: str, *texts: str) -> list[int]:
     """The texts memorized in `persona` through the real memory service (no front); their ids."""
     from shared.assembly import open_services
     from shared.config import load_config
-    from shared.store.documents import MemoryFields
+    from shared.store.model.documents import MemoryFields
 
     services = open_services(load_config(config), queued=False)
     try:

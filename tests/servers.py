@@ -84,7 +84,7 @@ class _StoreTemplate:
         import psycopg
 
         from shared.config import StorageConfig
-        from shared.store.schema import open_store
+        from shared.store import open_store
 
         self.name = name
         with tempfile.TemporaryDirectory() as caches:

@@ -17,9 +17,9 @@ import pytest
 
 from servers import pg_store_database
 from shared.config import StorageConfig
-from shared.store.documents import DocumentFilter, MemoryFields
-from shared.store.schema import open_store
-from shared.store.stages import StageKey
+from shared.store import open_store
+from shared.store.model.documents import DocumentFilter, MemoryFields
+from shared.store.model.stages import StageKey
 
 ENGINES = ["sqlite", "postgresql"]
 NOW = 1_700_000_000.0

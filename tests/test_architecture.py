@@ -4,6 +4,9 @@
   each other; the admin CLI, a command dispatcher, may start another package's entry point
   (its `main` module) and nothing more. What they share comes from `shared/`.
 - `shared/` imports no process package; the store imports nothing of `shared/` above it.
+- The store's engines are siblings: shared/store/sqlite and shared/store/postgres never import
+  each other; the model (shared/store/model) and the SQL both engines run
+  (shared/store/portable) import no engine, neither its package nor its driver.
 - No cycle between packages: each process package, each subpackage of `shared/` and each
   top-level module of `shared/` is one node.
 - An import of the project's own modules inside a function is there for start-up time, and
@@ -23,6 +26,9 @@ OWN = (*PROCESS_PACKAGES, "shared")
 # What the store may import from shared/ besides itself: values and errors, nothing above it.
 STORE_MAY_IMPORT = {"shared.config", "shared.errors", "shared.platform", "shared.units", "shared.sqlite_errors"}
 LAZY_MARKER = "# Lazy imports:"
+ENGINES = ("shared.store.sqlite", "shared.store.postgres")
+ENGINE_DRIVERS = ("sqlite3", "psycopg", "psycopg_pool")
+ENGINE_FREE = ("shared.store.model", "shared.store.portable")
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,53 @@ def test_the_store_imports_nothing_above_it():
              if i.source.startswith("shared.store") and i.target.startswith("shared.")
              and not i.target.startswith("shared.store") and i.target not in STORE_MAY_IMPORT]
     assert wrong == []
+
+
+def _drivers_imported(path: Path) -> list[str]:
+    """The engine drivers a file imports, at any level."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
+        found += [name for name in names if name.split(".")[0] in ENGINE_DRIVERS]
+    return found
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_the_engines_do_not_import_each_other():
+    wrong = [f"{i.source}:{i.line} imports {i.target}" for i in _all_imports()
+             for engine, other in (ENGINES, ENGINES[::-1])
+             if _inside(i.source, engine) and _inside(i.target, other)]
+    assert wrong == []
+
+
+def test_the_model_and_the_portable_sql_import_no_engine():
+    wrong = [f"{i.source}:{i.line} imports {i.target}" for i in _all_imports()
+             if any(_inside(i.source, free) for free in ENGINE_FREE)
+             and any(_inside(i.target, engine) for engine in ENGINES)]
+    for free in ENGINE_FREE:
+        for path in sorted(ROOT.joinpath(*free.split(".")).rglob("*.py")):
+            wrong += [f"{_module_name(path)} imports {driver}" for driver in _drivers_imported(path)]
+    assert wrong == []
+
+
+def test_the_model_imports_nothing_else_of_the_store():
+    wrong = [f"{i.source}:{i.line} imports {i.target}" for i in _all_imports()
+             if _inside(i.source, "shared.store.model") and _inside(i.target, "shared.store")
+             and not _inside(i.target, "shared.store.model")]
+    assert wrong == []
+
+
+def test_the_engine_rules_see_a_wrong_import(tmp_path):
+    # The driver check reads what a file imports, at any level, and nothing else.
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text("import json\n\ndef f():\n    import psycopg.sql\n    from sqlite3 import Row\n")
+    assert _drivers_imported(wrong) == ["psycopg.sql", "sqlite3"]
+    assert _inside("shared.store.sqlite.db", "shared.store.sqlite")
+    assert not _inside("shared.store.sqlite_errors", "shared.store.sqlite")
 
 
 def test_no_cycle_between_packages():

@@ -14,7 +14,7 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
 from shared.config import AtomsConfig
 from shared.extract.atomize import AtomRules, draft_atoms
-from shared.store.documents import Document, MemoryFields
+from shared.store.model.documents import Document, MemoryFields
 
 TUESDAY = datetime(2025, 12, 9, 10, 0)
 

@@ -14,8 +14,8 @@ from shared.assembly import open_services
 from shared.atom_life import store_atoms
 from shared.config import AppConfig, AtomsConfig, StorageConfig
 from shared.extract.graph_rules import canonical
-from shared.store.atoms import AtomOwner, AtomRow
-from shared.store.documents import MemoryFields
+from shared.store.model.atoms import AtomOwner, AtomRow
+from shared.store.model.documents import MemoryFields
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from shared.config import load_config
 # SQLite online backup, in its own process) until it is killed.
 STALLED_BACKUP = textwrap.dedent("""
     import sqlite3, sys, time
-    import shared.store.backup as backup
+    import shared.store.sqlite.backup as backup
     from shared.assembly import open_services
     from shared.config import load_config
 

@@ -19,7 +19,7 @@ from aokun_server.app import build_front
 from aokun_server.server import AokunMCPServer
 from helpers import BIN, db_rows, mcp_session, write_config
 from shared.config import ALL_TOOLS, load_config
-from shared.store.documents import unmarked
+from shared.store.model.documents import unmarked
 
 BIG = 2**63  # one past SQLite's largest integer
 MB = "x" * 1_000_000

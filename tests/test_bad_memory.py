@@ -46,8 +46,8 @@ from shared.config import ALL_TOOLS, AppConfig, AtomsConfig, EmbeddingConfig, Qu
 from shared.embedders import build_embedder
 from shared.extract.atomize import AtomRules
 from shared.extract.timeparse import date_mentions, deadline
-from shared.store.documents import MemoryFields
-from shared.store.stages import StageKey
+from shared.store.model.documents import MemoryFields
+from shared.store.model.stages import StageKey
 
 DIM = 16
 MAY = datetime(2024, 5, 1, 9, 0)

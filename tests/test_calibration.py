@@ -13,7 +13,7 @@ from shared.config import AppConfig, StorageConfig, TextConfig
 from shared.search.bm25 import Bm25Channel
 from shared.search.calibration import Calibration, for_space, resource
 from shared.search.query import Query
-from shared.store.documents import DocumentFilter, MemoryFields
+from shared.store.model.documents import DocumentFilter, MemoryFields
 from shared.text.segment import Segmenter
 
 MODELS = {"models": [

@@ -28,7 +28,7 @@ from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait
 from servers import pg_database
 from shared.config import load_config
 from shared.search.fusion import newer_first
-from shared.store.stages import STAGES
+from shared.store.model.stages import STAGES
 from test_everyday_questions import front_in_process
 
 BIN = Path(sys.executable).parent

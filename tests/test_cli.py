@@ -209,8 +209,8 @@ def closed_pipe(*args: str, env: dict | None = None) -> tuple[int, str]:
 def test_output_to_a_closed_pipe_ends_quietly(args, tmp_path):
     from helpers import memory_service
     from shared.config import load_config
-    from shared.store.documents import MemoryFields
-    from shared.store.schema import open_store
+    from shared.store import open_store
+    from shared.store.model.documents import MemoryFields
 
     config = write_config(tmp_path)
     store = open_store(load_config(config).storage)

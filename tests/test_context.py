@@ -10,7 +10,7 @@ import pytest
 from helpers import store_sql
 from shared.assembly import open_services
 from shared.config import AppConfig, MemoryConfig, StorageConfig
-from shared.store.documents import DocumentFilter, MemoryFields
+from shared.store.model.documents import DocumentFilter, MemoryFields
 
 T0 = datetime(2023, 5, 8, 13, 56)
 
@@ -140,7 +140,7 @@ def test_a_memory_is_embedded_with_its_context_and_again_when_a_neighbour_goes(s
 
 
 def test_bm25_ranks_only_the_recalls_persona_and_session(service):
-    from shared.store.match import scoped
+    from shared.store.sqlite.match import scoped
 
     mine = turn(service, "Alice: the quokka photo", persona="alice", session="s1")
     turn(service, "Bob: a quokka too", persona="bob", session="s1", minutes=40)

@@ -21,7 +21,7 @@ import pytest
 
 from helpers import BIN, db_rows, free_port, http_server, mcp_session, stdio_params, write_config
 from shared.errors import StorageError
-from shared.store.db import Database
+from shared.store.sqlite.db import Database
 
 NOBODY = 65534  # nobody / nogroup on Debian
 
@@ -202,7 +202,7 @@ READ_ONLY_CHILD = textwrap.dedent("""
     import json, queue, sys, threading
     from pathlib import Path
     from shared.errors import StorageError
-    from shared.store.db import Database
+    from shared.store.sqlite.db import Database
 
     data = Path(sys.argv[1])
     db = Database(data / "aokun.db", busy_timeout_ms=5000)
@@ -270,7 +270,7 @@ def unprivileged_child():
                         " is missing to run the child as nobody")
         os.chown(folder, NOBODY, NOBODY)
         prefix = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-        probe = subprocess.run([*prefix, sys.executable, "-c", "import shared.store.db"],
+        probe = subprocess.run([*prefix, sys.executable, "-c", "import shared.store.sqlite.db"],
                                cwd=folder, capture_output=True, text=True, timeout=60)
         if probe.returncode != 0:
             pytest.skip("running as root, where permissions do not hold, and uid 65534 (nobody) "

@@ -23,9 +23,9 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import BIN, all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
 from shared.config import StorageConfig, TextConfig
 from shared.errors import StorageError
-from shared.store import fts
-from shared.store.backup import backup_database
-from shared.store.schema import open_database
+from shared.store.sqlite import fts
+from shared.store.sqlite.backup import backup_database
+from shared.store.sqlite.schema import open_database
 from shared.text.segment import Segmenter
 
 DOOMED = "我的邻居养了一只叫饕餮的猫，它最喜欢吃zyxquorblat牌猫粮。"
@@ -231,7 +231,7 @@ def test_an_edit_drops_the_old_words_by_the_next_upkeep(tmp_path):
     from aokun_worker.service import WorkerService
     from shared.assembly import open_services
     from shared.config import load_config
-    from shared.store.documents import MemoryFields
+    from shared.store.model.documents import MemoryFields
 
     config_path = write_config(tmp_path)
     config = load_config(config_path)

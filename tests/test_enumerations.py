@@ -8,9 +8,9 @@ import re
 from shared.config import FUSIONS, AtomsConfig
 from shared.decay import ATOM_CURVES
 from shared.search.fuse import SCORE_FUSIONS
-from shared.store import schema
-from shared.store.atoms import ATOM_TYPES
-from shared.store.stages import STATUSES
+from shared.store.model.atoms import ATOM_TYPES
+from shared.store.model.stages import STATUSES
+from shared.store.sqlite import schema
 from shared.summarize.rules import _IMPORTANCE_BY_TYPE
 
 

@@ -59,7 +59,7 @@ def run_every_stage(config: Path) -> None:
     own runner in this process."""
     from aokun_worker.service import WorkerService
     from shared.assembly import open_services
-    from shared.store.stages import STAGES
+    from shared.store.model.stages import STAGES
 
     service = WorkerService(open_services(load_config(config), queued=False))
     try:

@@ -13,8 +13,8 @@ from shared.extract.graph_rules import GraphBuilder, StoredFact
 from shared.extract.relation_words import vocabulary
 from shared.extract.relations import find_relations
 from shared.search.relation_route import Chain, chains
-from shared.store.documents import Document, MemoryFields
-from shared.store.graph import SELF_CANONICAL
+from shared.store.model.documents import Document, MemoryFields
+from shared.store.model.graph import SELF_CANONICAL
 
 
 @pytest.fixture(scope="module")

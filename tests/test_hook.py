@@ -32,7 +32,7 @@ from helpers import (
     write_config,
 )
 from shared.config import load_config
-from shared.store.schema import open_store
+from shared.store import open_store
 
 TEA = "I love green tea with jasmine every morning"
 PEANUTS = "My daughter Mia is allergic to peanuts"

@@ -21,7 +21,7 @@ from helpers import BIN, db_rows, free_port, http_server, wait_for, write_config
 from servers import pg_url  # noqa: F401 (the fixture)
 from shared.assembly import open_services
 from shared.config import load_config
-from shared.store.documents import MemoryFields
+from shared.store.model.documents import MemoryFields
 
 ADMIN_TOKEN = "the-admins-own-token"
 # (text, persona, pinned); every text holds "blue", so one query finds them all.

@@ -27,7 +27,7 @@ from shared.assembly import open_services
 from shared.config import ALL_TOOLS, load_config
 from shared.errors import InvalidInput, MemoryNotFound
 from shared.memory_rules import fields_from_metadata
-from shared.store.documents import MemoryFields
+from shared.store.model.documents import MemoryFields
 
 LIMIT = 50
 OVERSIZED = "x" * (LIMIT + 1)

@@ -16,9 +16,9 @@ from shared.assembly import open_services
 from shared.config import load_config
 from shared.lifecycle import Lifecycle, decay_boundaries
 from shared.memories import MemoryService
-from shared.store.documents import MemoryFields
-from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
-from shared.store.schema import open_store
+from shared.store import open_store
+from shared.store.model.documents import MemoryFields
+from shared.store.model.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
 from shared.units import DAY
 
 BIN = Path(sys.executable).parent
@@ -98,7 +98,7 @@ def test_an_atom_walks_to_purged_with_its_graph_output(life):
     lifecycle, store = life
     doc = store.memorize("I have a dentist appointment tomorrow", MemoryFields())
     from shared.atom_life import store_atoms
-    from shared.store.atoms import AtomOwner, AtomRow
+    from shared.store.model.atoms import AtomOwner, AtomRow
 
     owner = AtomOwner(doc.id, None, None, 0.5, doc.content_hash)
     text = "I have a dentist appointment tomorrow"
@@ -247,7 +247,8 @@ def test_memory_maintenance_tool_and_cli(tmp_path):
 
 
 def test_backups_in_one_millisecond_get_their_own_files_and_leave_nothing_else(tmp_path):
-    from shared.store.backup import LOCK_NAME, integrity
+    from shared.store.backup import LOCK_NAME
+    from shared.store.sqlite.backup import integrity
 
     store = open_store(load_config(write_config(tmp_path)).storage)
     directory = tmp_path / "backups"

@@ -37,8 +37,8 @@ from shared.config import AppConfig, AtomsConfig, load_config, needs_restart
 from shared.errors import InvalidInput
 from shared.extract.atomize import ttl_days
 from shared.live_config import LiveConfig
-from shared.store.documents import DocumentFilter, MemoryFields
-from shared.store.graph import MemoryGraph, NodeSpec
+from shared.store.model.documents import DocumentFilter, MemoryFields
+from shared.store.model.graph import MemoryGraph, NodeSpec
 from shared.time_zone import user_zone
 
 RELOAD_S = 60.0  # a deadline for a saved change to arrive, not a speed

@@ -39,8 +39,8 @@ from shared import platform
 from shared.assembly import Services
 from shared.config import load_config
 from shared.live_config import LiveConfig
-from shared.store.documents import MemoryFields
-from shared.store.schema import open_store
+from shared.store import open_store
+from shared.store.model.documents import MemoryFields
 from shared.worker_pid_files import read_pid_files
 
 # How long to wait for a saved change before failing: a deadline, not the speed (the 2 s the

@@ -55,7 +55,7 @@ def memorize_all(config: Path) -> list[int]:
     """Memories in two personas, some pinned, some with an original time, a few edited."""
     from shared.assembly import open_services
     from shared.config import load_config
-    from shared.store.documents import MemoryFields
+    from shared.store.model.documents import MemoryFields
 
     services = open_services(load_config(config), queued=False)
     try:

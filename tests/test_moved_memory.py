@@ -19,7 +19,7 @@ from helpers import all_processed, free_port, http_server, start_worker, stop, w
 from panel_helpers import panel_process
 from shared.assembly import open_services
 from shared.config import ALL_TOOLS, AppConfig, MemoryConfig, StorageConfig
-from shared.store.documents import DocumentFilter, MemoryFields
+from shared.store.model.documents import DocumentFilter, MemoryFields
 from test_access import add_user, session
 from test_panel_access import as_user
 

@@ -12,8 +12,8 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import all_processed, db_rows, memory_service, start_worker, stop, wait_for, write_config
 from panel_helpers import chromium_page, panel_process
 from shared.config import load_config
-from shared.store.documents import MemoryFields
-from shared.store.schema import open_store
+from shared.store import open_store
+from shared.store.model.documents import MemoryFields
 
 pytestmark = pytest.mark.slow
 

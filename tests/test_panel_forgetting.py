@@ -11,7 +11,7 @@ from panel_helpers import chromium_page, panel_process, screenshot
 from shared.config import AtomsConfig
 from shared.decay import ATOM_CURVES, atom_time_factor, decayed_importance
 from shared.extract.atomize import ttl_days
-from shared.store.atoms import ATOM_TYPES
+from shared.store.model.atoms import ATOM_TYPES
 
 pytestmark = pytest.mark.slow
 

@@ -15,9 +15,9 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import all_processed, db_rows, memory_service, start_worker, stop, wait_for, write_config
 from panel_helpers import chromium_page, panel_process, screenshot
 from shared.config import load_config
-from shared.store.documents import MemoryFields
-from shared.store.graph import NODE_TYPES, SELF_CANONICAL, EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
-from shared.store.schema import open_store
+from shared.store import open_store
+from shared.store.model.documents import MemoryFields
+from shared.store.model.graph import NODE_TYPES, SELF_CANONICAL, EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
 
 pytestmark = pytest.mark.slow
 

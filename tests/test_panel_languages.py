@@ -15,8 +15,8 @@ from aokun_panel.i18n import catalogue
 from helpers import memory_service, write_config
 from panel_helpers import chromium_page, collect_problems, panel_process, screenshot
 from shared.config import load_config
-from shared.store.documents import MemoryFields
-from shared.store.schema import open_store
+from shared.store import open_store
+from shared.store.model.documents import MemoryFields
 
 pytestmark = pytest.mark.slow
 

@@ -22,8 +22,8 @@ from helpers import all_processed, db_rows, memory_service, start_worker, stop, 
 from panel_helpers import chromium_page, panel_process, screenshot
 from shared.config import load_config
 from shared.queue import open_queue
-from shared.store.documents import MemoryFields
-from shared.store.schema import open_store
+from shared.store import open_store
+from shared.store.model.documents import MemoryFields
 from shared.tasks import Enqueuer
 
 pytestmark = pytest.mark.slow

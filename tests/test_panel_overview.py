@@ -8,8 +8,8 @@ import pytest
 from helpers import memory_service, store_sql, write_config
 from panel_helpers import chromium_page, panel_process, screenshot
 from shared.config import load_config
-from shared.store.documents import MemoryFields
-from shared.store.schema import open_store
+from shared.store import open_store
+from shared.store.model.documents import MemoryFields
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ from panel_helpers import panel_process
 from servers import pg_url  # noqa: F401 (the fixture)
 from shared.assembly import open_services
 from shared.config import load_config
-from shared.store.documents import MemoryFields
+from shared.store.model.documents import MemoryFields
 
 pytestmark = pytest.mark.slow
 PAGES = ["/", "/memories", "/atoms", "/graph", "/queue", "/settings", "/forgetting", "/api/overview",

@@ -15,7 +15,7 @@ import pytest
 from fake_openai import FakeEmbeddingsServer
 from helpers import db_rows, start_worker, stop, wait_for, write_config
 from shared.config import load_config
-from shared.store.schema import open_store
+from shared.store import open_store
 
 BALLAST_MB = 300  # a backup of this store takes long enough to be killed inside it
 
@@ -85,7 +85,7 @@ def test_a_worker_killed_inside_the_daily_backup_completes_it_after_a_restart(tm
 CLAIM_AND_HANG = """
 import os, socket, sys, time
 from shared.config import load_config
-from shared.store.schema import open_store
+from shared.store import open_store
 store = open_store(load_config(sys.argv[1]).storage)
 with store.write() as tx:
     assert tx.runtime.claim_periodic_run(sys.argv[2], 60.0, time.time(), "doomed-worker",

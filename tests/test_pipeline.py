@@ -25,7 +25,7 @@ from helpers import (
     write_config,
 )
 from shared.config import ALL_TOOLS
-from shared.store.documents import unmarked
+from shared.store.model.documents import unmarked
 
 
 def openai_config(tmp_path, server: FakeEmbeddingsServer, **sections):
@@ -156,7 +156,7 @@ def test_periodic_job_that_fell_due_runs_at_start_and_lost_messages_are_requeued
     config = openai_config(tmp_path, fake_api)
     from shared.assembly import open_services
     from shared.config import load_config
-    from shared.store.documents import MemoryFields
+    from shared.store.model.documents import MemoryFields
 
     services = open_services(load_config(config), queued=False)
     # A memory whose message never reached the queue (as if its front died before queueing).

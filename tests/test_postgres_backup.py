@@ -26,11 +26,11 @@ from helpers import write_config
 from servers import pg_database, pg_url  # noqa: F401 (a fixture)
 from shared.config import StorageConfig, load_config
 from shared.errors import StorageError
-from shared.store.backup import LOCK_NAME, backups_holding, latest_backup, prune_backups, restore, sweep_partials
-from shared.store.documents import MemoryFields
+from shared.store import backups_holding, open_store, restore
+from shared.store.backup import LOCK_NAME, latest_backup, prune_backups, sweep_partials
+from shared.store.model.documents import MemoryFields
+from shared.store.model.vectors import VectorRow
 from shared.store.postgres.dump_reading import check_dump
-from shared.store.schema import open_store
-from shared.store.vectors import VectorRow
 from shared.units import DAY
 
 BIN = Path(sys.executable).parent

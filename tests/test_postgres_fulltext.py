@@ -22,9 +22,10 @@ import pytest
 from psycopg import sql
 
 from servers import pg_url  # noqa: F401 (the fixture)
-from shared.store.match import any_of, scope_tokens, scoped
+from shared.store.model.fulltext import scope_tokens
 from shared.store.postgres import fts_tokens, fulltext
-from shared.store.schema import MIGRATIONS
+from shared.store.sqlite.match import any_of, scoped
+from shared.store.sqlite.schema import MIGRATIONS
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench" / "data"
 EN = ["run", "running", "runs", "runner", "connection", "connected", "connecting", "happy",

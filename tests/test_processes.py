@@ -20,7 +20,7 @@ from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_par
 from shared import platform
 from shared.config import load_config
 from shared.pipeline_warnings import format_age, pipeline_warnings
-from shared.store.schema import open_store
+from shared.store import open_store
 from shared.worker_pid_files import read_pid_files
 
 BIN = Path(sys.executable).parent

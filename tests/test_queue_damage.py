@@ -14,7 +14,7 @@ from helpers import BIN, all_processed, mcp_session, start_worker, stdio_params,
 from shared.config import load_config
 from shared.errors import StorageError
 from shared.queue import open_queue, queue_file_problem
-from shared.store.stages import StageKey
+from shared.store.model.stages import StageKey
 from shared.tasks import Enqueuer
 
 DAMAGED = "was damaged"

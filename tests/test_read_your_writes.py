@@ -18,9 +18,9 @@ from helpers import db_rows, mcp_session, stdio_params, store_sql, write_config
 from shared.assembly import open_services
 from shared.config import AppConfig, EmbeddingConfig, StorageConfig
 from shared.embedders import build_embedder
-from shared.store.documents import MemoryFields
-from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
-from shared.store.vectors import VectorRow
+from shared.store.model.documents import MemoryFields
+from shared.store.model.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
+from shared.store.model.vectors import VectorRow
 
 PATTERNS = [
     "{name} and I talked about the rent for the new flat in {place}.",
@@ -114,7 +114,7 @@ def test_a_memory_is_found_at_once_whatever_stage_a_worker_has_reached(grown):
     runs the stages here, one at a time, between the recalls."""
     from aokun_worker.service import WorkerService
     from shared.config import load_config
-    from shared.store.stages import STAGES
+    from shared.store.model.stages import STAGES
 
     worker = WorkerService(open_services(load_config(grown), queued=False))
     try:

@@ -12,10 +12,10 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import mcp_session, memory_service, wait_for, write_config
 from shared.config import load_config
 from shared.embedders.openai import OpenAIEmbedder
-from shared.store.documents import DocumentFilter, MemoryFields
-from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
-from shared.store.schema import open_store
-from shared.store.vectors import VectorRow
+from shared.store import open_store
+from shared.store.model.documents import DocumentFilter, MemoryFields
+from shared.store.model.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
+from shared.store.model.vectors import VectorRow
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from servers import pg_database
 from shared.assembly import open_services
 from shared.config import AppConfig, MemoryConfig, RetrievalConfig, StorageConfig
 from shared.search.recall import RecallRequest
-from shared.store.documents import DocumentFilter, MemoryFields
+from shared.store.model.documents import DocumentFilter, MemoryFields
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -28,7 +28,7 @@ SUMMARIZE = textwrap.dedent("""
     from shared.config import AppConfig, StorageConfig, SummarizerConfig, TextConfig
     from shared.live_config import LiveConfig
     from shared.extract.atomize import AtomRules
-    from shared.store.schema import open_store
+    from shared.store import open_store
     from shared.summarize.conversation import parse_conversation
     from shared.summarize.rules import RulesSummarizer
     from shared.summarize.summarizer import Summarizer

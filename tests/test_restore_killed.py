@@ -32,11 +32,10 @@ import pytest
 from helpers import wait_for, write_config
 from servers import pg_url  # noqa: F401 (a fixture)
 from shared.config import load_config
-from shared.store.backup import restore
-from shared.store.documents import MemoryFields
+from shared.store import open_store, restore
+from shared.store.model.documents import MemoryFields
+from shared.store.model.vectors import VectorRow
 from shared.store.postgres.connection import WRITE_LOCK
-from shared.store.schema import open_store
-from shared.store.vectors import VectorRow
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="watches the restore's processes through /proc")

@@ -17,8 +17,8 @@ from shared.assembly import open_services
 from shared.atom_life import store_atoms
 from shared.config import AppConfig, StorageConfig, TextConfig
 from shared.search.atom_search import AtomSearch
-from shared.store.atoms import AtomOwner, AtomRow
-from shared.store.documents import MemoryFields
+from shared.store.model.atoms import AtomOwner, AtomRow
+from shared.store.model.documents import MemoryFields
 from shared.text.segment import Segmenter
 
 DAY = 86_400.0

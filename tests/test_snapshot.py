@@ -21,8 +21,8 @@ from helpers import BIN, all_processed, db_rows, mcp_session, start_worker, stdi
 from shared.config import ALL_TOOLS, StorageConfig
 from shared.search import snapshot
 from shared.search.vectors import VectorIndex
-from shared.store.schema import open_store
-from shared.store.vectors import KINDS
+from shared.store import open_store
+from shared.store.model.vectors import KINDS
 
 TEXTS = [
     "I adopted a small grey cat named Mochi last spring",

@@ -10,8 +10,8 @@ import pytest
 from helpers import store_sql
 from shared.assembly import open_services
 from shared.config import AppConfig, StorageConfig
-from shared.store.documents import MemoryFields
-from shared.store.stages import StageKey
+from shared.store.model.documents import MemoryFields
+from shared.store.model.stages import StageKey
 
 
 @pytest.fixture

@@ -13,9 +13,10 @@ from helpers import store_sql
 from shared.assembly import open_services
 from shared.config import AppConfig, StorageConfig
 from shared.errors import MemoryNotFound
-from shared.store.db import Database, apply_migrations
-from shared.store.documents import DocumentFilter, MemoryFields, marked_text
-from shared.store.schema import MIGRATIONS, open_store
+from shared.store import open_store
+from shared.store.model.documents import DocumentFilter, MemoryFields, marked_text
+from shared.store.sqlite.db import Database, apply_migrations
+from shared.store.sqlite.schema import MIGRATIONS
 
 
 @pytest.fixture
@@ -78,7 +79,7 @@ WRITER = textwrap.dedent("""
     from pathlib import Path
     from shared.assembly import open_services
     from shared.config import AppConfig, StorageConfig
-    from shared.store.documents import MemoryFields
+    from shared.store.model.documents import MemoryFields
     services = open_services(AppConfig(storage=StorageConfig(data_dir=Path(sys.argv[1]), busy_timeout_ms=30000)),
                              queued=False)
     for i in range(int(sys.argv[3])):
@@ -108,7 +109,7 @@ OPENER = textwrap.dedent("""
     import sys
     from pathlib import Path
     from shared.config import StorageConfig
-    from shared.store.schema import open_store
+    from shared.store import open_store
     store = open_store(StorageConfig(data_dir=Path(sys.argv[1])))
     store.documents.count()
 """)

@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 from shared.errors import MemoryNotFound, StorageError
-from shared.store import interface
-from shared.store.documents import DocumentFilter, History, MemoryFields
-from shared.store.graph import EdgeSpec, MemoryGraph, NodeSpec
-from shared.store.schema import open_store
+from shared.store import interface, open_store
+from shared.store.model.documents import DocumentFilter, History, MemoryFields
+from shared.store.model.graph import EdgeSpec, MemoryGraph, NodeSpec
 from store_conformance import ALL, NOW, add, in_threads, opened, store  # noqa: F401 (the fixtures)
 
 # -- transactions ------------------------------------------------------------------------

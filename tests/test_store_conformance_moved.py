@@ -12,9 +12,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from shared.store.atoms import AtomOwner, AtomRow
-from shared.store.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
-from shared.store.vectors import VectorRow
+from shared.store.model.atoms import AtomOwner, AtomRow
+from shared.store.model.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
+from shared.store.model.vectors import VectorRow
 from store_conformance import DAY, NOW, add, opened, store  # noqa: F401 (the fixtures)
 
 SHARED, PRIVATE = "team", "mine"

@@ -9,11 +9,11 @@ from contextlib import ExitStack
 import pytest
 
 from shared.errors import StorageError
-from shared.store.atoms import AtomOwner, AtomRow
-from shared.store.documents import DocumentFilter
-from shared.store.interface import Record
-from shared.store.schema import open_store
-from shared.store.tables import FULLTEXT, key_of
+from shared.store import open_store
+from shared.store.model.atoms import AtomOwner, AtomRow
+from shared.store.model.documents import DocumentFilter
+from shared.store.model.record import Record
+from shared.store.model.tables import FULLTEXT, key_of
 from store_conformance import ALL, NOW, add, opened, storage_for, store  # noqa: F401 (the fixtures)
 
 

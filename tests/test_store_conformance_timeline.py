@@ -11,7 +11,7 @@ from itertools import permutations
 import pytest
 
 from shared.atom_life import retract, store_atoms
-from shared.store.atoms import AtomOwner, AtomRow
+from shared.store.model.atoms import AtomOwner, AtomRow
 from store_conformance import NOW, add, opened, store  # noqa: F401 (the fixtures)
 
 SAID = datetime(2026, 1, 1, tzinfo=timezone.utc)

@@ -12,10 +12,10 @@ import threading
 import numpy as np
 import pytest
 
-from shared.store import meta
-from shared.store.documents import MemoryFields
-from shared.store.stages import StageKey
-from shared.store.vectors import VectorRow
+from shared.store.model import meta
+from shared.store.model.documents import MemoryFields
+from shared.store.model.stages import StageKey
+from shared.store.model.vectors import VectorRow
 from store_conformance import NOW, add, in_threads, key, opened, store  # noqa: F401 (the fixtures)
 
 # -- stages ------------------------------------------------------------------------------

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from shared.config import StorageConfig
+from shared.store import open_store
 from shared.store.face import address, may_exist, secret_env_names
-from shared.store.schema import open_store
 
 
 def test_a_sqlite_store_may_exist_once_its_file_is_there(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 from shared.config import AtomsConfig, SummarizerConfig, TextConfig
 from shared.extract.atomize import AtomRules, draft_atoms
 from shared.extract.subjects import ASSISTANT, SELF, fact_subject, subjects_of
-from shared.store.documents import Document, MemoryFields
+from shared.store.model.documents import Document, MemoryFields
 from shared.summarize.conversation import Turn
 from shared.summarize.rules import RulesSummarizer
 from shared.summarize.transcripts import memory_fields

@@ -19,7 +19,7 @@ import pytest
 from fake_openai import FakeEmbeddingsServer
 from helpers import write_config
 from shared.config import load_config
-from shared.store.schema import open_store
+from shared.store import open_store
 from test_changed_facts import run_every_stage, storage_of
 from test_everyday_questions import front_in_process
 

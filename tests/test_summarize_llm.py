@@ -16,7 +16,7 @@ from shared.config import AppConfig, StorageConfig, SummarizerConfig, TextConfig
 from shared.errors import InvalidInput
 from shared.extract.atomize import AtomRules
 from shared.live_config import LiveConfig
-from shared.store.schema import open_store
+from shared.store import open_store
 from shared.summarize.conversation import parse_conversation
 from shared.summarize.llm import LlmSummarizer, SummarizerError
 from shared.summarize.rules import RulesSummarizer

@@ -17,7 +17,7 @@ from claude_code import dated_transcript
 from shared.config import AtomsConfig, SummarizerConfig, TextConfig
 from shared.extract.atomize import AtomRules, draft_atoms
 from shared.extract.timeparse import date_mentions, deadline
-from shared.store.documents import Document, MemoryFields, stored_text
+from shared.store.model.documents import Document, MemoryFields, stored_text
 from shared.summarize.conversation import Turn
 from shared.summarize.rules import RulesSummarizer
 from shared.summarize.transcripts import dated, read_transcript

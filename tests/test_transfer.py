@@ -14,8 +14,8 @@ import pytest
 
 from helpers import db_rows, memory_service, write_config
 from shared.config import StorageConfig
-from shared.store.documents import MemoryFields
-from shared.store.schema import open_store
+from shared.store import open_store
+from shared.store.model.documents import MemoryFields
 from shared.transfer import render
 
 DATA = Path(__file__).parent / "data" / "transfer"

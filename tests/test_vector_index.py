@@ -13,9 +13,9 @@ from shared.assembly import open_services
 from shared.config import AppConfig, StorageConfig
 from shared.search import snapshot
 from shared.search.vectors import VectorIndex
-from shared.store import meta
-from shared.store.documents import MemoryFields
-from shared.store.vectors import VectorRow
+from shared.store.model import meta
+from shared.store.model.documents import MemoryFields
+from shared.store.model.vectors import VectorRow
 
 DIM = 8
 

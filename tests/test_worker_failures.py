@@ -22,8 +22,8 @@ from shared.assembly import open_services
 from shared.config import AppConfig, EmbeddingConfig, QueueConfig, StorageConfig, load_config
 from shared.embedders import build_embedder
 from shared.reconcile import reconcile
-from shared.store.documents import MemoryFields
-from shared.store.stages import StageKey
+from shared.store.model.documents import MemoryFields
+from shared.store.model.stages import StageKey
 
 DIM = 16
 ABORT_VECTORS = "CREATE TRIGGER abort_vectors BEFORE INSERT ON vectors {when} BEGIN SELECT RAISE(ABORT, 'boom'); END"

@@ -19,7 +19,7 @@ from aokun_panel.words import age
 from shared.access import view_persona
 from shared.atom_life import time_factor
 from shared.errors import AccessDenied
-from shared.store.atoms import ATOM_STATES, ATOM_TYPES
+from shared.store.model.atoms import ATOM_STATES, ATOM_TYPES
 from shared.time_zone import on_clock, user_zone
 from shared.units import DAY
 

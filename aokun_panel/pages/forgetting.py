@@ -23,7 +23,7 @@ from shared.config import AppConfig, build_config
 from shared.decay import ATOM_CURVES, atom_time_factor, importance_over_days
 from shared.errors import AokunError, InvalidInput
 from shared.extract.atomize import ttl_days
-from shared.store.atoms import ATOM_TYPES
+from shared.store.model.atoms import ATOM_TYPES
 
 log = logging.getLogger("aokun.panel")
 

@@ -22,8 +22,8 @@ from aokun_panel.render import Page, render
 from shared.access import ADMIN, Principal, view_persona
 from shared.errors import AccessDenied
 from shared.extract.relation_words import vocabulary
-from shared.store.documents import DocumentFilter, unmarked
-from shared.store.graph import NODE_TYPES, SELF_CANONICAL
+from shared.store.model.documents import DocumentFilter, unmarked
+from shared.store.model.graph import NODE_TYPES, SELF_CANONICAL
 
 PAGE = Page("/graph", "Graph")
 # Drawn at most: the most connected nodes. 3,000 nodes and 15,000 edges are laid out and drawn

@@ -27,8 +27,8 @@ from shared.api.models import MAX_INT64, MemoryMetadata, MemoryOut, parse_iso
 from shared.api.validation import describe_validation_error
 from shared.errors import AccessDenied, AokunError, InvalidInput, MemoryNotFound, StorageError
 from shared.search.recall import RecallRequest
-from shared.store.documents import LIST_STATES, DocumentFilter, epoch, unmarked
-from shared.store.graph import NODE_TYPES
+from shared.store.model.documents import LIST_STATES, DocumentFilter, epoch, unmarked
+from shared.store.model.graph import NODE_TYPES
 
 log = logging.getLogger("aokun.panel")
 

@@ -43,7 +43,7 @@ from shared.search import answer
 from shared.search.atom_search import AtomHit
 from shared.search.persona_merge import merged, recall_over_personas
 from shared.search.recall import Hit, RecallRequest, floors
-from shared.store.documents import DocumentFilter
+from shared.store.model.documents import DocumentFilter
 from shared.time_zone import user_zone
 
 MAX_QUERY_CHARS = 100_000

@@ -10,7 +10,7 @@ from shared.config import SummarizerConfig, WorkerConfig
 from shared.pipeline_warnings import pipeline_warnings
 from shared.search.vectors import VectorIndex
 from shared.store.interface import Store
-from shared.store.vectors import foreign_spaces_from
+from shared.store.model.vectors import foreign_spaces_from
 
 
 def pipeline_figures(store: Store, index: VectorIndex, worker: WorkerConfig) -> dict:

@@ -18,8 +18,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 from shared.errors import InvalidInput
 from shared.lifecycle import MaintenanceAction
 from shared.memory_rules import EARLIEST_YEAR, LATEST_YEAR, MAX_ID_CHARS, lone_surrogate_problem
-from shared.store.atoms import AtomType
-from shared.store.documents import (
+from shared.store.model.atoms import AtomType
+from shared.store.model.documents import (
     MAX_KEY_FACT_CHARS,
     MAX_LABEL_CHARS,
     MAX_LIST_ITEMS,
@@ -31,7 +31,7 @@ from shared.store.documents import (
 from shared.summarize.schema import StructuredMemory
 
 # Limits on what a caller may store are the memory service's (shared/memory_rules.py,
-# shared/store/documents.py); these are the tools' own.
+# shared/store/model/documents.py); these are the tools' own.
 MAX_LIST_LIMIT = 200
 # A conversation to summarize: a long session, not a book.
 MAX_CONVERSATION_CHARS = 2_000_000

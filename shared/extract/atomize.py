@@ -17,8 +17,8 @@ from shared.errors import ConfigError
 from shared.extract.subjects import subjects_of
 from shared.extract.timeparse import deadline as find_deadline
 from shared.memory_rules import EARLIEST_YEAR, LATEST_YEAR
-from shared.store.atoms import ATOM_TYPES
-from shared.store.documents import Document, unmarked
+from shared.store.model.atoms import ATOM_TYPES
+from shared.store.model.documents import Document, unmarked
 from shared.time_zone import machine_zone, on_clock
 
 # The types rules can give (ATOM_TYPES without "unknown", which is what no rule gives).

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from shared.store.graph import ENTITY_TYPES
+from shared.store.model.graph import ENTITY_TYPES
 from shared.text.segment import Segmenter
 
 PERSON, PLACE, ORGANISATION, OTHER = ENTITY_TYPES

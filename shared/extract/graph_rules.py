@@ -29,9 +29,9 @@ from typing import Any
 from shared.config import GraphConfig
 from shared.extract.entities import IMPORTED_KINDS, PERSON, EntityFinder, Mention, self_spans
 from shared.extract.relations import Relation, find_relations
-from shared.store.atoms import SELF_SUBJECT
-from shared.store.documents import Document, unmarked
-from shared.store.graph import SELF_CANONICAL, EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
+from shared.store.model.atoms import SELF_SUBJECT
+from shared.store.model.documents import Document, unmarked
+from shared.store.model.graph import SELF_CANONICAL, EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
 from shared.text.segment import Segmenter
 
 MAX_ENTITIES = 8

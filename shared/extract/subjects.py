@@ -22,7 +22,7 @@ from functools import lru_cache
 
 from shared.extract.entities import NOT_NAMES, entity_words
 from shared.extract.relation_words import vocabulary
-from shared.store.atoms import SELF_SUBJECT
+from shared.store.model.atoms import SELF_SUBJECT
 
 SELF = SELF_SUBJECT
 # The roles a transcript's speakers are written as (shared/summarize/transcripts.py

@@ -11,8 +11,9 @@ from typing import Any
 
 from shared.atom_life import time_factor
 from shared.search.bm25 import squash
-from shared.store.interface import Record, Store
-from shared.store.match import MAX_QUERY_TERMS
+from shared.store.interface import Store
+from shared.store.model.fulltext import MAX_QUERY_TERMS
+from shared.store.model.record import Record
 from shared.text.segment import Segmenter
 
 

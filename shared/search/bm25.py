@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from shared.search.channel import DOCUMENT_ROUTE
 from shared.search.query import Query
-from shared.store.documents import DocumentFilter
 from shared.store.interface import Store
+from shared.store.model.documents import DocumentFilter
 
 STRENGTH_DEPTH = 5  # memories whose terms strength() reads
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from shared.search.query import Query
-from shared.store.documents import DocumentFilter
+from shared.store.model.documents import DocumentFilter
 
 DOCUMENT_ROUTE, GRAPH_ROUTE = "document", "graph"
 

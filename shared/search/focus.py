@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from shared.store.documents import unmarked
+from shared.store.model.documents import unmarked
 
 # "Name: text" or "Name：text"; a name is short and has no sentence punctuation.
 _TURN = re.compile(r"^\s*([^:：\n.!?。！？]{1,40}?)\s*[:：]\s*(\S.*)$")

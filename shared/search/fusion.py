@@ -42,7 +42,7 @@ from shared.search.fuse import SCORE_FUSIONS, Ranking, fuse_routes, normalise, o
 from shared.search.intent import RouteWeights, has_cue, route_weights
 from shared.search.mmr import mmr
 from shared.search.request import Hit, RecallRequest
-from shared.store.documents import Document, unmarked
+from shared.store.model.documents import Document, unmarked
 from shared.text.overlap import jaccard
 from shared.units import DAY
 

@@ -16,8 +16,8 @@ from shared.search.fuse import ordered
 from shared.search.query import Query
 from shared.search.relation_route import chains, named_entities, resolve
 from shared.search.vectors import ScopeIds, VectorIndex, cosine_to_unit, is_scoped
-from shared.store.documents import DocumentFilter
 from shared.store.interface import Session, Store
+from shared.store.model.documents import DocumentFilter
 
 # A hub node (a person in every memory) must not drag thousands of memories in.
 MEMORIES_PER_EXPANSION = 200

@@ -21,9 +21,9 @@ from datetime import tzinfo
 from shared.extract.time_calendar import period
 from shared.extract.timeparse import date_mentions
 from shared.search.timeframe import TimeQuestion, epoch_of
-from shared.store.atoms import DATED_STATES
-from shared.store.documents import Document, epoch, unmarked
-from shared.store.interface import Record
+from shared.store.model.atoms import DATED_STATES
+from shared.store.model.documents import Document, epoch, unmarked
+from shared.store.model.record import Record
 from shared.time_zone import on_clock
 
 # A memory that happens inside the window an agenda question asks about is what it asks for,

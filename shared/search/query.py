@@ -8,7 +8,7 @@ from typing import TypeVar, cast
 
 import numpy as np
 
-from shared.store.match import MAX_QUERY_TERMS
+from shared.store.model.fulltext import MAX_QUERY_TERMS
 from shared.text.segment import Segmenter
 
 T = TypeVar("T")

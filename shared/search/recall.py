@@ -34,8 +34,8 @@ from shared.search.graph import GraphKeywordChannel
 from shared.search.intent import wanted_atom_types
 from shared.search.query import Query
 from shared.search.request import Hit, RecallRequest, floors
-from shared.store.documents import DocumentFilter
 from shared.store.interface import Store
+from shared.store.model.documents import DocumentFilter
 from shared.text.segment import Segmenter
 
 __all__ = ["Hit", "RecallRequest", "Recaller", "floors"]

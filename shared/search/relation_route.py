@@ -18,8 +18,8 @@ from functools import lru_cache
 from shared.extract.entities import NOT_NAMES
 from shared.extract.graph_rules import canonical
 from shared.extract.relation_words import vocabulary
-from shared.store.graph import SELF_CANONICAL
 from shared.store.interface import Session
+from shared.store.model.graph import SELF_CANONICAL
 
 MAX_NAME_CHARS_ZH = 6
 MAX_TARGETS = 20

@@ -8,7 +8,7 @@ from datetime import timezone, tzinfo
 from typing import Any, TypedDict
 
 from shared.config import RetrievalConfig
-from shared.store.documents import Document, DocumentFilter
+from shared.store.model.documents import Document, DocumentFilter
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from shared import platform
 from shared.search import snapshot
 from shared.search.channel import DOCUMENT_ROUTE
 from shared.search.query import Query
-from shared.store.documents import DocumentFilter
 from shared.store.interface import Session, Store
+from shared.store.model.documents import DocumentFilter
 
 log = logging.getLogger("aokun.vectors")
 

@@ -1,4 +1,5 @@
-"""Backups: online copies with SQLite's backup API, retention, integrity checks and restore.
+"""The backups folder: how backup files are named, written, swept, pruned and found, whichever
+engine wrote them (SQLite's copies: sqlite/backup.py; PostgreSQL's dumps: postgres/backup.py).
 
 Only the main database is backed up: the queue file is not needed, because the stage rows in
 the main database say what work is still to do, and the reconciler re-queues it after a
@@ -6,16 +7,15 @@ restore.
 
 A store on PostgreSQL is backed up with pg_dump into `*.dump` files beside (or instead of) the
 SQLite store's `*.db` ones (shared/store/postgres/backup.py); both are named, written, checked,
-swept and pruned by the same rules here, and retention, latest_backup and backups_holding see
-both kinds. A backup holds every memory: its file is its owner's only (0600), in a folder that
-is too (0700).
+swept and pruned by the same rules here, and retention and latest_backup see both kinds
+(shared.store.backups_holding reads both). A backup holds every memory: its file is its
+owner's only (0600), in a folder that is too (0700).
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-import sqlite3
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,8 +23,6 @@ from pathlib import Path
 from shared.config import StorageConfig
 from shared.errors import StorageError
 from shared.platform import PRIVATE_FILE, exclusive_file_lock, private_folder
-from shared.store.db import Database
-from shared.store.sqlite_restore import remove_with_journals, restore_file
 from shared.units import DAY
 
 PREFIX = "aokun-"
@@ -37,14 +35,6 @@ LOCK_NAME = ".backup.lock"
 SQLITE_SUFFIX = ".db"
 DUMP_SUFFIX = ".dump"
 SUFFIXES = (SQLITE_SUFFIX, DUMP_SUFFIX)
-
-
-def backup_database(db: Database, directory: Path, now: float, reason: str) -> Path:
-    """Copy the live database into a new file in directory (writers keep going); return it.
-    Never overwrites an earlier backup. It is written as <name>.partial and renamed once
-    whole and checked; a failure removes the partial file, and a process killed while writing
-    leaves it to the next sweep (sweep_partials: at start, and before every backup)."""
-    return write_backup(directory, now, reason, SQLITE_SUFFIX, lambda partial: _copy_into(db, partial), integrity)
 
 
 def write_backup(directory: Path, now: float, reason: str, suffix: str,
@@ -102,35 +92,6 @@ def _sweep(directory: Path) -> list[Path]:
     return found
 
 
-def backups_holding(directory: Path, memory_id: int, content_hash: str, create_time: float) -> list[str]:
-    """The names of the backup files in directory that hold the memory: a documents row with
-    its id and its text now or its creation time (an earlier version of it, before an edit).
-    Each file is opened read-only and immutable (nothing is written, no journal is made);
-    a PostgreSQL dump's documents data is read as pg_restore streams it (postgres/backup.py);
-    one that cannot be read is left out."""
-    holding = []
-    for path in backup_files(directory):
-        if path.suffix == DUMP_SUFFIX:
-            # Lazy imports: pg_restore's reader loads only where a folder holds dumps.
-            from shared.store.postgres.dump_reading import dump_holds
-
-            if dump_holds(path, memory_id, content_hash, create_time):
-                holding.append(path.name)
-            continue
-        try:
-            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
-            try:
-                row = conn.execute("SELECT 1 FROM documents WHERE id = ? AND (content_hash = ? OR "
-                                   "create_time = ?)", (memory_id, content_hash, create_time)).fetchone()
-            finally:
-                conn.close()
-        except sqlite3.Error:
-            continue
-        if row is not None:
-            holding.append(path.name)
-    return holding
-
-
 def _reserve_names(directory: Path, now: float, reason: str, suffix: str = SQLITE_SUFFIX) -> tuple[Path, Path]:
     """(final, partial) names for a new backup. The partial file is created exclusively, so
     two backups in the same millisecond (two processes, or two calls) take different names."""
@@ -149,20 +110,6 @@ def _reserve_names(directory: Path, now: float, reason: str, suffix: str = SQLIT
     raise AssertionError("unreachable")
 
 
-def _copy_into(db: Database, partial: Path) -> None:
-    target = sqlite3.connect(partial, isolation_level=None)
-    try:
-        # The copy carries the source's WAL flag in its header; a rollback journal instead
-        # leaves no -wal/-shm beside the file, and the copy is one self-contained file.
-        # WAL readers do not block writers; pages=1000 lets writers interleave on big stores.
-        db.connection().backup(target, pages=1000, sleep=0.001)
-        target.execute("PRAGMA journal_mode = DELETE")
-    except sqlite3.Error as exc:
-        raise StorageError(f"backup failed: {exc}") from exc
-    finally:
-        target.close()
-
-
 def prune_backups(directory: Path, keep_days: float, now: float, keep: Path | None = None) -> list[Path]:
     """Delete backups (of both kinds) older than keep_days (never `keep`); return what was deleted."""
     removed = []
@@ -171,43 +118,6 @@ def prune_backups(directory: Path, keep_days: float, now: float, keep: Path | No
             path.unlink()
             removed.append(path)
     return removed
-
-
-def integrity(path: Path) -> tuple[bool, str]:
-    """(ok, detail) from PRAGMA integrity_check, opening the file read-only."""
-    if not Path(path).is_file():
-        return False, f"{path} is not a file"
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            rows = conn.execute("PRAGMA integrity_check").fetchall()
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        return False, f"not a readable SQLite database ({exc})"
-    if rows != [("ok",)]:
-        return False, "; ".join(str(r[0]) for r in rows[:5])
-    if "documents" not in tables:
-        return False, "not an Aokun database (no documents table)"
-    return True, "ok"
-
-
-def restore(file: Path, storage: StorageConfig, live_workers: list[str]) -> Path | str:
-    """Put a backup in place as the store's data; return where it went (the SQLite file, or
-    the PostgreSQL database's host:port/name). Refuses a corrupt file, a backup of the other
-    engine, and a store whose worker is alive (stop every process on it first). All or
-    nothing on both engines: a restore stopped at any point, killed included, leaves the
-    store as it was or wholly restored (sqlite_restore.py, postgres/backup.py)."""
-    if storage.backend == "postgresql":
-        # Lazy imports: the PostgreSQL restore (psycopg, pg_restore) loads only for a store there.
-        from shared.store.postgres.backup import restore_dump
-
-        return restore_dump(file, storage, live_workers)
-    if Path(file).name.endswith(DUMP_SUFFIX):
-        raise other_engine_refusal(file, "a PostgreSQL dump (*.dump)", "PostgreSQL", "SQLite")
-    refuse_restoring(file, integrity(file), live_workers, storage.data_dir)
-    return restore_file(file, storage)
 
 
 def other_engine_refusal(file: Path, backup: str, its_engine: str, this_engine: str) -> StorageError:
@@ -235,3 +145,22 @@ def latest_backup(directory: Path) -> dict | None:
     newest = found[-1]
     stat = newest.stat()
     return {"path": str(newest), "time": stat.st_mtime, "bytes": stat.st_size}
+
+
+def forget_queue(storage: StorageConfig) -> None:
+    """Remove this host's queue file: its messages refer to the data being replaced. Nothing
+    in it is needed either way — the reconciler re-queues what the stage rows say is to do —
+    so a restore removes it before its switch, and one killed after the switch has nothing
+    left to do."""
+    for path in (storage.queue_path, Path(str(storage.queue_path) + "-wal"), Path(str(storage.queue_path) + "-shm")):
+        path.unlink(missing_ok=True)
+
+
+def remove_with_journals(path: Path) -> None:
+    Path(path).unlink(missing_ok=True)
+    remove_journals(path)
+
+
+def remove_journals(path: Path) -> None:
+    for suffix in ("-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)

@@ -1,6 +1,6 @@
 """The store's one interface: what every layer above the store may call, whatever the engine.
 
-A `Store` is opened with `shared.store.schema.open_store(storage)`. Work happens in sessions:
+A `Store` is opened with `shared.store.open_store(storage)`. Work happens in sessions:
 
     with store.write() as tx:          # one write transaction: commits on success,
         memory_id = tx.documents.insert(text, tokens, fields, now)   # rolls back on error
@@ -11,81 +11,42 @@ A `Store` is opened with `shared.store.schema.open_store(storage)`. Work happens
                                        # transaction of its own (or joins the thread's open one)
 
 A session has one attribute per aggregate (documents, stages, graph, ...), each a Protocol
-below; a method is named and takes its arguments as the SQLite module function of the same
-name (shared/store/<aggregate>.py, whose docstrings say the rest), minus the connection. No
-engine type crosses this line: rows come back as `Record`s, failures as StorageError (also
-inside a session, so a caller can catch one and go on, e.g. after a failed savepoint), and
-no caller sees SQL or a connection. A second engine is a second implementation of these
-Protocols (the SQLite one is shared/store/sqlite_store.py), held to the same behaviour by
-tests/test_store_conformance.py.
+below; a method is named and takes its arguments as the module function of the same name
+that holds its SQL (shared/store/portable/<aggregate>.py or the engine's own, whose
+docstrings say the rest), minus the
+connection. No engine type crosses this line: rows come back as `Record`s, failures as
+StorageError (also inside a session, so a caller can catch one and go on, e.g. after a failed
+savepoint), and no caller sees SQL or a connection.
 
-Value types stay where they are: Document, MemoryFields, History, DocumentFilter (documents),
-StageKey, STAGES (stages), AtomOwner, AtomRow, ATOM_TYPES, ATOM_STATES (atoms), NodeSpec,
-EdgeSpec, EntrySpec, MemoryGraph, ENTITY_TYPES, NODE_TYPES (graph), VectorRow, KINDS
-(vectors), the meta keys (meta), ProcessRow (runtime), UserRow (users), FTS_TABLES (fts),
-TABLE_KEYS and FULLTEXT (tables); so do the pure helpers
-(documents.content_hash, stored_text, unmarked, epoch; stages.dependents;
-vectors.foreign_spaces_from; neighbours.dialogue_of; tables.key_of).
+The layout: model/ holds the engine-free value types, enumerations, limits and pure helpers
+(Document, MemoryFields, DocumentFilter, History: model.documents; StageKey, STAGES:
+model.stages; AtomOwner, AtomRow, ATOM_TYPES, ATOM_STATES: model.atoms; NodeSpec, EdgeSpec,
+EntrySpec, MemoryGraph: model.graph; VectorRow, KINDS: model.vectors; the meta keys:
+model.meta; ProcessRow, UserRow; TABLE_KEYS, FULLTEXT: model.tables; FTS_TABLES and the
+query-term limit: model.fulltext; Record: model.record). The two engines are sibling packages,
+sqlite/ and postgres/, each implementing these Protocols, held to the same behaviour by
+tests/test_store_conformance*.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from shared.store.model.record import Record
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from shared.store.atoms import AtomOwner, AtomRow
-    from shared.store.documents import Document, DocumentFilter, History, MemoryFields
-    from shared.store.graph import MemoryGraph
-    from shared.store.runtime import ProcessRow
-    from shared.store.stages import StageKey
-    from shared.store.users import UserRow
-    from shared.store.vectors import VectorRow
-
-
-class Record(tuple[Any, ...]):
-    """One result row, the same from every engine: a tuple (unpack it, index it, compare it
-    with a tuple) whose columns are also read by name (row["text"], or row.text as a
-    template does), and that dict(row) turns into {column: value}."""
-
-    __slots__ = ()
-    _index: ClassVar[dict[str, int]] = {}
-
-    @staticmethod
-    @lru_cache(maxsize=512)
-    def kind(columns: tuple[str, ...]) -> type[Record]:
-        """The Record class of rows with these columns (the first of a repeated name wins)."""
-        index: dict[str, int] = {}
-        for position, name in enumerate(columns):
-            index.setdefault(name, position)
-        return type("Record", (Record,), {"__slots__": (), "_index": index})
-
-    def __getitem__(self, key: Any) -> Any:  # a column by position, name or slice
-        if isinstance(key, str):
-            try:
-                key = self._index[key]
-            except KeyError:
-                raise KeyError(f"no column {key!r} (columns: {', '.join(self._index)})") from None
-        return tuple.__getitem__(self, key)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_") or name not in self._index:
-            raise AttributeError(name)
-        return tuple.__getitem__(self, self._index[name])
-
-    def keys(self) -> list[str]:
-        return list(self._index)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self._index else default
-
-    def __repr__(self) -> str:
-        return "Record(" + ", ".join(f"{k}={tuple.__getitem__(self, i)!r}" for k, i in self._index.items()) + ")"
+    from shared.store.model.atoms import AtomOwner, AtomRow
+    from shared.store.model.documents import Document, DocumentFilter, History, MemoryFields
+    from shared.store.model.graph import MemoryGraph
+    from shared.store.model.runtime import ProcessRow
+    from shared.store.model.stages import StageKey
+    from shared.store.model.users import UserRow
+    from shared.store.model.vectors import VectorRow
 
 
 class Documents(Protocol):
@@ -298,7 +259,7 @@ class Vectors(Protocol):
 
 
 class Meta(Protocol):
-    """One number per key named in shared/store/meta.py (KeyError for any other key)."""
+    """One number per key named in shared/store/model/meta.py (KeyError for any other key)."""
 
     def get(self, key: str) -> float | None: ...
     def put(self, key: str, value: float) -> None: ...
@@ -392,7 +353,7 @@ class FullText(Protocol):
 
 
 class Users(Protocol):
-    """Users and their tokens, kept as hashes (shared/store/users.py; the rules: shared/access.py)."""
+    """Users and their tokens, kept as hashes (shared/store/portable/users.py; the rules: shared/access.py)."""
 
     def add(self, name: str, token_hash: str, personas: tuple[str, ...], admin: bool, now: float) -> bool:
         """False (nothing written) when an active user has the name; a revoked one's is reused."""
@@ -413,7 +374,7 @@ class Users(Protocol):
 
 class Tables(Protocol):
     """Every table's rows as they are, to copy a store to another engine (aokun migrate;
-    shared/store/tables.py names the tables, their keys and the full-text indexes): pages in
+    shared/store/model/tables.py names the tables, their keys and the full-text indexes): pages in
     primary-key order, and insert-if-absent keeping every column (ids, times), so a copy
     that was killed is finished by running it again."""
 

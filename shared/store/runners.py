@@ -1,7 +1,7 @@
 """How a store's aggregate calls reach a connection, the same on every engine.
 
 The SQL stays in the aggregate modules (documents.py, stages.py, ...), whose functions take a
-connection; the aggregates (sqlite_repos.py, postgres/repos.py) hand every call to a runner,
+connection; the aggregates (portable/aggregates.py and each engine's) hand every call to a runner,
 which owns the connection question:
 
 - `InTransaction`: inside read() or write(): every call runs on that transaction's
@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol, TypeVar
 
 from shared.errors import StorageError
-from shared.store.interface import Record
+from shared.store.model.record import Record
 
 
 class Engine(Protocol):

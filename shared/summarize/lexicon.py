@@ -15,7 +15,7 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from shared.store.documents import Sentiment
+    from shared.store.model.documents import Sentiment
 
 _EN_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 _EN_WORD_ANY_CASE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")

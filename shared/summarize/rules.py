@@ -24,7 +24,7 @@ from shared.config import SummarizerConfig
 from shared.extract.atomize import AtomRules
 from shared.extract.entities import NOT_NAMES, EntityFinder
 from shared.extract.relations import people_named
-from shared.store.documents import MAX_LABEL_CHARS, Sentiment
+from shared.store.model.documents import MAX_LABEL_CHARS, Sentiment
 from shared.summarize import lexicon
 from shared.summarize.conversation import UNNAMED, Turn
 from shared.summarize.facts import (

@@ -8,7 +8,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.config import SummarizerProvider
 
 # memorize's limits, so a summary is always storable.
-from shared.store.documents import MAX_KEY_FACT_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, MAX_SUMMARY_CHARS, Sentiment
+from shared.store.model.documents import (
+    MAX_KEY_FACT_CHARS,
+    MAX_LABEL_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_SUMMARY_CHARS,
+    Sentiment,
+)
 
 
 class StructuredMemory(BaseModel):

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from shared.errors import InvalidInput
 from shared.extract.subjects import ASSISTANT, fact_subject, role_of
 from shared.memory_rules import check_time_range, lone_surrogate_problem
-from shared.store.documents import MemoryFields
+from shared.store.model.documents import MemoryFields
 from shared.summarize.conversation import Turn, parse_conversation, transcript
 from shared.summarize.transcript_lines import Advance, Warn, checked_size, file_lines
 from shared.time_zone import on_clock

@@ -16,8 +16,8 @@ from typing import TextIO
 
 from shared.errors import InvalidInput
 from shared.platform import PRIVATE_FILE
-from shared.store.documents import Document, DocumentFilter
 from shared.store.interface import Session, Store
+from shared.store.model.documents import Document, DocumentFilter
 from shared.transfer import jsonl, render
 
 CHUNK = 500

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from shared.errors import InvalidInput
 from shared.memory_rules import fields_from_metadata
-from shared.store.documents import Document, History, MemoryFields, content_hash
+from shared.store.model.documents import Document, History, MemoryFields, content_hash
 from shared.transfer.rows import BadRow, Row, source_hash
 
 

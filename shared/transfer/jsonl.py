@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 
 from shared.errors import InvalidInput
 from shared.memory_rules import LATEST_YEAR
-from shared.store.documents import Document, History
+from shared.store.model.documents import Document, History
 from shared.transfer.rows import LATEST_SECONDS, BadRow, Row, check_original_time, parse_json
 
 FORMAT = "aokun-export"

@@ -11,7 +11,7 @@ import hashlib
 import re
 from datetime import datetime, timezone
 
-from shared.store.documents import Document, unmarked
+from shared.store.model.documents import Document, unmarked
 
 NO_PERSONA = "no-persona"
 _UNSAFE = re.compile(r"[^\w.-]+")

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 from shared.errors import InvalidInput
 from shared.memory_rules import LATEST_YEAR, check_time_range
-from shared.store.documents import History
+from shared.store.model.documents import History
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
-"""Atoms on PostgreSQL: the SQLite binding (shared/store/sqlite_repos.py), with PostgreSQL
-versions of the methods whose SQL differs — the search rows live in this package's full-text
-tables (fulltext.py), id lists are arrays, new ids come back by RETURNING, and a nullable
-persona is compared with IS NULL or =.
+"""Atoms on PostgreSQL: the portable aggregate (shared/store/portable/aggregates.py) with
+PostgreSQL versions of the methods whose SQL is each engine's own — the search rows live in
+this package's full-text tables (fulltext.py), id lists are arrays, new ids come back by
+RETURNING, and a nullable persona is compared with IS NULL or =.
 
 Reads that SQLite answers in an index's order without saying so (an id list looked up through
 an index, GROUP BY output) say their order here: PostgreSQL's heap order is not the id order
@@ -18,19 +18,19 @@ from collections.abc import Sequence
 import psycopg
 import psycopg.sql
 
-from shared.store import atoms, meta
-from shared.store.atoms import AtomOwner, AtomRow
-from shared.store.interface import Record
+from shared.store.model.atoms import AtomOwner, AtomRow, in_chain
+from shared.store.model.record import Record
+from shared.store.portable import atoms, meta
+from shared.store.portable.aggregates import PortableAtoms
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection, persona_is
-from shared.store.sqlite_repos import SqliteAtoms
 from shared.units import DAY
 
 
 def atom_insert(tx: PgConnection, owner: AtomOwner, row: AtomRow, now: float, state: str = "active",
                 superseded_by: int | None = None, needs_repair: bool = False) -> int:
     """As atoms.insert: only active atoms get a search row."""
-    atom_id = tx.execute(atoms._INSERT + " RETURNING id", (
+    atom_id = tx.execute(atoms.INSERT_SQL + " RETURNING id", (
         owner.memory_id, owner.persona_id, owner.session_id, row.type, row.text, row.subject,
         row.attribute, row.value, row.confidence, owner.importance, row.ttl_days, row.deadline,
         state, now, superseded_by, int(needs_repair), owner.content_hash, now, now)).fetchone()[0]
@@ -88,7 +88,7 @@ def still_valid_of_types(conn: PgConnection, types: Sequence[str], persona_id: s
                          exclude: Sequence[int] = ()) -> list[Record]:
     """As atoms.still_valid_of_types, the excluded ids as an array."""
     clauses = ["a.state = 'active'", atoms.CURRENT, "a.type = ANY(%s)",
-               f"NOT ({atoms._EXPIRED_SQL.replace('?', '%s')})", "NOT (a.id = ANY(%s))"]
+               f"NOT ({atoms.EXPIRED_SQL.replace('?', '%s')})", "NOT (a.id = ANY(%s))"]
     params: list = [list(types), now, DAY, now, list(exclude)]
     _add_scope(clauses, params, persona_id, session_id)
     return conn.sql(
@@ -137,7 +137,7 @@ def supersede_chain(conn: PgConnection, atom_id: int, persona_id: str | None,
     """As atoms.supersede_chain; the seeds are typed (PostgreSQL types a recursive query's
     columns from its first SELECT)."""
     persona, persona_params = persona_is("a.persona_id", persona_id)
-    return atoms.in_chain(atom_id, conn.sql(
+    return in_chain(atom_id, conn.sql(
         "WITH RECURSIVE back(id, step) AS (SELECT %s::bigint, 0 UNION SELECT a.id, back.step + 1 FROM back"
         f" JOIN memory_atoms a ON {persona} AND a.state = 'superseded'"
         " AND a.superseded_by = back.id WHERE back.step < %s),"
@@ -150,7 +150,7 @@ def supersede_chain(conn: PgConnection, atom_id: int, persona_id: str | None,
         [atom_id, *persona_params, max_steps, atom_id, max_steps, *persona_params]).fetchall())
 
 
-class PostgresAtoms(SqliteAtoms):
+class PostgresAtoms(PortableAtoms):
     def insert(self, owner, row, now, state="active", superseded_by=None, needs_repair=False):
         return self._run.write(atom_insert, owner, row, now, state, superseded_by, needs_repair)
 

@@ -1,6 +1,6 @@
 """Backups of a store on PostgreSQL: pg_dump's custom format, checked, and restored all-or-nothing.
 
-The files follow the SQLite backups' rules (shared/store/backup.py): aokun-<stamp>-<reason>.dump,
+The files follow the backups folder's rules (shared/store/backup.py): aokun-<stamp>-<reason>.dump,
 written as <name>.partial under the folder's lock, checked, then renamed; leftovers of a killed
 backup are swept; retention prunes both kinds. pg_dump reads one snapshot of the database, so
 writers keep going and the copy is consistent. Only the `public` schema is dumped: the store's
@@ -46,12 +46,10 @@ import psycopg
 
 from shared.config import StorageConfig
 from shared.errors import StorageError
-from shared.store.backup import DUMP_SUFFIX, other_engine_refusal, refuse_restoring, write_backup
-from shared.store.postgres.clients import connection, first_error, run, tool, why
+from shared.store.backup import DUMP_SUFFIX, forget_queue, other_engine_refusal, refuse_restoring, write_backup
+from shared.store.postgres.clients import connection, first_error, password_of, run, tool, why
 from shared.store.postgres.connection import WRITE_LOCK, PgDatabase, where
 from shared.store.postgres.dump_reading import check_dump
-from shared.store.postgres.store import password_of
-from shared.store.sqlite_restore import forget_queue
 
 # store_incarnation values are in 1 .. 2**52 (as the migration's random() makes them).
 INCARNATION_RANGE = 1 << 52

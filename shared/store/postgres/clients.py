@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from shared.config import StorageConfig, secret
 from shared.errors import StorageError
 
 CLIENT_HINT = ("install PostgreSQL's client programs (pg_dump, pg_restore, psql; Debian/Ubuntu: "
@@ -76,3 +77,8 @@ def first_error(text: str) -> str:
     chosen = next((line for line in lines if "error" in line.lower() or "fatal" in line.lower()),
                   lines[0] if lines else "no message")
     return re.sub(r"^(pg_dump|pg_restore|psql)(:[^:\s]*)*:\s*((?i:error):\s*)?", "", chosen)
+
+
+def password_of(storage: StorageConfig) -> str:
+    """The PostgreSQL password, from the environment variable storage.password_env names."""
+    return secret("", storage.password_env)

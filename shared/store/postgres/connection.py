@@ -7,7 +7,7 @@ write sees no other writer's commits meanwhile (stage leases, periodic claims, u
 their single-writer reasoning). Reads run in REPEATABLE READ READ ONLY snapshots and never
 wait for writers. A write holds the lock for its few statements only.
 
-The aggregate modules (shared/store/documents.py, stages.py, ...) write their SQL with qmark
+The portable SQL (shared/store/portable/documents.py, stages.py, ...) is written with qmark
 placeholders for sqlite3; `PgConnection.execute` hands the same statements to psycopg with
 its %s placeholders, so the portable SQL is written once. Statements SQLite spells its own
 way (FTS5, json_each, rowid, INSERT OR IGNORE) have PostgreSQL versions in this package.
@@ -37,7 +37,7 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from shared.errors import StorageError
-from shared.store.interface import Record
+from shared.store.model.record import Record
 
 # The advisory lock every write transaction takes (any constant unlikely to be another
 # application's: "aokun" in ASCII).

@@ -1,7 +1,7 @@
-"""Documents, their full text, conversation context and consistency on PostgreSQL: the
-SQLite bindings (shared/store/sqlite_repos.py), with PostgreSQL versions of the methods whose
-SQL differs — the BM25 rows live in this package's full-text tables (fulltext.py), id lists
-are arrays, and a new id comes back by RETURNING.
+"""Documents, their full text, conversation context and consistency on PostgreSQL: the portable
+aggregates (shared/store/portable/aggregates.py) with PostgreSQL versions of the methods whose
+SQL is each engine's own — the BM25 rows live in this package's full-text tables
+(fulltext.py), id lists are arrays, and a new id comes back by RETURNING.
 
 The functions take a PgConnection (connection.py): `execute` for the qmark SQL shared with
 SQLite, `sql` for statements written for PostgreSQL.
@@ -14,17 +14,17 @@ from collections.abc import Sequence
 import psycopg
 import psycopg.sql
 
-from shared.store import consistency, documents, meta, neighbours, vectors
-from shared.store.atoms import outdate as outdate_atoms
-from shared.store.documents import Document, DocumentFilter, MemoryFields, _filter_sql, _row_values
-from shared.store.fts import FTS_TABLES
-from shared.store.match import MAX_QUERY_TERMS, scope_tokens
+from shared.store.model.documents import Document, DocumentFilter, MemoryFields, outdated
+from shared.store.model.fulltext import FTS_TABLES, MAX_QUERY_TERMS, scope_tokens
+from shared.store.portable import consistency, documents, meta, neighbours, vectors
+from shared.store.portable.aggregates import Aggregate, PortableDocuments, PortableNeighbours
+from shared.store.portable.atoms import outdate as outdate_atoms
+from shared.store.portable.documents import filter_sql, row_values
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection, PgDatabase
 from shared.store.postgres.graph import graph_delete_for_memory
-from shared.store.sqlite_repos import SqliteConsistency, SqliteDocuments, SqliteFullText, SqliteNeighbours
 
-_INSERT_SQL = documents._INSERT_SQL + " RETURNING id"
+INSERT_SQL = documents.INSERT_SQL + " RETURNING id"
 # Tables whose dead rows may hold a deleted memory's words until VACUUM reclaims them.
 _DELETED_WORDS_TABLES = ("documents", "memory_atoms", "graph_entries", "graph_nodes", "vectors",
                          "memory_context", *fulltext.TABLES)
@@ -38,7 +38,7 @@ def _index_row(tx: PgConnection, memory_id: int, tokens: str, context: str, fiel
 
 def insert(tx: PgConnection, text: str, tokens: str, fields: MemoryFields, now: float,
            context: str = "") -> int:
-    memory_id = tx.execute(_INSERT_SQL, (*_row_values(text, fields), now, now)).fetchone()[0]
+    memory_id = tx.execute(INSERT_SQL, (*row_values(text, fields), now, now)).fetchone()[0]
     _index_row(tx, memory_id, tokens, context, fields)
     meta.bump_epoch(tx)
     return memory_id
@@ -48,10 +48,10 @@ def update(tx: PgConnection, memory_id: int, text: str, tokens: str, fields: Mem
            now: float, context: str = "") -> None:
     """As documents.update, the graph's search rows removed from fulltext's table."""
     before = documents.derived_for(tx, memory_id)
-    tx.execute(documents._UPDATE_SQL, (*_row_values(text, fields), now, memory_id))
+    tx.execute(documents.UPDATE_SQL, (*row_values(text, fields), now, memory_id))
     fulltext.remove_rows(tx.raw, "documents", [memory_id])
     _index_row(tx, memory_id, tokens, context, fields)
-    atoms_outdated, graph_outdated = documents.outdated(before, text, fields)
+    atoms_outdated, graph_outdated = outdated(before, text, fields)
     if atoms_outdated:
         outdate_atoms(tx, memory_id)
     if graph_outdated:
@@ -81,7 +81,7 @@ def get_many(conn: PgConnection, ids: Sequence[int]) -> dict[int, Document]:
     if not ids:
         return {}
     rows = conn.sql("SELECT * FROM documents WHERE id = ANY(%s) ORDER BY id", (list(ids),)).fetchall()
-    return {row["id"]: documents._row_to_document(row) for row in rows}
+    return {row["id"]: documents.row_to_document(row) for row in rows}
 
 
 def has_fts_row(conn: PgConnection, memory_id: int) -> bool:
@@ -104,7 +104,7 @@ def bm25(conn: PgConnection, terms: Sequence[str], scope: DocumentFilter, limit:
     personas = None if scope.persona_id is None else [scope.persona_id]
     ranked, ranked_params = fulltext.ranked("documents", terms, (1.0, context_weight, 0.0),
                                             personas, scope.session_id)
-    where, params = _filter_sql(scope, alias="d")
+    where, params = filter_sql(scope, alias="d")
     statement = psycopg.sql.SQL(
         "SELECT d.id, s.raw FROM ({ranked}) s JOIN documents d ON d.id = s.row_id"
         f" WHERE {{where}} ORDER BY {fulltext.BEST_FIRST} LIMIT %s").format(
@@ -123,7 +123,7 @@ def terms_of(conn: PgConnection, ids: Sequence[int]) -> dict[int, list[str]]:
 def filter_ids(conn: PgConnection, ids: Sequence[int], scope: DocumentFilter) -> set[int]:
     if not ids:
         return set()
-    where, params = _filter_sql(scope, alias="documents")
+    where, params = filter_sql(scope, alias="documents")
     return {r[0] for r in conn.sql(
         psycopg.sql.SQL("SELECT id FROM documents WHERE id = ANY(%s) AND {where}").format(
             # psycopg's stubs want a LiteralString; this SQL is put together from our own constants.
@@ -155,13 +155,13 @@ def table_counts(db) -> dict[str, int]:
 
 def missing_outputs(conn: PgConnection, model: str) -> dict[str, list[int]]:
     """As consistency.missing_outputs; an atom's search row is looked up in fulltext's table."""
-    checks = {name: sql for name, (_, sql) in consistency._CHECKS.items() if name != "atom search rows"}
+    checks = {name: sql for name, (_, sql) in consistency.CHECKS.items()}
     found = {name: sorted({r[0] for r in conn.sql(sql.replace(":model", "%(model)s"), {"model": model})})
              for name, sql in checks.items()}
     atoms = conn.sql("SELECT id, memory_id FROM memory_atoms WHERE state IN"
                      " ('active', 'expired', 'superseded')").fetchall()
     indexed = fulltext.row_ids_among(conn.raw, "atoms", [a[0] for a in atoms]) if atoms else set()
-    found["atom search rows"] = sorted({m for a, m in atoms if a not in indexed})
+    found[consistency.ATOM_SEARCH_ROWS] = sorted({m for a, m in atoms if a not in indexed})
     return found
 
 
@@ -169,16 +169,16 @@ def vacuum_deleted(db: PgDatabase) -> bool:
     """After a delete's commit (and in the worker's hourly housekeeping): VACUUM the tables
     that held the memory, so its rows' space is reclaimed rather than left as dead tuples.
     PostgreSQL does not zero freed space: bytes stay in data files and WAL until overwritten
-    (README, team deployment). Without ANALYZE: at 100k memories that is ~90 ms instead of
-    ~1 s, in every delete's reply."""
+    (README, team deployment). Without ANALYZE, which would cost every delete's reply many
+    times as much."""
     return _run_maintenance(db, psycopg.sql.SQL("VACUUM {}").format(
         psycopg.sql.SQL(", ").join(psycopg.sql.Identifier(t) for t in _DELETED_WORDS_TABLES)))
 
 
 def vacuum_analyze(db: PgDatabase) -> bool:
     """The worker's hourly housekeeping: VACUUM (ANALYZE) of the whole database, so the
-    planner's statistics follow the store's growth even where autovacuum is off (a 100k store
-    seeded without them recalled at 280 ms p50; analyzed, 49 ms)."""
+    planner's statistics follow the store's growth even where autovacuum is off (a store
+    grown without them plans recall for the tables it once was)."""
     return _run_maintenance(db, psycopg.sql.SQL("VACUUM (ANALYZE)"))
 
 
@@ -191,7 +191,7 @@ def _run_maintenance(db: PgDatabase, statement: psycopg.sql.Composable) -> bool:
         return False
 
 
-class PostgresDocuments(SqliteDocuments):
+class PostgresDocuments(PortableDocuments):
     def insert(self, text, tokens, fields, now, context=""):
         return self._run.write(insert, text, tokens, fields, now, context)
 
@@ -226,12 +226,12 @@ class PostgresDocuments(SqliteDocuments):
         return self._run.read(filter_ids, ids, scope)
 
 
-class PostgresNeighbours(SqliteNeighbours):
+class PostgresNeighbours(PortableNeighbours):
     def texts_of(self, ids):
         return self._run.read(texts_of, ids)
 
 
-class PostgresConsistency(SqliteConsistency):
+class PostgresConsistency(Aggregate):
     def missing_outputs(self, model):
         return self._run.read(missing_outputs, model)
 
@@ -246,7 +246,7 @@ def _redo_missing(conn: PgConnection, missing: dict[str, list[int]], now: float)
     return consistency.redo_missing(conn, missing, now)
 
 
-class PostgresFullText(SqliteFullText):
+class PostgresFullText(Aggregate):
     """Deleted rows leave the full-text tables inside the deleting write (the rows are the
     index): nothing to scrub; VACUUM after the commit reclaims their space."""
 

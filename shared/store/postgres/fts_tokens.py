@@ -8,8 +8,8 @@ the SQLite this process runs (the same library the SQLite store uses).
 
 How: each thread keeps an in-memory database with one FTS5 table of that tokenizer and an
 `fts5vocab` 'instance' table over it. A call inserts the texts, reads back (row, offset, term),
-and rolls back, so the table is empty again. Cost: 0.06 ms a call, plus 0.4-1 ms per KB of
-text (measured on a busy 2-CPU machine): a transaction, FTS5 writing its index, the vocab scan.
+and rolls back, so the table is empty again. A call costs a transaction, FTS5 writing its
+index and the vocab scan (figures: docs/performance.md).
 """
 
 from __future__ import annotations

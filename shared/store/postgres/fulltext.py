@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import sql
 
-from shared.store.match import MAX_QUERY_TERMS
+from shared.store.model.fulltext import MAX_QUERY_TERMS
 from shared.store.postgres import fts_tokens
 
 # index name -> (code stored in the tables, number of columns)
@@ -294,7 +294,7 @@ def computed_once(ranked_rows: sql.Composable) -> sql.Composable:
     """The ranked subquery as a MATERIALIZED CTE, so that a caller joining it to its table
     computes it once whatever the planner estimates: without fresh statistics (a growing
     store before ANALYZE) PostgreSQL planned it as the inner side of a nested loop, run once
-    per document (1.2 s instead of 8 ms for one query)."""
+    per document."""
     return sql.SQL("WITH ranked_rows AS MATERIALIZED ({}) SELECT row_id, raw FROM ranked_rows").format(ranked_rows)
 
 
@@ -343,6 +343,6 @@ BEST_FIRST = "s.raw DESC, s.row_id"
 def best_first(ranked_rows: sql.Composable) -> sql.Composable:
     """The ranked rows computed once and sorted BEST_FIRST, for `(...) s JOIN table ...
     ORDER BY BEST_FIRST LIMIT n`: the join then reads the table's rows in that order and stops
-    at the limit, instead of joining every ranked row and sorting after (an unscoped query at
-    100k memories matched 16,087 documents to return 50)."""
+    at the limit, instead of joining every ranked row and sorting after (an unscoped query
+    may match most of the store to return a page)."""
     return sql.SQL("{} ORDER BY raw DESC, row_id").format(computed_once(ranked_rows))

@@ -1,8 +1,8 @@
-"""The graph on PostgreSQL: the SQLite binding (shared/store/sqlite_repos.py), with PostgreSQL
-versions of the methods whose SQL differs — entries' search rows live in this package's
-full-text tables (fulltext.py), id lists are arrays, new ids come back by RETURNING, a nullable
-persona is compared with IS NULL or =, and graph_nodes.forms (TEXT holding a JSON list) is
-merged with jsonb functions.
+"""The graph on PostgreSQL: the portable aggregate (shared/store/portable/aggregates.py) with
+PostgreSQL versions of the methods whose SQL is each engine's own — entries' search rows live
+in this package's full-text tables (fulltext.py), id lists are arrays, new ids come back by
+RETURNING, a nullable persona is compared with IS NULL or =, and graph_nodes.forms (TEXT
+holding a JSON list) is merged with jsonb functions.
 
 Reads that SQLite answers in an index's order without saying so (an id list looked up through
 an index, GROUP BY output) say their order here: PostgreSQL's heap order is not the id order
@@ -19,12 +19,12 @@ from collections.abc import Sequence
 import psycopg
 import psycopg.sql
 
-from shared.store import graph, meta
-from shared.store.graph import MemoryGraph, NodeSpec
-from shared.store.interface import Record
+from shared.store.model.graph import MemoryGraph, NodeSpec, nodes_of
+from shared.store.model.record import Record
+from shared.store.portable import graph, meta
+from shared.store.portable.aggregates import PortableGraph
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection
-from shared.store.sqlite_repos import SqliteGraph
 
 
 def replace_for_memory(tx: PgConnection, memory_id: int, persona_id: str | None, memory_graph: MemoryGraph,
@@ -33,7 +33,7 @@ def replace_for_memory(tx: PgConnection, memory_id: int, persona_id: str | None,
     table."""
     graph_delete_for_memory(tx, memory_id)
     persona = persona_id or ""
-    ids = {node.key: _upsert_node(tx, persona, node, now) for node in graph.nodes_of(memory_graph)}
+    ids = {node.key: _upsert_node(tx, persona, node, now) for node in nodes_of(memory_graph)}
     graph.insert_edges(tx, memory_id, ids, memory_graph.edges, now)
     entry_ids = []
     for entry in memory_graph.entries:
@@ -265,7 +265,7 @@ def neighbours(conn: PgConnection, node_ids: Sequence[int], limit: int) -> list[
     return [n for n, _ in sorted(strength.items(), key=lambda kv: -kv[1]) if n not in hits][:limit]
 
 
-class PostgresGraph(SqliteGraph):
+class PostgresGraph(PortableGraph):
     def replace_for_memory(self, memory_id, persona_id, graph, content_hash, now):
         return self._run.write(replace_for_memory, memory_id, persona_id, graph, content_hash, now)
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shared.store import graph
-from shared.store.interface import Record
+from shared.store.model import graph
+from shared.store.model.record import Record
+from shared.store.portable.aggregates import PortableGraphBrowse
 from shared.store.postgres.connection import PgConnection
-from shared.store.sqlite_repos import SqliteGraphBrowse
 
 
 def persona_node_counts(conn: PgConnection, persona_id: str) -> dict[str, int]:
@@ -46,7 +46,7 @@ def node_links(conn: PgConnection, node_id: int, limit: int) -> list[Record]:
         " ORDER BY memories DESC, n.id DESC LIMIT %s", (node_id, node_id, limit)).fetchall()
 
 
-class PostgresGraphBrowse(SqliteGraphBrowse):
+class PostgresGraphBrowse(PortableGraphBrowse):
     def persona_node_counts(self, persona_id):
         return self._run.read(persona_node_counts, persona_id)
 

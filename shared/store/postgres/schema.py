@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from shared.store.db import Migration
+from shared.store.model.migration import Migration
 from shared.store.postgres.connection import PgDatabase
 from shared.store.postgres.fulltext import DDL as FULLTEXT_DDL
 

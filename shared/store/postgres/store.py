@@ -3,9 +3,10 @@
 Sessions work as the SQLite store's do, through the same runners (shared/store/runners.py):
 an aggregate call goes to a runner that supplies the connection — the transaction of
 read()/write(), or, on the Store itself, one transaction per call (joining the thread's open
-transaction when there is one). The aggregates are the SQLite store's bindings (shared/store/sqlite_repos.py) wherever
-the module's SQL is portable, and this package's versions where PostgreSQL spells it
-differently (shared/store/postgres/repos.py). psycopg errors leave every call as StorageError.
+transaction when there is one). The aggregates are the portable ones
+(shared/store/portable/aggregates.py) with this package's versions where PostgreSQL spells
+the SQL its own way (shared/store/postgres/aggregates.py). psycopg errors leave every call as
+StorageError.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from shared.config import StorageConfig, secret
+from shared.config import StorageConfig
 from shared.errors import StorageError
 from shared.platform import private_folder
-from shared.store.postgres import repos
+from shared.store.postgres import aggregates
+from shared.store.postgres.clients import password_of
 from shared.store.postgres.connection import PgDatabase, where
 from shared.store.postgres.schema import apply_migrations, is_created
 from shared.store.runners import InTransaction, PerCall, Runner, Session, write_session
@@ -33,12 +35,12 @@ log = logging.getLogger("aokun.store")
 START_WAIT_S = 30.0
 
 
-class PostgresSession(repos.Aggregates, Session):
+class PostgresSession(aggregates.Aggregates, Session):
     """Every aggregate, bound to one runner."""
 
     def __init__(self, run: Runner):
         Session.__init__(self, run)
-        repos.Aggregates.__init__(self, run)
+        aggregates.Aggregates.__init__(self, run)
 
 
 class PostgresStore(PostgresSession):
@@ -84,10 +86,10 @@ class PostgresStore(PostgresSession):
             return 0
 
     def flush_deleted(self) -> bool:
-        return repos.vacuum_deleted(self.db)
+        return aggregates.vacuum_deleted(self.db)
 
     def refresh_statistics(self) -> bool:
-        return repos.vacuum_analyze(self.db)
+        return aggregates.vacuum_analyze(self.db)
 
     def backup(self, directory: Path, now: float, reason: str) -> Path:
         # Lazy imports: pg_dump's runner loads only when a backup is made.
@@ -97,10 +99,6 @@ class PostgresStore(PostgresSession):
 
     def close(self) -> None:
         self.db.close()
-
-
-def password_of(storage: StorageConfig) -> str:
-    return secret("", storage.password_env)
 
 
 def open_postgres_store(storage: StorageConfig, *, migrate: bool = True) -> PostgresStore:

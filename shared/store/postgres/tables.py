@@ -1,4 +1,4 @@
-"""Every table's rows as they are, on PostgreSQL (`aokun migrate`; see shared/store/tables.py).
+"""Every table's rows as they are, on PostgreSQL (`aokun migrate`; see shared/store/portable/tables.py).
 
 The rows' SQL is shared with SQLite (pages in key order, insert-if-absent); what differs is
 the catalogue, the full-text rows (this package's fulltext tables instead of FTS5's, each row
@@ -14,8 +14,9 @@ from typing import Any
 
 from psycopg import sql
 
-from shared.store import tables
-from shared.store.interface import Record
+from shared.store.model.record import Record
+from shared.store.model.tables import TABLE_KEYS, fulltext_index, fulltext_values
+from shared.store.portable import tables
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection
 
@@ -28,7 +29,7 @@ def names(conn: PgConnection) -> list[str]:
     """The copied tables this store has, in copy order."""
     present = {r[0] for r in conn.sql(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")}
-    return [table for table in tables.TABLE_KEYS if table in present]
+    return [table for table in TABLE_KEYS if table in present]
 
 
 def columns(conn: PgConnection, table: str) -> list[str]:
@@ -50,7 +51,7 @@ def fulltext_page(conn: PgConnection, index: str, after: int | None,
                   limit: int) -> tuple[list[tuple[int, tuple[str, ...]]], int | None]:
     """As on SQLite, walking the indexed table's ids (rows without a full-text row, such as
     forgotten atoms, are passed over): the cursor is the last id looked at."""
-    spec = tables.fulltext_index(index)
+    spec = fulltext_index(index)
     ids = [r[0] for r in conn.sql(
         sql.SQL("SELECT id FROM {} WHERE id > %s ORDER BY id LIMIT %s").format(sql.Identifier(spec.table)),
         (-1 if after is None else after, limit))]
@@ -62,7 +63,7 @@ def fulltext_page(conn: PgConnection, index: str, after: int | None,
 def fulltext_put(conn: PgConnection, index: str, rows: Sequence[tuple[int, Sequence[str]]]) -> int:
     """Index the rows the index lacks, for rows of its table that exist, with the persona and
     session the row has there (what a search's scope filters on); return how many."""
-    spec = tables.fulltext_index(index)
+    spec = fulltext_index(index)
     ids = [row_id for row_id, _ in rows]
     if not ids:
         return 0
@@ -72,7 +73,7 @@ def fulltext_put(conn: PgConnection, index: str, rows: Sequence[tuple[int, Seque
     with conn.raw.pipeline():  # one round trip for the page's statements, not one each
         for row_id, values in new:
             persona_id, session_id = scopes[row_id]
-            fulltext.add_row(conn.raw, index, row_id, tables.fulltext_values(values, spec),
+            fulltext.add_row(conn.raw, index, row_id, fulltext_values(values, spec),
                              persona_id, session_id)
     return len(new)
 
@@ -86,15 +87,14 @@ def _scopes(conn: PgConnection, table: str, ids: list[int]) -> dict[int, tuple[s
 
 
 def fulltext_count(conn: PgConnection, index: str) -> int:
-    tables.fulltext_index(index)
+    fulltext_index(index)
     return fulltext.rows_count(conn.raw, index)
 
 
 def finish(conn: PgConnection) -> None:
     """Move every identity past the largest id there, so the next insert takes a new one;
     then gather the planner's statistics of the tables just filled: until autovacuum gets to
-    them, a copied store's plans are made for empty tables (a 10-term BM25 query on 3000
-    copied memories: 3.4 s before, 61 ms after)."""
+    them, a copied store's plans are made for empty tables."""
     for table, column in IDENTITIES:
         conn.sql(sql.SQL(
             "SELECT setval(pg_get_serial_sequence(%s, %s), COALESCE(MAX({column}), 0) + 1, false)"

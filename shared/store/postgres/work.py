@@ -1,8 +1,9 @@
-"""The stage journal, vectors, meta, heartbeats and usage on PostgreSQL: the SQLite
-bindings (shared/store/sqlite_repos.py), with PostgreSQL versions of the methods whose SQL
-differs — id lists are arrays instead of json_each, the change-sequence reads need no
-INDEXED BY, whole vector spaces stream through a server-side cursor, and the store id is
-one a DOUBLE PRECISION meta value holds exactly.
+"""The stage journal, vectors and meta on PostgreSQL: the portable aggregates
+(shared/store/portable/aggregates.py) with PostgreSQL versions of the methods whose SQL is
+each engine's own — id lists are arrays instead of json_each, the change-sequence reads need
+no INDEXED BY, whole vector spaces stream through a server-side cursor, and the store id is
+one a DOUBLE PRECISION meta value holds exactly. Heartbeats and usage need nothing of
+their own (portable/runtime.py, portable/usage.py).
 
 The change sequence stays the meta row 'vector_seq' (not a PostgreSQL SEQUENCE): it is taken
 under the write lock (connection.py), so numbers are handed out in commit order and a front
@@ -19,9 +20,13 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from shared.store import meta, vectors
+from shared.store.portable import meta, vectors
+from shared.store.portable.aggregates import (
+    PortableMeta,
+    PortableStages,
+    PortableVectors,
+)
 from shared.store.postgres.connection import PgConnection
-from shared.store.sqlite_repos import SqliteMeta, SqliteRuntime, SqliteStages, SqliteUsage, SqliteVectors
 
 # -- stages --------------------------------------------------------------------------------
 
@@ -36,7 +41,7 @@ def done_among(conn: PgConnection, memory_ids: Sequence[int], stage: str) -> set
         " AND s.content_hash = d.content_hash", (list(memory_ids), stage))}
 
 
-class PostgresStages(SqliteStages):
+class PostgresStages(PortableStages):
     def done_among(self, memory_ids, stage):
         return self._run.read(done_among, memory_ids, stage)
 
@@ -51,11 +56,11 @@ def _streamed(conn: PgConnection, statement: str, params: Sequence, dim: int,
     """(ids, matrix) batches of (owner_id, vector) rows read through a server-side cursor:
     a whole space (100k vectors and more) never sits in this process's memory at once, and
     the cursor reads the one snapshot it was declared in while the caller consumes it.
-    bytea comes back as bytes (or a memoryview): vectors._batches joins either for numpy."""
+    bytea comes back as bytes (or a memoryview): vectors.batches joins either for numpy."""
     with conn.raw.cursor(name=f"aokun_vectors_{next(_cursor_names)}") as cursor:
         # psycopg's stubs want a LiteralString; this SQL is put together from our own constants.
         cursor.execute(statement, params)  # pyright: ignore[reportArgumentType]
-        yield from vectors._batches(cursor, dim, batch)
+        yield from vectors.batches(cursor, dim, batch)
 
 
 def iter_space(conn: PgConnection, kind: str, model: str, dim: int,
@@ -93,7 +98,7 @@ def owners_with_vectors(conn: PgConnection, kind: str, model: str, owner_ids: Se
         (kind, list(owner_ids), model))}
 
 
-class PostgresVectors(SqliteVectors):
+class PostgresVectors(PortableVectors):
     def changes_since(self, kind, after_seq):
         return self._run.read(changes_since, kind, after_seq)
 
@@ -121,17 +126,6 @@ def ensure_store_id(conn: PgConnection) -> int:
     return meta.ensure_store_id(conn, bits=STORE_ID_BITS)
 
 
-class PostgresMeta(SqliteMeta):
+class PostgresMeta(PortableMeta):
     def ensure_store_id(self):
         return self._run.write(ensure_store_id)
-
-
-# -- runtime and usage: their SQL is portable ----------------------------------------------
-
-
-class PostgresRuntime(SqliteRuntime):
-    pass
-
-
-class PostgresUsage(SqliteUsage):
-    pass

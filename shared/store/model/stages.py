@@ -1,0 +1,32 @@
+"""The stage journal's names: the stages, their statuses and dependencies, and a unit of work."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Stage names, in the order a memory's stages run; the schema's CHECK lists the same.
+STAGES = ("embed", "atoms", "graph")
+
+# A stage row's status (the memory_stages CHECK constraint in sqlite/schema.py and
+# postgres/schema.py lists the same four).
+PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+
+STATUSES = (PENDING, RUNNING, FAILED, DONE)
+
+# A stage that reads another stage's output: it runs only once that stage is done for the
+# same version of the memory, runs again whenever that stage has run again, and fails when
+# that stage fails for good (so it never waits forever).
+DEPENDS_ON = {"graph": "atoms"}
+
+
+def dependents(stage: str) -> list[str]:
+    return [later for later, earlier in DEPENDS_ON.items() if earlier == stage]
+
+
+@dataclass(frozen=True)
+class StageKey:
+    """One unit of work: a stage of a memory, for one version of its content."""
+
+    memory_id: int
+    stage: str
+    content_hash: str

@@ -1,0 +1,389 @@
+"""The schema as frozen, literal migrations.
+
+A migration is never rebuilt from the modules' current lists: what version N created on a
+store in the field is exactly the text below, forever. A change is a new migration.
+"""
+
+from __future__ import annotations
+
+from shared.config import StorageConfig
+from shared.store.model.migration import Migration
+from shared.store.sqlite.db import Database, apply_migrations
+
+_INITIAL = [
+    """
+    CREATE TABLE documents (
+        id INTEGER PRIMARY KEY,
+        text TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        topics TEXT NOT NULL DEFAULT '[]',
+        participants TEXT NOT NULL DEFAULT '[]',
+        key_facts TEXT NOT NULL DEFAULT '[]',
+        sentiment TEXT NOT NULL DEFAULT 'neutral'
+            CHECK (sentiment IN ('positive', 'neutral', 'negative')),
+        importance REAL NOT NULL DEFAULT 0.5 CHECK (importance >= 0.0 AND importance <= 1.0),
+        pinned INTEGER NOT NULL DEFAULT 0 CHECK (pinned IN (0, 1)),
+        archived INTEGER NOT NULL DEFAULT 0 CHECK (archived IN (0, 1)),
+        session_id TEXT,
+        persona_id TEXT,
+        original_time TEXT,
+        original_ts REAL,
+        persona_summary TEXT,
+        access_count INTEGER NOT NULL DEFAULT 0,
+        last_access_time REAL,
+        create_time REAL NOT NULL,
+        update_time REAL NOT NULL
+    )
+    """,
+    "CREATE INDEX documents_persona ON documents (persona_id, id)",
+    "CREATE INDEX documents_session ON documents (session_id, id)",
+    "CREATE INDEX documents_original_ts ON documents (original_ts)",
+    "CREATE VIRTUAL TABLE documents_fts USING fts5(tokens, tokenize = 'porter unicode61 remove_diacritics 2')",
+    """
+    CREATE TABLE memory_stages (
+        memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        stage TEXT NOT NULL CHECK (stage IN ('embed', 'atoms', 'graph')),
+        status TEXT NOT NULL DEFAULT 'pending'
+            CHECK (status IN ('pending', 'running', 'done', 'failed')),
+        content_hash TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        lease_owner TEXT,
+        lease_until REAL,
+        next_attempt_time REAL,
+        enqueued_time REAL,
+        last_error TEXT,
+        update_time REAL NOT NULL,
+        PRIMARY KEY (memory_id, stage)
+    ) WITHOUT ROWID
+    """,
+    "CREATE INDEX memory_stages_status ON memory_stages (status, lease_until)",
+    """
+    CREATE TABLE memory_atoms (
+        id INTEGER PRIMARY KEY,
+        memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        persona_id TEXT,
+        session_id TEXT,
+        type TEXT NOT NULL CHECK (type IN ('episodic', 'planned', 'factual', 'relational', 'preference', 'unknown')),
+        text TEXT NOT NULL,
+        subject TEXT,
+        attribute TEXT,
+        value TEXT,
+        confidence REAL NOT NULL DEFAULT 0.0,
+        importance REAL NOT NULL DEFAULT 0.5,
+        ttl_days REAL,
+        deadline REAL,
+        reinforcement_count INTEGER NOT NULL DEFAULT 0,
+        state TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'expired', 'forgotten', 'purged', 'dormant', 'superseded')),
+        state_time REAL,
+        superseded_by INTEGER REFERENCES memory_atoms(id) ON DELETE SET NULL,
+        needs_repair INTEGER NOT NULL DEFAULT 0,
+        content_hash TEXT,
+        create_time REAL NOT NULL,
+        update_time REAL NOT NULL
+    )
+    """,  # noqa: E501 - a migration's text stays as stores were made with it
+    "CREATE INDEX memory_atoms_memory ON memory_atoms (memory_id)",
+    "CREATE INDEX memory_atoms_persona_state ON memory_atoms (persona_id, state)",
+    "CREATE VIRTUAL TABLE atoms_fts USING fts5(tokens, tokenize = 'porter unicode61 remove_diacritics 2')",
+    """
+    CREATE TABLE graph_nodes (
+        id INTEGER PRIMARY KEY,
+        persona_id TEXT NOT NULL DEFAULT '',
+        key TEXT NOT NULL,
+        type TEXT NOT NULL CHECK (type IN ('topic', 'person', 'fact')),
+        value TEXT NOT NULL,
+        canonical TEXT NOT NULL,
+        create_time REAL NOT NULL,
+        UNIQUE (persona_id, key)
+    )
+    """,
+    "CREATE INDEX graph_nodes_canonical ON graph_nodes (canonical)",
+    """
+    CREATE TABLE graph_edges (
+        id INTEGER PRIMARY KEY,
+        source_memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        src_node_id INTEGER NOT NULL REFERENCES graph_nodes(id) ON DELETE CASCADE,
+        dst_node_id INTEGER NOT NULL REFERENCES graph_nodes(id) ON DELETE CASCADE,
+        type TEXT NOT NULL CHECK (type IN ('describes', 'mentioned_in', 'co_occurs_with')),
+        confidence REAL NOT NULL DEFAULT 0.0,
+        weight REAL NOT NULL DEFAULT 1.0,
+        create_time REAL NOT NULL
+    )
+    """,
+    "CREATE INDEX graph_edges_src ON graph_edges (src_node_id, confidence DESC, source_memory_id DESC)",
+    "CREATE INDEX graph_edges_dst ON graph_edges (dst_node_id, confidence DESC, source_memory_id DESC)",
+    "CREATE INDEX graph_edges_src_weight ON graph_edges (src_node_id, weight DESC, dst_node_id)",
+    "CREATE INDEX graph_edges_dst_weight ON graph_edges (dst_node_id, weight DESC, src_node_id)",
+    "CREATE INDEX graph_edges_memory ON graph_edges (source_memory_id)",
+    """
+    CREATE TABLE graph_entries (
+        id INTEGER PRIMARY KEY,
+        source_memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        node_id INTEGER REFERENCES graph_nodes(id) ON DELETE SET NULL,
+        persona_id TEXT,
+        text TEXT NOT NULL,
+        confidence REAL NOT NULL DEFAULT 0.0,
+        content_hash TEXT,
+        create_time REAL NOT NULL
+    )
+    """,
+    "CREATE INDEX graph_entries_memory ON graph_entries (source_memory_id)",
+    "CREATE INDEX graph_entries_node ON graph_entries (node_id, confidence DESC, source_memory_id DESC)",
+    "CREATE VIRTUAL TABLE graph_entries_fts USING fts5(tokens, tokenize = 'porter unicode61 remove_diacritics 2')",
+    """
+    CREATE TABLE vectors (
+        kind TEXT NOT NULL CHECK (kind IN ('document', 'graph_entry')),
+        owner_id INTEGER NOT NULL,
+        memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        model TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        content_hash TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        create_time REAL NOT NULL,
+        PRIMARY KEY (kind, owner_id)
+    ) WITHOUT ROWID
+    """,
+    "CREATE INDEX vectors_memory ON vectors (memory_id)",
+    "CREATE INDEX vectors_seq ON vectors (seq)",
+    """
+    CREATE TABLE vector_tombstones (
+        seq INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        owner_id INTEGER NOT NULL,
+        create_time REAL NOT NULL
+    )
+    """,
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID",
+    """
+    CREATE TABLE workers (
+        worker_id TEXT PRIMARY KEY,
+        pid INTEGER NOT NULL,
+        hostname TEXT NOT NULL,
+        started_time REAL NOT NULL,
+        heartbeat_time REAL NOT NULL
+    ) WITHOUT ROWID
+    """,
+    """
+    CREATE TABLE periodic_runs (
+        name TEXT PRIMARY KEY,
+        last_run_time REAL NOT NULL
+    ) WITHOUT ROWID
+    """,
+]
+
+MIGRATIONS = [
+    Migration(1, "initial schema", _INITIAL),
+    # Before this version the atoms and graph stages ran without extractors: run them again.
+    Migration(2, "rule-based atoms and graph", [
+        "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
+        " enqueued_time = NULL, lease_owner = NULL, lease_until = NULL, last_error = NULL"
+        " WHERE stage IN ('atoms', 'graph')",
+    ]),
+    # Fronts beat like workers (so an autostarted worker knows when it is no longer needed);
+    # a worker row says whether a front started it, and when it is winding down.
+    Migration(3, "front heartbeats; autostarted and stopping workers", [
+        """
+        CREATE TABLE fronts (
+            front_id TEXT PRIMARY KEY,
+            pid INTEGER NOT NULL,
+            hostname TEXT NOT NULL,
+            transport TEXT NOT NULL,
+            started_time REAL NOT NULL,
+            heartbeat_time REAL NOT NULL
+        ) WITHOUT ROWID
+        """,
+        "ALTER TABLE workers ADD COLUMN autostarted INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE workers ADD COLUMN stopping INTEGER NOT NULL DEFAULT 0",
+    ]),
+    # Nodes keyed on (type, canonical form) with the written forms kept; entries remember the
+    # atom they come from. Old graph output is keyed differently: drop it (the entry vectors
+    # too, raising the tombstone floor so every front rebuilds its index) and build it again
+    # from the stored atoms.
+    Migration(4, "canonical graph nodes, entries by atom", [
+        "ALTER TABLE graph_nodes ADD COLUMN forms TEXT NOT NULL DEFAULT '[]'",
+        "ALTER TABLE graph_entries ADD COLUMN atom_id INTEGER",
+        "CREATE INDEX graph_entries_atom ON graph_entries (atom_id)",
+        "DELETE FROM graph_entries_fts",
+        "DELETE FROM graph_entries",
+        "DELETE FROM graph_edges",
+        "DELETE FROM graph_nodes",
+        "DELETE FROM vectors WHERE kind = 'graph_entry'",
+        "INSERT INTO meta (key, value) VALUES ('vector_seq', 1)"
+        " ON CONFLICT (key) DO UPDATE SET value = value + 1",
+        "INSERT INTO meta (key, value) SELECT 'vector_tombstone_floor', value FROM meta"
+        " WHERE key = 'vector_seq' ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
+        " enqueued_time = NULL, lease_owner = NULL, lease_until = NULL, last_error = NULL"
+        " WHERE stage = 'graph'",
+    ]),
+    # The panel's overview counts vectors per space and atoms per type and state: without these
+    # indexes both are full scans with a temporary B-tree.
+    Migration(5, "indexes for the panel's counts", [
+        "CREATE INDEX vectors_space ON vectors (kind, model, dim)",
+        "CREATE INDEX memory_atoms_type_state ON memory_atoms (type, state)",
+    ]),
+    # Summarization: tokens spent per model, and the hash of the source a memory was made from
+    # (a transcript ingested twice, an import run again: one memory).
+    Migration(6, "summarizer usage, memory sources", [
+        """
+        CREATE TABLE llm_usage (
+            model TEXT PRIMARY KEY,
+            calls INTEGER NOT NULL DEFAULT 0,
+            prompt_tokens INTEGER NOT NULL DEFAULT 0,
+            completion_tokens INTEGER NOT NULL DEFAULT 0,
+            failures INTEGER NOT NULL DEFAULT 0,
+            last_time REAL
+        ) WITHOUT ROWID
+        """,
+        "ALTER TABLE documents ADD COLUMN source_hash TEXT",
+        "CREATE INDEX documents_source_hash ON documents (source_hash)",
+    ]),
+    # Conversation context: a memory is indexed with the memories just before it in its
+    # conversation (shared/store/portable/neighbours.py). The BM25 table gains a context column, so it
+    # is made again; every front and worker back-fills the rows at start (backfill_fts).
+    Migration(7, "conversation context", [
+        """
+        CREATE TABLE memory_context (
+            memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            neighbour_id INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            PRIMARY KEY (memory_id, neighbour_id)
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX memory_context_neighbour ON memory_context (neighbour_id)",
+        "DROP TABLE documents_fts",
+        "CREATE VIRTUAL TABLE documents_fts USING fts5(tokens, context,"
+        " tokenize = 'porter unicode61 remove_diacritics 2')",
+    ]),
+    # BM25 ranks only the recall's persona / session: a scope column of tokens that mark them
+    # (shared/store/sqlite/match.py); without it FTS5 scores every row holding a query term, in
+    # every persona. Made again and back-filled like migration 7.
+    Migration(8, "scoped BM25 rows", [
+        "DROP TABLE documents_fts",
+        "CREATE VIRTUAL TABLE documents_fts USING fts5(tokens, context, scope,"
+        " tokenize = 'porter unicode61 remove_diacritics 2')",
+    ]),
+    # Typed entities (person, place, organisation, other; one self node per persona) and typed
+    # relations between them ("relation" edges, the relation in its own column), with atom
+    # rules that type everyday text better. The graph tables are made again (their type checks
+    # change) and every memory's atoms and graph are made again from its text; the entry
+    # vectors go too, raising the tombstone floor so every front rebuilds its index.
+    Migration(9, "typed entities and relations", [
+        "DELETE FROM graph_entries_fts",
+        "DROP TABLE graph_entries",
+        "DROP TABLE graph_edges",
+        "DROP TABLE graph_nodes",
+        """
+        CREATE TABLE graph_nodes (
+            id INTEGER PRIMARY KEY,
+            persona_id TEXT NOT NULL DEFAULT '',
+            key TEXT NOT NULL,
+            type TEXT NOT NULL CHECK (type IN ('person', 'place', 'organisation', 'other', 'topic', 'fact')),
+            value TEXT NOT NULL,
+            canonical TEXT NOT NULL,
+            create_time REAL NOT NULL,
+            forms TEXT NOT NULL DEFAULT '[]',
+            UNIQUE (persona_id, key)
+        )
+        """,
+        "CREATE INDEX graph_nodes_canonical ON graph_nodes (canonical)",
+        """
+        CREATE TABLE graph_edges (
+            id INTEGER PRIMARY KEY,
+            source_memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            src_node_id INTEGER NOT NULL REFERENCES graph_nodes(id) ON DELETE CASCADE,
+            dst_node_id INTEGER NOT NULL REFERENCES graph_nodes(id) ON DELETE CASCADE,
+            type TEXT NOT NULL CHECK (type IN ('describes', 'mentioned_in', 'co_occurs_with', 'relation')),
+            confidence REAL NOT NULL DEFAULT 0.0,
+            weight REAL NOT NULL DEFAULT 1.0,
+            create_time REAL NOT NULL,
+            relation TEXT CHECK ((type = 'relation') = (relation IS NOT NULL))
+        )
+        """,
+        "CREATE INDEX graph_edges_src ON graph_edges (src_node_id, confidence DESC, source_memory_id DESC)",
+        "CREATE INDEX graph_edges_dst ON graph_edges (dst_node_id, confidence DESC, source_memory_id DESC)",
+        "CREATE INDEX graph_edges_src_weight ON graph_edges (src_node_id, weight DESC, dst_node_id)",
+        "CREATE INDEX graph_edges_dst_weight ON graph_edges (dst_node_id, weight DESC, src_node_id)",
+        "CREATE INDEX graph_edges_memory ON graph_edges (source_memory_id)",
+        "CREATE INDEX graph_edges_relation_src ON graph_edges (src_node_id, relation) WHERE relation IS NOT NULL",
+        "CREATE INDEX graph_edges_relation_dst ON graph_edges (dst_node_id, relation) WHERE relation IS NOT NULL",
+        """
+        CREATE TABLE graph_entries (
+            id INTEGER PRIMARY KEY,
+            source_memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            node_id INTEGER REFERENCES graph_nodes(id) ON DELETE SET NULL,
+            persona_id TEXT,
+            text TEXT NOT NULL,
+            confidence REAL NOT NULL DEFAULT 0.0,
+            content_hash TEXT,
+            create_time REAL NOT NULL,
+            atom_id INTEGER
+        )
+        """,
+        "CREATE INDEX graph_entries_memory ON graph_entries (source_memory_id)",
+        "CREATE INDEX graph_entries_node ON graph_entries (node_id, confidence DESC, source_memory_id DESC)",
+        "CREATE INDEX graph_entries_atom ON graph_entries (atom_id)",
+        "DELETE FROM vectors WHERE kind = 'graph_entry'",
+        "INSERT INTO meta (key, value) VALUES ('vector_seq', 1)"
+        " ON CONFLICT (key) DO UPDATE SET value = value + 1",
+        "INSERT INTO meta (key, value) SELECT 'vector_tombstone_floor', value FROM meta"
+        " WHERE key = 'vector_seq' ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
+        " enqueued_time = NULL, lease_owner = NULL, lease_until = NULL, last_error = NULL"
+        " WHERE stage IN ('atoms', 'graph')",
+    ]),
+    # A periodic run is claimed here and recorded in periodic_runs only when it finished; a
+    # claim whose process died (or whose lease passed) is taken over.
+    Migration(10, "periodic claims", [
+        """
+        CREATE TABLE periodic_claims (
+            name TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            hostname TEXT NOT NULL,
+            claimed_time REAL NOT NULL,
+            lease_until REAL NOT NULL
+        ) WITHOUT ROWID
+        """,
+    ]),
+    # Users: each a token (kept only as its SHA-256) allowed to read and write its personas,
+    # or every persona when admin (shared/access.py). A revoked user keeps its row, with the
+    # time, so `aokun users list` shows it; its token is refused from that commit on.
+    Migration(11, "users", [
+        """
+        CREATE TABLE users (
+            name TEXT PRIMARY KEY,
+            token_hash TEXT NOT NULL UNIQUE,
+            personas TEXT NOT NULL DEFAULT '[]',
+            admin INTEGER NOT NULL DEFAULT 0 CHECK (admin IN (0, 1)),
+            create_time REAL NOT NULL,
+            revoke_time REAL
+        )
+        """,
+    ]),
+    # A front's row says where it listens: a client on its host reaches the front that runs,
+    # not the port a config file was changed to since it started.
+    Migration(12, "front endpoints", [
+        "ALTER TABLE fronts ADD COLUMN endpoint TEXT",
+    ]),
+    # Atoms carry their subject (whose fact it is); a store made before that has atoms with
+    # none, and slot atoms whose subject was the speaker or the self whoever the fact was about
+    # ("my wife moved to Boston": the self's home). The atoms stage runs again for those
+    # memories (the graph stage follows it), through the stage journal as any pending stage.
+    Migration(13, "atoms derived again for their subjects", [
+        "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
+        " enqueued_time = NULL, lease_owner = NULL, lease_until = NULL, last_error = NULL,"
+        " update_time = (julianday('now') - 2440587.5) * 86400.0"
+        " WHERE stage = 'atoms' AND memory_id IN (SELECT memory_id FROM memory_atoms"
+        " WHERE needs_repair = 0 AND (subject IS NULL OR attribute IS NOT NULL))",
+    ]),
+]
+
+
+def open_database(storage: StorageConfig) -> Database:
+    """Open the main database under data_dir and bring its schema up to date."""
+    db = Database.from_config(storage)
+    apply_migrations(db, MIGRATIONS)
+    return db
+

@@ -14,6 +14,7 @@ SQLite, `sql` for statements written for PostgreSQL.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import psycopg
 import psycopg.sql
@@ -71,7 +72,8 @@ def atom_search(conn: PgConnection, terms: Sequence[str], persona_id: str | None
         return []
     source, params = fulltext.ranked_join("atoms", "memory_atoms", "a", terms,
                                   None if persona_id is None else [persona_id], session_id)
-    clauses, where_params = ["a.state = 'active'", atoms.CURRENT], []
+    clauses = ["a.state = 'active'", atoms.CURRENT]
+    where_params: list[Any] = []
     _add_scope(clauses, where_params, persona_id, session_id)
     if types:
         clauses.append("a.type = ANY(%s)")
@@ -89,7 +91,7 @@ def still_valid_of_types(conn: PgConnection, types: Sequence[str], persona_id: s
     """As atoms.still_valid_of_types, the excluded ids as an array."""
     clauses = ["a.state = 'active'", atoms.CURRENT, "a.type = ANY(%s)",
                f"NOT ({atoms.EXPIRED_SQL.replace('?', '%s')})", "NOT (a.id = ANY(%s))"]
-    params: list = [list(types), now, DAY, now, list(exclude)]
+    params: list[Any] = [list(types), now, DAY, now, list(exclude)]
     _add_scope(clauses, params, persona_id, session_id)
     return conn.sql(
         f"SELECT a.* FROM memory_atoms a WHERE {' AND '.join(clauses)}"
@@ -151,35 +153,40 @@ def supersede_chain(conn: PgConnection, atom_id: int, persona_id: str | None,
 
 
 class PostgresAtoms(PortableAtoms):
-    def insert(self, owner, row, now, state="active", superseded_by=None, needs_repair=False):
+    def insert(self, owner: AtomOwner, row: AtomRow, now: float, state: str = "active",
+               superseded_by: int | None = None, needs_repair: bool = False) -> int:
         return self._run.write(atom_insert, owner, row, now, state, superseded_by, needs_repair)
 
-    def forget(self, expired_before, now):
+    def forget(self, expired_before: float, now: float) -> list[int]:
         return self._run.write(forget, expired_before, now)
 
-    def delete_for_memory(self, memory_id):
+    def delete_for_memory(self, memory_id: int) -> dict[str, int]:
         return self._run.write(atoms_delete_for_memory, memory_id)
 
-    def similar_active(self, terms, persona_id, other_than_memory, limit=20):
+    def similar_active(self, terms: Sequence[str], persona_id: str | None, other_than_memory: int,
+                       limit: int = 20) -> list[Record]:
         return self._run.rows(similar_active, terms, persona_id, other_than_memory, limit)
 
-    def search(self, terms, persona_id, session_id, types, limit):
+    def search(self, terms: Sequence[str], persona_id: str | None, session_id: str | None,
+               types: Sequence[str] | None, limit: int) -> list[Record]:
         return self._run.rows(atom_search, terms, persona_id, session_id, types, limit)
 
-    def still_valid_of_types(self, types, persona_id, session_id, now, limit, exclude=()):
+    def still_valid_of_types(self, types: Sequence[str], persona_id: str | None, session_id: str | None,
+                             now: float, limit: int, exclude: Sequence[int] = ()) -> list[Record]:
         return self._run.rows(still_valid_of_types, types, persona_id, session_id, now, limit, exclude)
 
-    def validity_rows(self, memory_ids):
+    def validity_rows(self, memory_ids: Sequence[int]) -> list[Record]:
         return self._run.rows(validity_rows, memory_ids)
 
-    def plans_due_between(self, start, end, persona_id, session_id, limit):
+    def plans_due_between(self, start: float | None, end: float | None, persona_id: str | None,
+                          session_id: str | None, limit: int) -> list[Record]:
         return self._run.rows(plans_due_between, start, end, persona_id, session_id, limit)
 
-    def supersede_chain(self, atom_id, persona_id, max_steps=20):
+    def supersede_chain(self, atom_id: int, persona_id: str | None, max_steps: int = 20) -> list[Record]:
         return self._run.rows(supersede_chain, atom_id, persona_id, max_steps)
 
 
-def _add_scope(clauses: list[str], params: list, persona_id: str | None, session_id: str | None) -> None:
+def _add_scope(clauses: list[str], params: list[Any], persona_id: str | None, session_id: str | None) -> None:
     """The persona and session an atom read keeps to (None: any)."""
     for column, wanted in (("persona_id", persona_id), ("session_id", session_id)):
         if wanted is not None:

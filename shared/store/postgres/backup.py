@@ -38,7 +38,7 @@ import re
 import secrets
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -218,7 +218,7 @@ def _write_entries(pg_restore: str, file: Path, listing: Path) -> list[str]:
 
 
 def _load(reader: list[str], loader: list[str], opening: str, closing: str, before_commit: Callable[[], None],
-          env: dict, scratch: Path, file: Path, location: str) -> None:
+          env: Mapping[str, str], scratch: Path, file: Path, location: str) -> None:
     """Run the restore's transaction in psql: BEGIN and `opening`, pg_restore's script
     streamed through, `closing`, then — only once pg_restore has finished successfully —
     `before_commit()` and COMMIT. Stopped before that, psql's input ends inside the
@@ -264,7 +264,7 @@ def _load(reader: list[str], loader: list[str], opening: str, closing: str, befo
                     process.wait()
 
 
-def _send(sink: subprocess.Popen, data: bytes) -> bool:
+def _send(sink: subprocess.Popen[bytes], data: bytes) -> bool:
     """Write into psql's input; False if psql has stopped reading it."""
     assert sink.stdin is not None  # started with stdin=PIPE
     try:
@@ -275,7 +275,7 @@ def _send(sink: subprocess.Popen, data: bytes) -> bool:
         return False
 
 
-def _new_incarnation(conninfo: str, env: dict, location: str) -> int:
+def _new_incarnation(conninfo: str, env: Mapping[str, str], location: str) -> int:
     """A random incarnation value other than the database's current one."""
     current = None
     password = env.get("PGPASSWORD")

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 import psycopg
@@ -28,7 +29,7 @@ def tool(name: str) -> str:
     return found
 
 
-def connection(url: str, password: str) -> tuple[str, dict]:
+def connection(url: str, password: str) -> tuple[str, dict[str, str]]:
     """(a connection string without any password, the environment for the client programs:
     PGPASSWORD set when there is one)."""
     try:
@@ -43,7 +44,7 @@ def connection(url: str, password: str) -> tuple[str, dict]:
     return make_conninfo("", **params), env
 
 
-def run(argv: list[str], env: dict, location: str, what: str) -> None:
+def run(argv: list[str], env: Mapping[str, str], location: str, what: str) -> None:
     """argv run to the end; a failure raised in one line (a server newer than the program, said so)."""
     done = subprocess.run(argv, capture_output=True, text=True, env=env)
     if done.returncode == 0:
@@ -58,7 +59,7 @@ def run(argv: list[str], env: dict, location: str, what: str) -> None:
     raise StorageError(f"{what} failed: {program} on {location}: {first_error(done.stderr)}")
 
 
-def why(done: subprocess.CompletedProcess) -> str:
+def why(done: subprocess.CompletedProcess[str]) -> str:
     """What a client program that failed said, or how it ended (a damaged archive can crash
     pg_restore without a word)."""
     program = Path(done.args[0]).name

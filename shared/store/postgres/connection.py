@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
 from typing import Any, Protocol, overload
@@ -61,7 +61,8 @@ def _records(cursor: psycopg.Cursor):
 def to_pyformat(statement: str) -> str:
     """A qmark statement with psycopg's placeholders: each ? outside quotes becomes %s and
     every literal % is doubled."""
-    out, quote = [], None
+    out: list[str] = []
+    quote: str | None = None
     for char in statement:
         if quote:
             if char == quote:
@@ -136,7 +137,7 @@ class PgConnection:
         return self.raw.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
 
 
-def persona_is(column: str, persona_id: str | None) -> tuple[str, list]:
+def persona_is(column: str, persona_id: str | None) -> tuple[str, list[str]]:
     """SQLite's `column IS ?`: IS NULL for no persona, = otherwise (which, unlike IS NOT
     DISTINCT FROM, PostgreSQL can answer from an index)."""
     if persona_id is None:
@@ -183,7 +184,7 @@ class PgDatabase:
                 self._opened = True
 
     @contextmanager
-    def _lend(self, outcome: str) -> Iterator[PgConnection]:
+    def _lend(self, outcome: str) -> Generator[PgConnection, None, None]:
         self._open()
         raw = self._connection(outcome)
         try:
@@ -242,7 +243,7 @@ class PgDatabase:
     # -- transactions -------------------------------------------------------------------
 
     @contextmanager
-    def write(self) -> Iterator[PgConnection]:
+    def write(self) -> Generator[PgConnection, None, None]:
         """A write transaction holding the write lock: COMMIT on success, ROLLBACK on error.
         psycopg errors leave as StorageError; a failed COMMIT never passes for success."""
         # One round trip: the three statements go as one simple query.
@@ -252,13 +253,13 @@ class PgDatabase:
             yield conn
 
     @contextmanager
-    def snapshot(self) -> Iterator[PgConnection]:
+    def snapshot(self) -> Generator[PgConnection, None, None]:
         """A read transaction: several SELECTs that see one consistent state."""
         with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "") as conn:
             yield conn
 
     @contextmanager
-    def _transaction(self, begin: str, outcome: str) -> Iterator[PgConnection]:
+    def _transaction(self, begin: str, outcome: str) -> Generator[PgConnection, None, None]:
         if self.current() is not None:
             raise StorageError("a transaction is already open on this thread (use the session "
                                "you have); nothing was stored")
@@ -288,7 +289,7 @@ class PgDatabase:
 
     @staticmethod
     @contextmanager
-    def savepoint(conn: PgConnection, name: str) -> Iterator[PgConnection]:
+    def savepoint(conn: PgConnection, name: str) -> Generator[PgConnection, None, None]:
         """A nested transaction inside the caller's: released on success, rolled back (and the
         error passed on) on failure, leaving the outer transaction going."""
         conn.sql(f"SAVEPOINT {name}")
@@ -308,7 +309,7 @@ class PgDatabase:
         return conn.in_transaction and not conn.failed
 
     @staticmethod
-    def records(rows: list) -> list:
+    def records(rows: list[Any]) -> list[Record]:
         return list(rows)  # the row factory made them Records already
 
     def _rollback(self, conn: PgConnection) -> None:

@@ -9,7 +9,7 @@ SQLite, `sql` for statements written for PostgreSQL.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import psycopg
 import psycopg.sql
@@ -90,7 +90,7 @@ def has_fts_row(conn: PgConnection, memory_id: int) -> bool:
 
 def missing_fts(conn: PgConnection) -> list[int]:
     ids = [r[0] for r in conn.sql("SELECT id FROM documents ORDER BY id")]
-    present = fulltext.row_ids_among(conn.raw, "documents", ids) if ids else set()
+    present = fulltext.row_ids_among(conn.raw, "documents", ids) if ids else set[int]()
     return [i for i in ids if i not in present]
 
 
@@ -141,7 +141,7 @@ def texts_of(conn: PgConnection, ids: Sequence[int]) -> dict[int, list[str]]:
     return out
 
 
-def table_counts(db) -> dict[str, int]:
+def table_counts(db: PgDatabase) -> dict[str, int]:
     """Rows per table in one consistent read, named as on SQLite (the full-text indexes as
     its FTS5 tables)."""
     with db.snapshot() as conn:
@@ -160,7 +160,7 @@ def missing_outputs(conn: PgConnection, model: str) -> dict[str, list[int]]:
              for name, sql in checks.items()}
     atoms = conn.sql("SELECT id, memory_id FROM memory_atoms WHERE state IN"
                      " ('active', 'expired', 'superseded')").fetchall()
-    indexed = fulltext.row_ids_among(conn.raw, "atoms", [a[0] for a in atoms]) if atoms else set()
+    indexed = fulltext.row_ids_among(conn.raw, "atoms", [a[0] for a in atoms]) if atoms else set[int]()
     found[consistency.ATOM_SEARCH_ROWS] = sorted({m for a, m in atoms if a not in indexed})
     return found
 
@@ -192,53 +192,55 @@ def _run_maintenance(db: PgDatabase, statement: psycopg.sql.Composable) -> bool:
 
 
 class PostgresDocuments(PortableDocuments):
-    def insert(self, text, tokens, fields, now, context=""):
+    def insert(self, text: str, tokens: str, fields: MemoryFields, now: float, context: str = "") -> int:
         return self._run.write(insert, text, tokens, fields, now, context)
 
-    def update(self, memory_id, text, tokens, fields, now, context=""):
+    def update(self, memory_id: int, text: str, tokens: str, fields: MemoryFields, now: float,
+               context: str = "") -> None:
         return self._run.write(update, memory_id, text, tokens, fields, now, context)
 
-    def delete(self, memory_id):
+    def delete(self, memory_id: int) -> dict[str, int]:
         return self._run.write(delete, memory_id)
 
-    def add_fts_row(self, memory_id, tokens, context, fields):
+    def add_fts_row(self, memory_id: int, tokens: str, context: str, fields: MemoryFields) -> None:
         return self._run.write(add_fts_row, memory_id, tokens, context, fields)
 
-    def set_context(self, memory_id, context):
+    def set_context(self, memory_id: int, context: str) -> None:
         return self._run.write(set_context, memory_id, context)
 
-    def get_many(self, ids):
+    def get_many(self, ids: Sequence[int]) -> dict[int, Document]:
         return self._run.read(get_many, ids)
 
-    def has_fts_row(self, memory_id):
+    def has_fts_row(self, memory_id: int) -> bool:
         return self._run.read(has_fts_row, memory_id)
 
-    def missing_fts(self):
+    def missing_fts(self) -> list[int]:
         return self._run.read(missing_fts)
 
-    def bm25(self, terms, scope, limit, context_weight=1.0):
+    def bm25(self, terms: Sequence[str], scope: DocumentFilter, limit: int,
+             context_weight: float = 1.0) -> list[tuple[int, float]]:
         return self._run.read(bm25, terms, scope, limit, context_weight)
 
-    def terms_of(self, ids):
+    def terms_of(self, ids: Sequence[int]) -> dict[int, list[str]]:
         return self._run.read(terms_of, ids)
 
-    def filter_ids(self, ids, scope):
+    def filter_ids(self, ids: Sequence[int], scope: DocumentFilter) -> set[int]:
         return self._run.read(filter_ids, ids, scope)
 
 
 class PostgresNeighbours(PortableNeighbours):
-    def texts_of(self, ids):
+    def texts_of(self, ids: Sequence[int]) -> dict[int, list[str]]:
         return self._run.read(texts_of, ids)
 
 
 class PostgresConsistency(Aggregate):
-    def missing_outputs(self, model):
+    def missing_outputs(self, model: str) -> dict[str, list[int]]:
         return self._run.read(missing_outputs, model)
 
-    def redo_missing(self, missing, now):
+    def redo_missing(self, missing: dict[str, list[int]], now: float) -> int:
         return self._run.write(_redo_missing, missing, now)
 
-    def table_counts(self):
+    def table_counts(self) -> dict[str, int]:
         return self._run.whole(table_counts)
 
 
@@ -250,10 +252,10 @@ class PostgresFullText(Aggregate):
     """Deleted rows leave the full-text tables inside the deleting write (the rows are the
     index): nothing to scrub; VACUUM after the commit reclaims their space."""
 
-    def scrub_terms(self, tables):
+    def scrub_terms(self, tables: Iterable[str]) -> None:
         unknown = [t for t in tables if t not in FTS_TABLES]
         if unknown:
             raise ValueError(f"{unknown[0]!r} is not one of the full-text tables {FTS_TABLES}")
 
-    def scrubs_in_place(self):
+    def scrubs_in_place(self) -> bool:
         return True

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 
 from shared.store.postgres.clients import tool, why
@@ -62,7 +63,7 @@ def dump_holds(path: Path, memory_id: int, content_hash: str, create_time: float
         reader.wait()
 
 
-def _copy_holds(lines, memory_id: int, content_hash: str, create_time: float) -> bool:
+def _copy_holds(lines: Iterable[bytes], memory_id: int, content_hash: str, create_time: float) -> bool:
     columns = None
     prefix: bytes | None = None
     for raw in lines:

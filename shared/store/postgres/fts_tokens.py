@@ -44,7 +44,7 @@ def positions_many(texts: Sequence[str]) -> list[list[tuple[int, str]]]:
     db.execute("BEGIN")
     try:
         db.executemany("INSERT INTO t (rowid, x) VALUES (?, ?)", list(enumerate(texts, 1)))
-        rows = db.execute("SELECT doc, offset, term FROM v").fetchall()
+        rows: list[tuple[int, int, str]] = db.execute("SELECT doc, offset, term FROM v").fetchall()
     finally:
         db.execute("ROLLBACK")
     for doc, offset, term in rows:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -111,7 +112,7 @@ def add_row(conn: psycopg.Connection, index: str, row_id: int, columns: Sequence
     _insert(conn, index, row_id, list(columns), scope_key(persona_id), scope_key(session_id))
 
 
-def _insert(conn, index: str, row_id: int, columns: list[str], persona: int, session: int) -> None:
+def _insert(conn: psycopg.Connection, index: str, row_id: int, columns: list[str], persona: int, session: int) -> None:
     """add_row by scope keys (set_column re-adds a row it read back): tokens grouped by
     (term, column) in sorted order, so concurrent writers lock term rows in one order."""
     code, width = _index(index)
@@ -222,7 +223,7 @@ def _idf(hits: str) -> str:
     return f"(CASE WHEN {x} <= 0 THEN 1e-6::float8 ELSE {x} END)"
 
 
-Scope = tuple[str, list, str, list]  # FROM items, their params, conditions on postings p, theirs
+Scope = tuple[str, list[Any], str, list[Any]]  # FROM items, their params, conditions on postings p, theirs
 EVERYWHERE: Scope = ("", [], "", [])
 
 
@@ -231,7 +232,9 @@ def _scope(personas: Sequence[str] | None, session_id: str | None) -> Scope:
     equality, and the session key, both right after the term in the primary key, so that
     every read of postings is an index range of the scope (a list in `= ANY` may be planned
     as a filter over all the term's postings instead)."""
-    source, source_params, where, params = "", [], "", []
+    source, where = "", ""
+    source_params: list[Any] = []
+    params: list[Any] = []
     if personas is not None:
         source = " CROSS JOIN unnest(%s::bigint[]) AS k(persona)"
         source_params = [[scope_key(p) for p in personas]]
@@ -242,7 +245,7 @@ def _scope(personas: Sequence[str] | None, session_id: str | None) -> Scope:
     return source, source_params, where, params
 
 
-def _single_arm(code: int, single: list[tuple[int, str]], scope: Scope) -> tuple[str, list]:
+def _single_arm(code: int, single: list[tuple[int, str]], scope: Scope) -> tuple[str, list[Any]]:
     """(row_id, i, freq, idf) for every one-token phrase. Each term's postings are read by a
     lateral lookup on the primary key's prefix (idx, term, persona, session): OFFSET 0 keeps
     the planner from flattening it into a scan of the persona's postings of every term."""
@@ -258,12 +261,14 @@ def _single_arm(code: int, single: list[tuple[int, str]], scope: Scope) -> tuple
     return text, [[t for _, t in single], [i for i, _ in single], code, *source_params, code, *params]
 
 
-def _phrase_matches(code: int, tokens: list[str], scope: Scope) -> tuple[str, list]:
+def _phrase_matches(code: int, tokens: list[str], scope: Scope) -> tuple[str, list[Any]]:
     """(row_id, col, n): instances of a several-token phrase per row and column, where each
     token sits right after the one before (FTS5 phrases never span columns). The first
     token's postings in scope drive; the others are looked up by their whole primary key."""
     source, source_params, where, params = scope
-    joins, tests, join_params = [], [], []
+    joins: list[str] = []
+    tests: list[str] = []
+    join_params: list[str] = []
     for k, token in enumerate(tokens[1:], 1):
         joins.append(f" CROSS JOIN LATERAL (SELECT p{k}.positions FROM fulltext_postings p{k}"
                      f" WHERE p{k}.idx = p0.idx AND p{k}.term = %s AND p{k}.persona_key = p0.persona_key"
@@ -278,7 +283,7 @@ def _phrase_matches(code: int, tokens: list[str], scope: Scope) -> tuple[str, li
     return text, [*source_params, code, tokens[0], *params, *join_params]
 
 
-def _phrase_arm(code: int, i: int, tokens: list[str], scope: Scope) -> tuple[str, list]:
+def _phrase_arm(code: int, i: int, tokens: list[str], scope: Scope) -> tuple[str, list[Any]]:
     """(row_id, i, freq, idf) for one several-token phrase; its n counts rows of the whole
     index holding it (FTS5's xQueryPhrase), not just the scope's."""
     scoped, scoped_params = _phrase_matches(code, tokens, scope)
@@ -299,7 +304,7 @@ def computed_once(ranked_rows: sql.Composable) -> sql.Composable:
 
 
 def ranked(index: str, terms: Sequence[str], weights: Sequence[float],
-           personas: Sequence[str] | None, session_id: str | None) -> tuple[sql.Composable, list]:
+           personas: Sequence[str] | None, session_id: str | None) -> tuple[sql.Composable, list[Any]]:
     """A subquery of (row_id, raw) for rows in scope holding any of the terms, raw = -bm25()
     as SQLite computes it for `MATCH scoped(any_of(terms))` with these column weights (missing
     ones count 1.0, as in FTS5). personas None: any persona; a sequence: any of those."""
@@ -327,7 +332,7 @@ def ranked(index: str, terms: Sequence[str], weights: Sequence[float],
 
 
 def ranked_join(index: str, table: str, alias: str, terms: Sequence[str],
-                personas: Sequence[str] | None, session_id: str | None) -> tuple[sql.Composable, list]:
+                personas: Sequence[str] | None, session_id: str | None) -> tuple[sql.Composable, list[Any]]:
     """`FROM (<ranked rows>) s JOIN <table> <alias>` for terms ORed as SQLite's any_of does
     (its first MAX_QUERY_TERMS): s.raw is SQLite's -bm25 of the row. The caller orders by
     BEST_FIRST (see best_first)."""

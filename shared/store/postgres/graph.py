@@ -35,7 +35,7 @@ def replace_for_memory(tx: PgConnection, memory_id: int, persona_id: str | None,
     persona = persona_id or ""
     ids = {node.key: _upsert_node(tx, persona, node, now) for node in nodes_of(memory_graph)}
     graph.insert_edges(tx, memory_id, ids, memory_graph.edges, now)
-    entry_ids = []
+    entry_ids: list[int] = []
     for entry in memory_graph.entries:
         entry_id = tx.execute(graph.ENTRY_INSERT + " RETURNING id",
                               graph.entry_values(memory_id, persona_id, ids, entry, content_hash, now)).fetchone()[0]
@@ -266,50 +266,52 @@ def neighbours(conn: PgConnection, node_ids: Sequence[int], limit: int) -> list[
 
 
 class PostgresGraph(PortableGraph):
-    def replace_for_memory(self, memory_id, persona_id, graph, content_hash, now):
+    def replace_for_memory(self, memory_id: int, persona_id: str | None, graph: MemoryGraph,
+                           content_hash: str, now: float) -> list[int]:
         return self._run.write(replace_for_memory, memory_id, persona_id, graph, content_hash, now)
 
-    def delete_for_memory(self, memory_id):
+    def delete_for_memory(self, memory_id: int) -> dict[str, int]:
         return self._run.write(graph_delete_for_memory, memory_id)
 
-    def entries_of_atoms(self, atom_ids):
+    def entries_of_atoms(self, atom_ids: Sequence[int]) -> list[int]:
         return self._run.read(entries_of_atoms, atom_ids)
 
-    def delete_entries(self, entry_ids):
+    def delete_entries(self, entry_ids: Sequence[int]) -> dict[str, int]:
         return self._run.write(delete_entries, entry_ids)
 
-    def search_entries(self, terms, persona_id, limit):
+    def search_entries(self, terms: Sequence[str], persona_id: str | None, limit: int) -> list[Record]:
         return self._run.rows(search_entries, terms, persona_id, limit)
 
-    def nodes_named(self, canonicals, persona_id, limit):
+    def nodes_named(self, canonicals: Sequence[str], persona_id: str | None, limit: int) -> list[int]:
         return self._run.read(nodes_named, canonicals, persona_id, limit)
 
-    def entity_nodes_named(self, canonicals, persona_id):
+    def entity_nodes_named(self, canonicals: Sequence[str], persona_id: str | None) -> dict[str, list[int]]:
         return self._run.read(entity_nodes_named, canonicals, persona_id)
 
-    def related(self, node_ids, forward, backward, limit):
+    def related(self, node_ids: Sequence[int], forward: Sequence[str], backward: Sequence[str],
+                limit: int) -> list[tuple[int, float]]:
         return self._run.read(related, node_ids, forward, backward, limit)
 
-    def neighbours(self, node_ids, limit):
+    def neighbours(self, node_ids: Sequence[int], limit: int) -> list[int]:
         return self._run.read(neighbours, node_ids, limit)
 
-    def memories_of_nodes(self, node_ids, limit):
+    def memories_of_nodes(self, node_ids: Sequence[int], limit: int) -> list[tuple[int, int, float]]:
         return self._run.read(memories_of_nodes, node_ids, limit)
 
-    def node_memory_counts(self, node_ids, cap):
+    def node_memory_counts(self, node_ids: Sequence[int], cap: int) -> dict[int, int]:
         return self._run.read(node_memory_counts, node_ids, cap)
 
-    def entry_nodes(self, entry_ids):
+    def entry_nodes(self, entry_ids: Sequence[int]) -> list[int]:
         return self._run.read(entry_nodes, entry_ids)
 
-    def entry_ids_of_memories(self, memory_ids):
+    def entry_ids_of_memories(self, memory_ids: Sequence[int]) -> list[int]:
         return self._run.read(entry_ids_of_memories, memory_ids)
 
-    def memory_confidence(self, memory_ids):
+    def memory_confidence(self, memory_ids: Sequence[int]) -> dict[int, float]:
         return self._run.read(memory_confidence, memory_ids)
 
-    def memories_with_output(self, memory_ids):
+    def memories_with_output(self, memory_ids: Sequence[int]) -> set[int]:
         return self._run.read(memories_with_output, memory_ids)
 
-    def table_counts(self):
+    def table_counts(self) -> dict[str, int]:
         return self._run.read(graph_table_counts)

@@ -47,11 +47,11 @@ def node_links(conn: PgConnection, node_id: int, limit: int) -> list[Record]:
 
 
 class PostgresGraphBrowse(PortableGraphBrowse):
-    def persona_node_counts(self, persona_id):
+    def persona_node_counts(self, persona_id: str) -> dict[str, int]:
         return self._run.read(persona_node_counts, persona_id)
 
-    def edges_among(self, node_ids):
+    def edges_among(self, node_ids: Sequence[int]) -> list[Record]:
         return self._run.rows(edges_among, node_ids)
 
-    def node_links(self, node_id, limit):
+    def node_links(self, node_id: int, limit: int) -> list[Record]:
         return self._run.rows(node_links, node_id, limit)

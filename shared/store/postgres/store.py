@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -55,7 +55,7 @@ class PostgresStore(PostgresSession):
         self.cache_dir = cache_dir
 
     @contextmanager
-    def read(self) -> Iterator[PostgresSession]:
+    def read(self) -> Generator[PostgresSession, None, None]:
         joined = self.db.current()
         if joined is not None:  # inside reading() (or a write): the thread's transaction
             yield PostgresSession(InTransaction(self.db, joined, writable=False))
@@ -64,7 +64,7 @@ class PostgresStore(PostgresSession):
             yield PostgresSession(InTransaction(self.db, conn, writable=False))
 
     @contextmanager
-    def reading(self) -> Iterator[None]:
+    def reading(self) -> Generator[None, None, None]:
         """One snapshot for the thread's calls in the block: a recall's channel makes dozens of
         small reads, and each per-call transaction costs BEGIN, COMMIT and a connection check."""
         if self.db.current() is not None:

@@ -19,6 +19,7 @@ from shared.store.model.tables import TABLE_KEYS, fulltext_index, fulltext_value
 from shared.store.portable import tables
 from shared.store.postgres import fulltext
 from shared.store.postgres.connection import PgConnection
+from shared.store.runners import Runner
 
 # The tables whose id is an identity column, and that column.
 IDENTITIES = (("documents", "id"), ("memory_atoms", "id"), ("graph_nodes", "id"),
@@ -107,7 +108,7 @@ def finish(conn: PgConnection) -> None:
 class PostgresTables:
     """The Tables aggregate (shared/store/interface.py) on PostgreSQL."""
 
-    def __init__(self, run: Any):
+    def __init__(self, run: Runner):
         self._run = run
 
     def names(self) -> list[str]:
@@ -125,7 +126,8 @@ class PostgresTables:
     def clear_replaced(self) -> int:
         return self._run.write(clear_replaced)
 
-    def fulltext_page(self, index: str, after: int | None, limit: int):
+    def fulltext_page(self, index: str, after: int | None,
+                      limit: int) -> tuple[list[tuple[int, tuple[str, ...]]], int | None]:
         return self._run.read(fulltext_page, index, after, limit)
 
     def fulltext_put(self, index: str, rows: Sequence[tuple[int, Sequence[str]]]) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ def done_among(conn: PgConnection, memory_ids: Sequence[int], stage: str) -> set
 
 
 class PostgresStages(PortableStages):
-    def done_among(self, memory_ids, stage):
+    def done_among(self, memory_ids: Sequence[int], stage: str) -> set[int]:
         return self._run.read(done_among, memory_ids, stage)
 
 
@@ -51,7 +52,7 @@ class PostgresStages(PortableStages):
 _cursor_names = itertools.count()
 
 
-def _streamed(conn: PgConnection, statement: str, params: Sequence, dim: int,
+def _streamed(conn: PgConnection, statement: str, params: Sequence[Any], dim: int,
               batch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(ids, matrix) batches of (owner_id, vector) rows read through a server-side cursor:
     a whole space (100k vectors and more) never sits in this process's memory at once, and
@@ -99,19 +100,21 @@ def owners_with_vectors(conn: PgConnection, kind: str, model: str, owner_ids: Se
 
 
 class PostgresVectors(PortableVectors):
-    def changes_since(self, kind, after_seq):
+    def changes_since(self, kind: str, after_seq: int) -> int:
         return self._run.read(changes_since, kind, after_seq)
 
-    def owners_changed_since(self, kind, after_seq):
+    def owners_changed_since(self, kind: str, after_seq: int) -> list[int]:
         return self._run.read(owners_changed_since, kind, after_seq)
 
-    def iter_changes(self, kind, model, dim, after_seq, batch=5000):
+    def iter_changes(self, kind: str, model: str, dim: int, after_seq: int,
+                     batch: int = 5000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         return self._run.iterate(iter_changes, kind, model, dim, after_seq, batch)
 
-    def iter_space(self, kind, model, dim, batch=5000):
+    def iter_space(self, kind: str, model: str, dim: int,
+                   batch: int = 5000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         return self._run.iterate(iter_space, kind, model, dim, batch)
 
-    def owners_with_vectors(self, kind, model, owner_ids):
+    def owners_with_vectors(self, kind: str, model: str, owner_ids: Sequence[int]) -> set[int]:
         return self._run.read(owners_with_vectors, kind, model, owner_ids)
 
 
@@ -127,5 +130,5 @@ def ensure_store_id(conn: PgConnection) -> int:
 
 
 class PostgresMeta(PortableMeta):
-    def ensure_store_id(self):
+    def ensure_store_id(self) -> int:
         return self._run.write(ensure_store_id)

@@ -33,6 +33,7 @@ from typing import Any, Protocol, overload
 from urllib.parse import urlsplit
 
 import psycopg
+import psycopg.sql
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -101,9 +102,9 @@ class Rows(Protocol):
 
     def fetchone(self) -> Any: ...
 
-    def fetchall(self) -> list[Any]: ...
+    def fetchall(self) -> list[Record]: ...
 
-    def __iter__(self) -> Iterator[Any]: ...
+    def __iter__(self) -> Iterator[Record]: ...
 
 
 class PgConnection:
@@ -123,9 +124,11 @@ class PgConnection:
         cursor.executemany(to_pyformat(statement), [_values(r) for r in rows])  # pyright: ignore[reportArgumentType] - as in execute
         return cursor
 
-    def sql(self, statement: Any, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Rows:
+    def sql(self, statement: str | psycopg.sql.Composable,
+            params: Sequence[Any] | Mapping[str, Any] | None = None) -> Rows:
         """A statement written for psycopg (%s placeholders, or psycopg.sql composed)."""
-        return self.raw.execute(statement, params)
+        # psycopg's stubs ask for a LiteralString, SQL or Composed; ours is the modules' own SQL.
+        return self.raw.execute(statement, params)  # pyright: ignore[reportArgumentType]
 
     @property
     def in_transaction(self) -> bool:

@@ -1,4 +1,5 @@
-"""Test helpers: real config files, real servers in subprocesses, the official MCP client."""
+"""Test helpers: real config files, the real front in this process or in a subprocess, the
+official MCP client, and the worker's stages run in this process."""
 
 from __future__ import annotations
 
@@ -69,6 +70,46 @@ def mcp_session(server):
         cm = portal.wrap_async_context_manager(client)
         with cm as entered:
             yield McpSession(portal, entered)
+
+
+@contextmanager
+def front_in_process(config: Path):
+    """The MCP front built in this process as aokun-server builds it, spoken to by the
+    official client; closed afterwards. For what a tool means (the stdio process is not the
+    point): no process start, no worker autostart, no background warm-up."""
+    from aokun_server.app import build_front
+    from shared.config import load_config
+
+    front = build_front(load_config(config))
+    try:
+        with mcp_session(front.server) as session:
+            yield session
+    finally:
+        front.close()
+
+
+def run_every_stage(config: Path, first: int | None = None) -> None:
+    """What a worker would do with the memories waiting: every stage of each, by the worker's
+    own runner in this process, in the order they were stored; or, as a worker does with the
+    memory a queue message names, memory `first` then the rest. Then nothing is left pending,
+    running or failed."""
+    from aokun_worker.service import WorkerService
+    from shared.assembly import open_services
+    from shared.config import load_config
+    from shared.store.stages import STAGES, StageKey
+
+    service = WorkerService(open_services(load_config(config), queued=False))
+    try:
+        hashes = {r["stage"]: r["content_hash"] for r in service.store.stages.of_memory(first)} if first else {}
+        for stage in STAGES:
+            if stage in hashes:
+                service.runner.run(StageKey(first, stage, hashes[stage]))
+            while service.runner.run_next(stage)[0]:
+                pass
+        figures = service.store.stages.queue_figures(time.time())
+    finally:
+        service.services.close()
+    assert (figures["pending"], figures["running"], figures["failed"]) == (0, 0, 0), figures
 
 
 def stdio_params(config: Path, env: dict | None = None) -> StdioServerParameters:

@@ -21,7 +21,7 @@ from aokun_panel.security import csrf_token
 from aokun_server.reinforcer import Reinforcer
 from aokun_server.server import AokunMCPServer
 from aokun_server.tools import ToolDeps, register_tools, searching, writing
-from helpers import db_rows, mcp_session, stdio_params, write_config
+from helpers import db_rows, front_in_process, mcp_session, write_config
 from panel_helpers import panel_process
 from shared.assembly import open_services
 from shared.config import ALL_TOOLS, load_config
@@ -133,7 +133,7 @@ def test_every_entry_point_refuses_oversized_content_with_the_same_message(confi
         services.memories.memorize(OVERSIZED, MemoryFields())
     target = services.memories.memorize("a memory to edit", MemoryFields()).id
 
-    with mcp_session(stdio_params(config)) as s:
+    with front_in_process(config) as s:
         by_tool = s.error("memorize", {"content": OVERSIZED})
         assert s.error("edit_memory", {"id": target, "content": OVERSIZED}) == REFUSED
         assert s.ok("memorize", {"content": MARKED_AT_LIMIT})["text"] == MARKED_AT_LIMIT
@@ -165,7 +165,7 @@ def test_every_entry_point_refuses_a_date_outside_the_years_1900_to_2200(config,
     """The tool, an import row, a transcript given to ingest and the panel's edit: each one line."""
     out_of_range = "9999-12-31T00:00:00 is out of range: give a time in the years 1900 to 2200 (UTC)"
     target = services.memories.memorize("a memory to edit", MemoryFields()).id
-    with mcp_session(stdio_params(config)) as s:
+    with front_in_process(config) as s:
         assert s.error("memorize", {"content": "x", "metadata": {"original_time": "9999-12-31"}}) == \
             f"original_time: {out_of_range}"
 

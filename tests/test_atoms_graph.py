@@ -1,4 +1,5 @@
-"""Atoms and the knowledge graph, built by a real worker from memories stored through MCP."""
+"""Atoms and the knowledge graph, built by the worker's stages (run in this process) from
+memories stored through MCP."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import time
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from helpers import all_processed, db_rows, front_in_process, run_every_stage, write_config
 from shared.assembly import open_services
 from shared.atom_life import store_atoms
 from shared.config import AppConfig, AtomsConfig, StorageConfig
@@ -20,7 +21,7 @@ from shared.store.documents import MemoryFields
 
 @pytest.fixture
 def system(tmp_path):
-    """A config on a fake embeddings API, a running worker and an MCP session."""
+    """A config on a fake embeddings API and an MCP session on the real front."""
     with FakeEmbeddingsServer(dim=32) as api:
         config = write_config(
             tmp_path, embedding={"provider": "openai", "base_url": api.base_url, "model": "fake",
@@ -28,18 +29,14 @@ def system(tmp_path):
             queue={"retry_base_s": 0.2}, graph={"aliases": ["Bobby=Bob"]},
             server={"exposed_tools": ["memorize", "recall", "search_atoms", "edit_memory",
                                       "delete_memory"]})
-        worker = start_worker(config)
-        try:
-            with mcp_session(stdio_params(config)) as session:
-                yield session, config
-        finally:
-            stop(worker)
+        with front_in_process(config) as session:
+            yield session, config
 
 
 def settle(config, count):
-    wait_for(lambda: all_processed(config, count) and db_rows(
-        config, "SELECT COUNT(*) FROM memory_stages WHERE status != 'done'") == [(0,)], 60,
-        what=f"{count} memories processed")
+    """What a worker does with the memories waiting, done here: then `count` are processed."""
+    run_every_stage(config)
+    assert all_processed(config, count)
 
 
 @pytest.mark.slow
@@ -181,20 +178,15 @@ def test_ttl_config_defaults():
 
 
 def rerun_stage(config, memory_id: int, stage: str) -> None:
-    """Set a done stage back to pending (as a repair would) and have it queued."""
+    """Set a done stage back to pending (as a repair would) and run it again."""
     import sqlite3
-    import subprocess
-    import sys
-    from pathlib import Path
 
     conn = sqlite3.connect(config.parent / "data" / "aokun.db")
     with conn:
         conn.execute("UPDATE memory_stages SET status = 'pending', attempts = 0, enqueued_time = NULL"
                      " WHERE memory_id = ? AND stage = ?", (memory_id, stage))
     conn.close()
-    run = subprocess.run([Path(sys.executable).parent / "aokun", "maintenance", "reconcile",
-                          "--config", str(config)], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
+    run_every_stage(config)
 
 
 @pytest.mark.slow
@@ -210,9 +202,8 @@ def test_stages_are_idempotent_and_a_delete_takes_back_what_a_memory_did(system)
     assert count() == 1
     for _ in range(2):  # the atoms stage of the reinforcing memory runs again: still one
         rerun_stage(config, second, "atoms")
-        wait_for(lambda: db_rows(config, "SELECT status FROM memory_stages WHERE memory_id = ?"
-                                         " AND stage = 'atoms'", (second,)) == [("done",)], 60,
-                 what="the atoms stage done again")
+        assert db_rows(config, "SELECT status FROM memory_stages WHERE memory_id = ?"
+                               " AND stage = 'atoms'", (second,)) == [("done",)]
         assert count() == 1
     s.ok("delete_memory", {"id": second})
     assert count() == 0

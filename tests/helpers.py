@@ -88,6 +88,25 @@ def front_in_process(config: Path):
         front.close()
 
 
+@contextmanager
+def logging_to(stream, level: str):
+    """This process logs as an aokun process configured at `level` does (shared.logs), into
+    `stream`, until the block ends."""
+    import logging
+
+    from shared.logs import configure_logging
+
+    root = logging.getLogger()
+    before, handlers = root.level, list(root.handlers)
+    configure_logging(level, stream=stream)
+    try:
+        yield
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+        root.setLevel(before)
+
+
 def run_every_stage(config: Path, first: int | None = None) -> None:
     """What a worker would do with the memories waiting: every stage of each, by the worker's
     own runner in this process, in the order they were stored; or, as a worker does with the

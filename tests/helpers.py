@@ -136,6 +136,42 @@ def stdio_params(config: Path, env: dict | None = None) -> StdioServerParameters
                                  args=["--config", str(config)], env=env)
 
 
+def aokun_in_process(*args, env: dict | None = None, stdin: str = "") -> subprocess.CompletedProcess:
+    """The `aokun` command run in this process as its console script runs it (main(argv)):
+    `env` the whole environment (as subprocess takes it; default this one), `stdin` its
+    input; returns its exit code, stdout and stderr as subprocess.run(text=True) does. For
+    what a command says and does; whether it starts as a process is tests/process/'s."""
+    import io
+    import logging
+
+    from aokun_admin.main import main
+
+    saved_env, streams = dict(os.environ), (sys.stdin, sys.stdout, sys.stderr)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    out, err = io.StringIO(), io.StringIO()
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
+    sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), out, err
+    try:
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exit_:  # as the interpreter ends: a message is printed, exit 1
+            code = exit_.code
+            if isinstance(code, str):
+                print(code, file=err)
+                code = 1
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = streams
+        os.environ.clear()
+        os.environ.update(saved_env)
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+        root.setLevel(level)
+    return subprocess.CompletedProcess([str(a) for a in args], code or 0, out.getvalue(), err.getvalue())
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

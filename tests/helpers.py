@@ -136,17 +136,18 @@ def stdio_params(config: Path, env: dict | None = None) -> StdioServerParameters
                                  args=["--config", str(config)], env=env)
 
 
-def aokun_in_process(*args, env: dict | None = None, stdin: str = "") -> subprocess.CompletedProcess:
+def aokun_in_process(*args, env: dict | None = None, stdin: str = "",
+                     cwd: Path | None = None) -> subprocess.CompletedProcess:
     """The `aokun` command run in this process as its console script runs it (main(argv)):
     `env` the whole environment (as subprocess takes it; default this one), `stdin` its
-    input; returns its exit code, stdout and stderr as subprocess.run(text=True) does. For
+    input, `cwd` its working folder; returns its exit code, stdout and stderr as subprocess.run(text=True) does. For
     what a command says and does; whether it starts as a process is tests/process/'s."""
     import io
     import logging
 
     from aokun_admin.main import main
 
-    saved_env, streams = dict(os.environ), (sys.stdin, sys.stdout, sys.stderr)
+    saved_env, streams, folder = dict(os.environ), (sys.stdin, sys.stdout, sys.stderr), os.getcwd()
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     out, err = io.StringIO(), io.StringIO()
@@ -154,6 +155,8 @@ def aokun_in_process(*args, env: dict | None = None, stdin: str = "") -> subproc
         os.environ.clear()
         os.environ.update(env)
     sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), out, err
+    if cwd is not None:
+        os.chdir(cwd)
     try:
         try:
             code = main([str(a) for a in args])
@@ -164,6 +167,7 @@ def aokun_in_process(*args, env: dict | None = None, stdin: str = "") -> subproc
                 code = 1
     finally:
         sys.stdin, sys.stdout, sys.stderr = streams
+        os.chdir(folder)
         os.environ.clear()
         os.environ.update(saved_env)
         for handler in [h for h in root.handlers if h not in handlers]:

@@ -89,22 +89,30 @@ def front_in_process(config: Path):
 
 
 @contextmanager
-def logging_to(stream, level: str):
-    """This process logs as an aokun process configured at `level` does (shared.logs), into
-    `stream`, until the block ends."""
+def logging_kept():
+    """Whatever an aokun entry point sets up for logging (shared.logs: a handler on the root
+    logger, its level) is undone when the block ends, as it ends with the process."""
     import logging
 
-    from shared.logs import configure_logging
-
     root = logging.getLogger()
-    before, handlers = root.level, list(root.handlers)
-    configure_logging(level, stream=stream)
+    level, handlers = root.level, list(root.handlers)
     try:
         yield
     finally:
         for handler in [h for h in root.handlers if h not in handlers]:
             root.removeHandler(handler)
-        root.setLevel(before)
+        root.setLevel(level)
+
+
+@contextmanager
+def logging_to(stream, level: str):
+    """This process logs as an aokun process configured at `level` does (shared.logs), into
+    `stream`, until the block ends."""
+    from shared.logs import configure_logging
+
+    with logging_kept():
+        configure_logging(level, stream=stream)
+        yield
 
 
 def run_every_stage(config: Path, first: int | None = None) -> None:
@@ -138,42 +146,47 @@ def stdio_params(config: Path, env: dict | None = None) -> StdioServerParameters
 
 def aokun_in_process(*args, env: dict | None = None, stdin: str = "",
                      cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """The `aokun` command run in this process as its console script runs it (main(argv)):
-    `env` the whole environment (as subprocess takes it; default this one), `stdin` its
-    input, `cwd` its working folder; returns its exit code, stdout and stderr as subprocess.run(text=True) does. For
-    what a command says and does; whether it starts as a process is tests/process/'s."""
-    import io
-    import logging
-
+    """The `aokun` command run in this process as its console script runs it (main(argv)),
+    with `env` as the whole environment (as subprocess takes it; default this one), `stdin`
+    as its input and `cwd` as its folder; its exit code, stdout and stderr as
+    subprocess.run(text=True) gives them. For what a command says and does; that it starts
+    as a process is for the process-level tests."""
     from aokun_admin.main import main
 
-    saved_env, streams, folder = dict(os.environ), (sys.stdin, sys.stdout, sys.stderr), os.getcwd()
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    out, err = io.StringIO(), io.StringIO()
-    if env is not None:
-        os.environ.clear()
-        os.environ.update(env)
-    sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), out, err
-    if cwd is not None:
-        os.chdir(cwd)
-    try:
+    argv = [str(a) for a in args]
+    with as_a_process(env, stdin, cwd) as (out, err), logging_kept():
         try:
-            code = main([str(a) for a in args])
+            code = main(argv)
         except SystemExit as exit_:  # as the interpreter ends: a message is printed, exit 1
             code = exit_.code
             if isinstance(code, str):
                 print(code, file=err)
                 code = 1
+    return subprocess.CompletedProcess(argv, code or 0, out.getvalue(), err.getvalue())
+
+
+@contextmanager
+def as_a_process(env: dict | None, stdin: str, cwd: Path | None):
+    """Inside the block this process has the environment `env` (when given), reads `stdin`,
+    works in `cwd` (when given) and writes to fresh text streams, yielded as (stdout,
+    stderr); all put back afterwards."""
+    import io
+
+    saved_env, streams, folder = dict(os.environ), (sys.stdin, sys.stdout, sys.stderr), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
+    sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), out, err
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        yield out, err
     finally:
         sys.stdin, sys.stdout, sys.stderr = streams
         os.chdir(folder)
         os.environ.clear()
         os.environ.update(saved_env)
-        for handler in [h for h in root.handlers if h not in handlers]:
-            root.removeHandler(handler)
-        root.setLevel(level)
-    return subprocess.CompletedProcess([str(a) for a in args], code or 0, out.getvalue(), err.getvalue())
 
 
 def free_port() -> int:

@@ -115,28 +115,46 @@ def logging_to(stream, level: str):
         yield
 
 
-def run_every_stage(config: Path, first: int | None = None) -> None:
-    """What a worker would do with the memories waiting: every stage of each, by the worker's
-    own runner in this process, in the order they were stored; or, as a worker does with the
-    memory a queue message names, memory `first` then the rest. Then nothing is left pending,
-    running or failed."""
-    from aokun_worker.service import WorkerService
-    from shared.assembly import open_services
-    from shared.config import load_config
-    from shared.store.stages import STAGES, StageKey
+class WorkerHere:
+    """The worker's own stage runner, built once in this process as aokun-worker builds it
+    (no queue consumer, heartbeat or periodic jobs), for a test that runs the stages several
+    times: what a worker would do, done when asked."""
 
-    service = WorkerService(open_services(load_config(config), queued=False))
-    try:
-        hashes = {r["stage"]: r["content_hash"] for r in service.store.stages.of_memory(first)} if first else {}
+    def __init__(self, config: Path):
+        from aokun_worker.service import WorkerService
+        from shared.assembly import open_services
+        from shared.config import load_config
+
+        self.config = config
+        self.service = WorkerService(open_services(load_config(config), queued=False))
+
+    def run_every_stage(self, first: int | None = None) -> None:
+        """Every stage of each memory waiting, in the order they were stored; or, as a worker
+        does with the memory a queue message names, memory `first` then the rest. Then
+        nothing is left pending, running or failed."""
+        from shared.store.stages import STAGES, StageKey
+
+        runner, stages = self.service.runner, self.service.store.stages
+        hashes = {r["stage"]: r["content_hash"] for r in stages.of_memory(first)} if first else {}
         for stage in STAGES:
             if stage in hashes:
-                service.runner.run(StageKey(first, stage, hashes[stage]))
-            while service.runner.run_next(stage)[0]:
+                runner.run(StageKey(first, stage, hashes[stage]))
+            while runner.run_next(stage)[0]:
                 pass
-        figures = service.store.stages.queue_figures(time.time())
+        figures = stages.queue_figures(time.time())
+        assert (figures["pending"], figures["running"], figures["failed"]) == (0, 0, 0), figures
+
+    def close(self) -> None:
+        self.service.services.close()
+
+
+def run_every_stage(config: Path, first: int | None = None) -> None:
+    """WorkerHere.run_every_stage on a worker built for this one run."""
+    worker = WorkerHere(config)
+    try:
+        worker.run_every_stage(first)
     finally:
-        service.services.close()
-    assert (figures["pending"], figures["running"], figures["failed"]) == (0, 0, 0), figures
+        worker.close()
 
 
 def stdio_params(config: Path, env: dict | None = None) -> StdioServerParameters:

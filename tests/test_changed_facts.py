@@ -20,7 +20,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import aokun_in_process, db_rows, front_in_process, run_every_stage, write_config
+from helpers import WorkerHere, aokun_in_process, db_rows, front_in_process, run_every_stage, write_config
 from servers import pg_database
 from shared.search.fusion import newer_first
 
@@ -34,14 +34,14 @@ def config_for(tmp_path, api, **sections):
                    "min_score": 0.0})
 
 
-def memorize_in_order(s, config, memories: list[tuple[str, datetime]], persona: str) -> None:
+def memorize_in_order(s, worker: WorkerHere, memories: list[tuple[str, datetime]], persona: str) -> None:
     """Each memory memorized once the one before it has its atoms (the worker's stages take
     them in the order they were said, as a user tells them)."""
     for text, when in memories:
-        done = atoms_done(config)
+        done = atoms_done(worker.config)
         s.ok("memorize", {"content": text, "metadata": {"persona_id": persona, "original_time": when.isoformat()}})
-        run_every_stage(config)
-        assert atoms_done(config) == done + 1, text
+        worker.run_every_stage()
+        assert atoms_done(worker.config) == done + 1, text
 
 
 def atoms_done(config) -> int:
@@ -65,9 +65,13 @@ def test_a_changed_fact_answers_with_the_newer_memory_first_in_both_languages(tm
     ]
     with FakeEmbeddingsServer(dim=32) as api:
         config = config_for(tmp_path, api)
-        with front_in_process(config) as s:
-            for persona, memories, _ in cases:
-                memorize_in_order(s, config, memories, persona)
+        worker = WorkerHere(config)
+        try:
+            with front_in_process(config) as s:
+                for persona, memories, _ in cases:
+                    memorize_in_order(s, worker, memories, persona)
+        finally:
+            worker.close()
         with front_in_process(config) as s:
             for persona, (old, new), question in cases:
                 results = s.ok("recall", {"query": question, "persona_id": persona, "k": 5, "explain": True})["results"]

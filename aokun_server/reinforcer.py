@@ -30,6 +30,11 @@ class Reinforcer:
         if self.enabled and ids:
             self._executor.submit(self._touch, ids, time.time())
 
+    def close(self) -> None:
+        """Let the touches already submitted finish: they write to the store, which must
+        stay open until they have."""
+        self._executor.shutdown(wait=True)
+
     def _touch(self, ids: list[int], now: float) -> None:
         try:
             self.memories.touch(ids, now)

@@ -1,4 +1,4 @@
-"""Fixtures: a fresh config per test and a real aokun-server over stdio."""
+"""Fixtures: a fresh config per test and the real front, built in this process."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import mcp_session, stdio_params, write_config
+from helpers import front_in_process, write_config
 from shared.config import ALL_TOOLS
 
 
@@ -18,7 +18,8 @@ def config_path(tmp_path) -> Path:
 
 
 @pytest.fixture
-def stdio(config_path):
-    """A real aokun-server subprocess over stdio, spoken to by the official client."""
-    with mcp_session(stdio_params(config_path)) as session:
-        yield session
+def session(config_path):
+    """The real front on config_path, built in this process and spoken to by the official
+    client (tests/test_tools_stdio.py speaks to it over stdio)."""
+    with front_in_process(config_path) as connected:
+        yield connected

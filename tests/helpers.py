@@ -1,4 +1,5 @@
-"""Test helpers: real config files, real servers in subprocesses, the official MCP client."""
+"""Test helpers: real config files, the real front in this process or in a subprocess, the
+official MCP client, and the worker's stages run in this process."""
 
 from __future__ import annotations
 
@@ -71,9 +72,139 @@ def mcp_session(server):
             yield McpSession(portal, entered)
 
 
+@contextmanager
+def front_in_process(config: Path):
+    """The MCP front built in this process as aokun-server builds it, spoken to by the
+    official client; closed afterwards. For what a tool means (the stdio process is not the
+    point): no process start, no worker autostart, no background warm-up."""
+    from aokun_server.app import build_front
+    from shared.config import load_config
+
+    front = build_front(load_config(config))
+    try:
+        with mcp_session(front.server) as session:
+            yield session
+    finally:
+        front.close()
+
+
+@contextmanager
+def logging_kept():
+    """Whatever an aokun entry point sets up for logging (shared.logs: a handler on the root
+    logger, its level) is undone when the block ends, as it ends with the process."""
+    import logging
+
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    try:
+        yield
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+        root.setLevel(level)
+
+
+@contextmanager
+def logging_to(stream, level: str):
+    """This process logs as an aokun process configured at `level` does (shared.logs), into
+    `stream`, until the block ends."""
+    from shared.logs import configure_logging
+
+    with logging_kept():
+        configure_logging(level, stream=stream)
+        yield
+
+
+class WorkerHere:
+    """The worker's own stage runner, built once in this process as aokun-worker builds it
+    (no queue consumer, heartbeat or periodic jobs), for a test that runs the stages several
+    times: what a worker would do, done when asked."""
+
+    def __init__(self, config: Path):
+        from aokun_worker.service import WorkerService
+        from shared.assembly import open_services
+        from shared.config import load_config
+
+        self.config = config
+        self.service = WorkerService(open_services(load_config(config), queued=False))
+
+    def run_every_stage(self, first: int | None = None) -> None:
+        """Every stage of each memory waiting, in the order they were stored; or, as a worker
+        does with the memory a queue message names, memory `first` then the rest. Then
+        nothing is left pending, running or failed."""
+        from shared.store.model.stages import STAGES, StageKey
+
+        runner, stages = self.service.runner, self.service.store.stages
+        hashes = {r["stage"]: r["content_hash"] for r in stages.of_memory(first)} if first else {}
+        for stage in STAGES:
+            if stage in hashes:
+                runner.run(StageKey(first, stage, hashes[stage]))
+            while runner.run_next(stage)[0]:
+                pass
+        figures = stages.queue_figures(time.time())
+        assert (figures["pending"], figures["running"], figures["failed"]) == (0, 0, 0), figures
+
+    def close(self) -> None:
+        self.service.services.close()
+
+
+def run_every_stage(config: Path, first: int | None = None) -> None:
+    """WorkerHere.run_every_stage on a worker built for this one run."""
+    worker = WorkerHere(config)
+    try:
+        worker.run_every_stage(first)
+    finally:
+        worker.close()
+
+
 def stdio_params(config: Path, env: dict | None = None) -> StdioServerParameters:
     return StdioServerParameters(command=str(BIN / "aokun-server"),
                                  args=["--config", str(config)], env=env)
+
+
+def aokun_in_process(*args, env: dict | None = None, stdin: str = "",
+                     cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The `aokun` command run in this process as its console script runs it (main(argv)),
+    with `env` as the whole environment (as subprocess takes it; default this one), `stdin`
+    as its input and `cwd` as its folder; its exit code, stdout and stderr as
+    subprocess.run(text=True) gives them. For what a command says and does; that it starts
+    as a process is for the process-level tests."""
+    from aokun_admin.main import main
+
+    argv = [str(a) for a in args]
+    with as_a_process(env, stdin, cwd) as (out, err), logging_kept():
+        try:
+            code = main(argv)
+        except SystemExit as exit_:  # as the interpreter ends: a message is printed, exit 1
+            code = exit_.code
+            if isinstance(code, str):
+                print(code, file=err)
+                code = 1
+    return subprocess.CompletedProcess(argv, code or 0, out.getvalue(), err.getvalue())
+
+
+@contextmanager
+def as_a_process(env: dict | None, stdin: str, cwd: Path | None):
+    """Inside the block this process has the environment `env` (when given), reads `stdin`,
+    works in `cwd` (when given) and writes to fresh text streams, yielded as (stdout,
+    stderr); all put back afterwards."""
+    import io
+
+    saved_env, streams, folder = dict(os.environ), (sys.stdin, sys.stdout, sys.stderr), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
+    sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), out, err
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        yield out, err
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = streams
+        os.chdir(folder)
+        os.environ.clear()
+        os.environ.update(saved_env)
 
 
 def free_port() -> int:

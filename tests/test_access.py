@@ -20,16 +20,14 @@ from helpers import (
     all_processed,
     db_rows,
     free_port,
+    front_in_process,
     http_server,
     mcp_session,
-    start_worker,
-    stdio_params,
-    stop,
-    wait_for,
+    run_every_stage,
     write_config,
 )
 from shared.access import ADMIN, Principal, memorize_persona, new_token, read_personas, view_persona
-from shared.config import ALL_TOOLS
+from shared.config import ALL_TOOLS, LOCAL_TOKEN_ENV
 from shared.errors import AccessDenied
 
 ADMIN_TOKEN = "admin-secret-token"
@@ -55,7 +53,7 @@ def session(url: str, token: str):
 
 
 class Team:
-    """One front, one worker, three principals: the admin, Alice (two personas), Bob (one)."""
+    """One front, its stages run here, three principals: the admin, Alice (two personas), Bob (one)."""
 
     def __init__(self, config: Path, url: str, alice: str, bob: str):
         self.config, self.url, self.alice, self.bob = config, url, alice, bob
@@ -69,15 +67,12 @@ def team(tmp_path_factory):
     config = write_config(folder, server={"token": ADMIN_TOKEN, "exposed_tools": list(ALL_TOOLS)})
     alice = add_user(config, "alice", "alice-home,alice-work")
     bob = add_user(config, "bob", "bob")
-    worker = start_worker(config)
-    try:
-        with http_server(config, free_port()) as url:
-            found = Team(config, url, alice, bob)
-            _seed(found)
-            wait_for(lambda: all_processed(config, 6), 180, what="every memory processed")
-            yield found
-    finally:
-        stop(worker)
+    with http_server(config, free_port()) as url:
+        found = Team(config, url, alice, bob)
+        _seed(found)
+        run_every_stage(config)
+        assert all_processed(config, 6)
+        yield found
 
 
 def _seed(team: Team) -> None:
@@ -250,19 +245,23 @@ def test_an_open_front_asks_for_a_token_once_a_user_exists(tmp_path):
             assert "may not use it" in fay.error("recall", {"query": "note", "persona_id": "gus"})
 
 
-def test_stdio_is_the_admins_unless_aokun_token_names_a_user(tmp_path):
+def test_a_local_front_is_the_admins_unless_aokun_token_names_a_user(tmp_path, monkeypatch):
+    # A local front (stdio, as a host starts it) reads AOKUN_TOKEN when it is built.
     config = write_config(tmp_path, server={"exposed_tools": list(ALL_TOOLS)})
     token = add_user(config, "gus", "gus")
-    with mcp_session(stdio_params(config)) as admin:
+    monkeypatch.delenv(LOCAL_TOKEN_ENV, raising=False)
+    with front_in_process(config) as admin:
         other = admin.ok("memorize", {"content": "the admin's own", "metadata": {"persona_id": "other"}})["id"]
         admin.ok("memory_stats")
-    with mcp_session(stdio_params(config, env={"AOKUN_TOKEN": token})) as gus:
+    monkeypatch.setenv(LOCAL_TOKEN_ENV, token)
+    with front_in_process(config) as gus:
         assert gus.ok("memorize", {"content": "gus's note"})["persona_id"] == "gus"
         assert "may not use it" in gus.error("recall", {"query": "own", "persona_id": "other"})
         assert "no memory with id" in gus.error("delete_memory", {"id": other})
         assert aokun(config, "users", "revoke", "gus").returncode == 0
         assert "AOKUN_TOKEN" in gus.error("list_memories")
-    with mcp_session(stdio_params(config, env={"AOKUN_TOKEN": ""})) as nobody:
+    monkeypatch.setenv(LOCAL_TOKEN_ENV, "")
+    with front_in_process(config) as nobody:
         assert "AOKUN_TOKEN" in nobody.error("recall", {"query": "own"})
 
 

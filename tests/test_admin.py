@@ -1,22 +1,18 @@
-"""The admin CLI: doctor, repair and rebuild-index against a real database."""
+"""The admin CLI (its main(), in this process): doctor, repair and rebuild-index against a real
+database; the stages a worker would run are run here by the worker's own runner."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
-
-BIN = Path(sys.executable).parent
+from helpers import all_processed, aokun_in_process, db_rows, front_in_process, run_every_stage, write_config
 
 
 def aokun(config, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([BIN / "aokun", *map(str, args), "--config", config],
-                          capture_output=True, text=True, timeout=120)
+    return aokun_in_process(*args, "--config", config)
 
 
 @pytest.mark.slow
@@ -24,16 +20,13 @@ def test_doctor_repair_and_rebuild_index(tmp_path):
     with FakeEmbeddingsServer(dim=16) as api:
         config = write_config(tmp_path, embedding={"provider": "openai", "base_url": api.base_url,
                                                    "model": "fake", "dimensions": 16})
-        with mcp_session(stdio_params(config)) as s:
+        with front_in_process(config) as s:
             ids = [s.ok("memorize", {"content": f"note {i} about tea"})["id"] for i in range(5)]
         doctor = aokun(config, "doctor")
         # Work waiting with nobody to do it is a problem, said plainly.
         assert doctor.returncode == 1 and "15 stages pending, no worker has ever run" in doctor.stdout
-        worker = start_worker(config)
-        try:
-            wait_for(lambda: all_processed(config, 5), 60, what="the memories processed")
-        finally:
-            assert stop(worker) == 0
+        run_every_stage(config)
+        assert all_processed(config, 5)
         doctor = aokun(config, "doctor")
         assert doctor.returncode == 0, doctor.stdout + doctor.stderr
         assert "consistent" in doctor.stdout

@@ -1,11 +1,11 @@
 """Every tool carries a human title, the MCP behaviour hints and a description saying when to
-call it, as the official client reads them from tools/list of a real aokun-server over stdio."""
+call it, as the official client reads them from tools/list of the real front (built in this process)."""
 
 from __future__ import annotations
 
 import re
 
-from helpers import mcp_session, stdio_params, write_config
+from helpers import front_in_process, write_config
 from shared.config import ALL_TOOLS
 
 # name: (title, readOnly, destructive, idempotent, openWorld)
@@ -26,7 +26,7 @@ EXPECTED = {
 def test_every_tool_has_a_title_hints_and_says_when_to_call_it(tmp_path):
     assert set(EXPECTED) == set(ALL_TOOLS)
     config = write_config(tmp_path, server={"exposed_tools": list(ALL_TOOLS)})
-    with mcp_session(stdio_params(config)) as session:
+    with front_in_process(config) as session:
         tools = {t.name: t for t in session._portal.call(session.client.list_tools).tools}
     assert set(tools) == set(EXPECTED)
     for name, (title, read_only, destructive, idempotent, open_world) in EXPECTED.items():
@@ -40,7 +40,7 @@ def test_every_tool_has_a_title_hints_and_says_when_to_call_it(tmp_path):
 def test_hints_travel_as_the_protocol_names_them(tmp_path):
     """On the wire the hints are camelCase (readOnlyHint, ...), as hosts read them."""
     config = write_config(tmp_path, server={"exposed_tools": ["recall", "delete_memory"]})
-    with mcp_session(stdio_params(config)) as session:
+    with front_in_process(config) as session:
         tools = {t.name: t for t in session._portal.call(session.client.list_tools).tools}
     wire = {name: t.model_dump(by_alias=True, exclude_none=True)["annotations"] for name, t in tools.items()}
     assert wire["recall"]["readOnlyHint"] is True

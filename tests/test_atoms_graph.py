@@ -1,4 +1,5 @@
-"""Atoms and the knowledge graph, built by a real worker from memories stored through MCP."""
+"""Atoms and the knowledge graph, built by the worker's stages (run in this process) from
+memories stored through MCP."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import time
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from helpers import WorkerHere, all_processed, db_rows, front_in_process, write_config
 from shared.assembly import open_services
 from shared.atom_life import store_atoms
 from shared.config import AppConfig, AtomsConfig, StorageConfig
@@ -20,7 +21,8 @@ from shared.store.model.documents import MemoryFields
 
 @pytest.fixture
 def system(tmp_path):
-    """A config on a fake embeddings API, a running worker and an MCP session."""
+    """A config on a fake embeddings API, an MCP session on the real front and the worker's
+    runner in this process."""
     with FakeEmbeddingsServer(dim=32) as api:
         config = write_config(
             tmp_path, embedding={"provider": "openai", "base_url": api.base_url, "model": "fake",
@@ -28,26 +30,26 @@ def system(tmp_path):
             queue={"retry_base_s": 0.2}, graph={"aliases": ["Bobby=Bob"]},
             server={"exposed_tools": ["memorize", "recall", "search_atoms", "edit_memory",
                                       "delete_memory"]})
-        worker = start_worker(config)
+        worker = WorkerHere(config)
         try:
-            with mcp_session(stdio_params(config)) as session:
-                yield session, config
+            with front_in_process(config) as session:
+                yield session, config, worker
         finally:
-            stop(worker)
+            worker.close()
 
 
-def settle(config, count):
-    wait_for(lambda: all_processed(config, count) and db_rows(
-        config, "SELECT COUNT(*) FROM memory_stages WHERE status != 'done'") == [(0,)], 60,
-        what=f"{count} memories processed")
+def settle(worker: WorkerHere, count: int) -> None:
+    """What a worker does with the memories waiting, done here: then `count` are processed."""
+    worker.run_every_stage()
+    assert all_processed(worker.config, count)
 
 
 @pytest.mark.slow
 def test_atoms_and_graph_shape_of_a_memory(system):
-    s, config = system
+    s, config, worker = system
     mid = s.ok("memorize", {"content": "Alice 是 Bob 的同事，她们每天一起吃午饭。",
                             "metadata": {"topics": ["工作"], "persona_id": "p"}})["id"]
-    settle(config, 1)
+    settle(worker, 1)
     assert db_rows(config, "SELECT type, state FROM memory_atoms WHERE memory_id = ?",
                    (mid,)) == [("relational", "active")]
     nodes = set(db_rows(config, "SELECT type, canonical FROM graph_nodes"))
@@ -73,10 +75,10 @@ def test_atoms_and_graph_shape_of_a_memory(system):
      "what is the relationship between Alice and Bob"),
 ])
 def test_relationship_question_found_through_the_graph(system, memory, query):
-    s, config = system
+    s, _, worker = system
     mid = s.ok("memorize", {"content": memory})["id"]
     s.ok("memorize", {"content": "the weather was cold and rainy all week"})
-    settle(config, 2)
+    settle(worker, 2)
     hit = s.ok("recall", {"query": query, "explain": True})["results"][0]
     assert hit["id"] == mid
     assert "graph_keyword" in hit["explain"]["channels"]
@@ -89,11 +91,11 @@ def test_relationship_question_found_through_the_graph(system, memory, query):
     ("我很喜欢喝绿茶", "我喜欢喝绿茶"),
 ])
 def test_reinforcement_instead_of_a_duplicate(system, first, again):
-    s, config = system
+    s, config, worker = system
     s.ok("memorize", {"content": first, "metadata": {"persona_id": "u1"}})
-    settle(config, 1)
+    settle(worker, 1)
     s.ok("memorize", {"content": again, "metadata": {"persona_id": "u1"}})
-    settle(config, 2)
+    settle(worker, 2)
     rows = db_rows(config, "SELECT id, type, reinforcement_count, ttl_days FROM memory_atoms WHERE state = 'active'")
     assert len(rows) == 1 and rows[0][1] == "preference" and rows[0][2] == 1
     assert rows[0][3] == pytest.approx(60 * 1.0 * 1.5)
@@ -101,7 +103,7 @@ def test_reinforcement_instead_of_a_duplicate(system, first, again):
     assert db_rows(config, "SELECT superseded_by FROM memory_atoms WHERE state = 'dormant'") == [(rows[0][0],)]
     # Another persona's identical fact is its own atom.
     s.ok("memorize", {"content": again, "metadata": {"persona_id": "u2"}})
-    settle(config, 3)
+    settle(worker, 3)
     assert len(db_rows(config, "SELECT id FROM memory_atoms WHERE state = 'active'")) == 2
 
 
@@ -111,11 +113,11 @@ def test_reinforcement_instead_of_a_duplicate(system, first, again):
     ("My favourite drink is coffee", "my favourite drink is tea now", "tea"),
 ])
 def test_superseding_keeps_the_old_atom_linked(system, old, new, value):
-    s, config = system
+    s, config, worker = system
     s.ok("memorize", {"content": old, "metadata": {"persona_id": "u1"}})
-    settle(config, 1)
+    settle(worker, 1)
     s.ok("memorize", {"content": new, "metadata": {"persona_id": "u1"}})
-    settle(config, 2)
+    settle(worker, 2)
     rows = db_rows(config, "SELECT id, state, superseded_by, value FROM memory_atoms ORDER BY id")
     assert len(rows) == 2
     (_old_id, old_state, link, _), (new_id, new_state, _, new_value) = rows
@@ -126,12 +128,12 @@ def test_superseding_keeps_the_old_atom_linked(system, old, new, value):
 
 @pytest.mark.slow
 def test_search_atoms_filters_and_expired_plans(system):
-    s, config = system
+    s, _, worker = system
     s.ok("memorize", {"content": "明天上午十点去医院复查", "metadata": {"persona_id": "u1",
                                                             "original_time": "2020-01-01T09:00:00"}})
     s.ok("memorize", {"content": "I have a dentist appointment tomorrow", "metadata": {"persona_id": "u1"}})
     s.ok("memorize", {"content": "I love hiking in the mountains", "metadata": {"persona_id": "u2"}})
-    settle(config, 3)
+    settle(worker, 3)
     planned = s.ok("search_atoms", {"query": "dentist appointment", "types": ["planned"]})["atoms"]
     assert len(planned) == 1 and planned[0]["type"] == "planned" and planned[0]["deadline"]
     assert s.ok("search_atoms", {"query": "医院复查"})["atoms"] == []  # its deadline passed in 2020
@@ -142,11 +144,11 @@ def test_search_atoms_filters_and_expired_plans(system):
 
 @pytest.mark.slow
 def test_edit_rebuilds_the_graph(system):
-    s, config = system
+    s, config, worker = system
     mid = s.ok("memorize", {"content": "Carol mentors Dave at work"})["id"]
-    settle(config, 1)
+    settle(worker, 1)
     s.ok("edit_memory", {"id": mid, "content": "Erin mentors Frank at work"})
-    settle(config, 1)
+    settle(worker, 1)
     people = {c for (c,) in db_rows(config, "SELECT canonical FROM graph_nodes WHERE type = 'person'")}
     assert people == {"erin", "frank"}
     assert len(db_rows(config, "SELECT id FROM graph_entries")) == 1
@@ -180,47 +182,41 @@ def test_ttl_config_defaults():
                                                "preference", "unknown")] == [7, 2, 180, 90, 60, 30]
 
 
-def rerun_stage(config, memory_id: int, stage: str) -> None:
-    """Set a done stage back to pending (as a repair would) and have it queued."""
+def rerun_stage(worker: WorkerHere, memory_id: int, stage: str) -> None:
+    """Set a done stage back to pending (as a repair would) and run it again."""
     import sqlite3
-    import subprocess
-    import sys
-    from pathlib import Path
 
-    conn = sqlite3.connect(config.parent / "data" / "aokun.db")
+    conn = sqlite3.connect(worker.config.parent / "data" / "aokun.db")
     with conn:
         conn.execute("UPDATE memory_stages SET status = 'pending', attempts = 0, enqueued_time = NULL"
                      " WHERE memory_id = ? AND stage = ?", (memory_id, stage))
     conn.close()
-    run = subprocess.run([Path(sys.executable).parent / "aokun", "maintenance", "reconcile",
-                          "--config", str(config)], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
+    worker.run_every_stage()
 
 
 @pytest.mark.slow
 def test_stages_are_idempotent_and_a_delete_takes_back_what_a_memory_did(system):
-    s, config = system
+    s, config, worker = system
     fact = "I really love hiking in the mountains every weekend"
     first = s.ok("memorize", {"content": fact, "metadata": {"persona_id": "u1"}})["id"]
-    settle(config, 1)
+    settle(worker, 1)
     second = s.ok("memorize", {"content": fact, "metadata": {"persona_id": "u1"}})["id"]
-    settle(config, 2)
+    settle(worker, 2)
     count = lambda: db_rows(config, "SELECT reinforcement_count FROM memory_atoms WHERE memory_id = ?"  # noqa: E731
                                     " AND state = 'active'", (first,))[0][0]
     assert count() == 1
     for _ in range(2):  # the atoms stage of the reinforcing memory runs again: still one
-        rerun_stage(config, second, "atoms")
-        wait_for(lambda: db_rows(config, "SELECT status FROM memory_stages WHERE memory_id = ?"
-                                         " AND stage = 'atoms'", (second,)) == [("done",)], 60,
-                 what="the atoms stage done again")
+        rerun_stage(worker, second, "atoms")
+        assert db_rows(config, "SELECT status FROM memory_stages WHERE memory_id = ?"
+                               " AND stage = 'atoms'", (second,)) == [("done",)]
         assert count() == 1
     s.ok("delete_memory", {"id": second})
     assert count() == 0
 
     old = s.ok("memorize", {"content": "我住在北京", "metadata": {"persona_id": "u2"}})["id"]
-    settle(config, 2)
+    settle(worker, 2)
     new = s.ok("memorize", {"content": "我现在住在上海", "metadata": {"persona_id": "u2"}})["id"]
-    settle(config, 3)
+    settle(worker, 3)
     state = lambda: db_rows(config, "SELECT state FROM memory_atoms WHERE memory_id = ?", (old,))[0][0]  # noqa: E731
     assert state() == "superseded"
     s.ok("delete_memory", {"id": new})
@@ -229,12 +225,12 @@ def test_stages_are_idempotent_and_a_delete_takes_back_what_a_memory_did(system)
 
 @pytest.mark.slow
 def test_graph_is_built_from_the_stored_atoms_with_one_node_per_name(system):
-    s, config = system
+    s, config, worker = system
     a = s.ok("memorize", {"content": "Alice went to Paris for a conference last spring",
                           "metadata": {"persona_id": "p", "participants": ["Alice"]}})["id"]
     b = s.ok("memorize", {"content": "She bought fresh bread at the market on Sunday morning",
                           "metadata": {"persona_id": "p", "participants": ["ALICE"]}})["id"]
-    settle(config, 2)
+    settle(worker, 2)
     people = db_rows(config, "SELECT canonical, forms FROM graph_nodes WHERE type = 'person' AND canonical = 'alice'")
     assert len(people) == 1 and people[0][0] == "alice"
     assert sorted(json.loads(people[0][1])) == ["ALICE", "Alice"]

@@ -15,10 +15,9 @@ import threading
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
-from aokun_server.app import build_front
 from aokun_server.server import AokunMCPServer
-from helpers import BIN, db_rows, mcp_session, write_config
-from shared.config import ALL_TOOLS, load_config
+from helpers import BIN, db_rows, front_in_process, mcp_session, write_config
+from shared.config import ALL_TOOLS
 from shared.store.model.documents import unmarked
 
 BIG = 2**63  # one past SQLite's largest integer
@@ -155,25 +154,25 @@ def assert_one_line(message: str) -> None:
     assert len(message) <= 1000, message[:200]
 
 
-def test_bad_calls_fail_clearly_and_write_nothing(stdio, config_path):
-    keep = stdio.ok("memorize", {"content": "the one memory that must survive"})
+def test_bad_calls_fail_clearly_and_write_nothing(session, config_path):
+    keep = session.ok("memorize", {"content": "the one memory that must survive"})
     assert keep["id"] == 1  # the id the edit / delete / pin cases aim at
     before = stored(config_path)
     assert len(before["documents"]) == 1 and before["fts"] == [(1,)]
     for name, arguments, expected in BAD_CALLS:
-        message = stdio.error(name, arguments)
+        message = session.error(name, arguments)
         assert expected in message, (name, str(arguments)[:80], message)
         assert_one_line(message)
         assert stored(config_path) == before, (name, str(arguments)[:80])
-    assert stdio.ok("recall", {"query": "survive", "min_score": 0})["results"][0]["id"] == keep["id"]
+    assert session.ok("recall", {"query": "survive", "min_score": 0})["results"][0]["id"] == keep["id"]
 
 
-def test_validation_message_is_exactly_one_line(stdio):
-    assert stdio.error("delete_memory", {"id": True}) == "id: must be an integer (got true)"
-    assert stdio.error("memorize", {"content": "ok", "metadata": {"importance": 1.5}}) == \
+def test_validation_message_is_exactly_one_line(session):
+    assert session.error("delete_memory", {"id": True}) == "id: must be an integer (got true)"
+    assert session.error("memorize", {"content": "ok", "metadata": {"importance": 1.5}}) == \
         "metadata.importance: must be at most 1 (got 1.5)"
     # Several problems in one call: each named, on one line.
-    message = stdio.error("memorize", {"content": 7, "metadata": {"topics": ["t" * 201],
+    message = session.error("memorize", {"content": 7, "metadata": {"topics": ["t" * 201],
                                                                  "importance": 3}})
     assert_one_line(message)
     for part in ("content: must be a string (got 7)",
@@ -182,10 +181,10 @@ def test_validation_message_is_exactly_one_line(stdio):
         assert part in message, message
 
 
-def test_item_limits_are_inclusive(stdio, config_path):
+def test_item_limits_are_inclusive(session, config_path):
     metadata = {"key_facts": ["k" * 1000] * 64, "topics": ["t" * 200] * 64,
                 "participants": ["p" * 200] * 64}
-    mid = stdio.ok("memorize", {"content": "at the limits", "metadata": metadata})["id"]
+    mid = session.ok("memorize", {"content": "at the limits", "metadata": metadata})["id"]
     row = db_rows(config_path, "SELECT id FROM documents WHERE id = ?", (mid,))
     assert row == [(mid,)]
 
@@ -230,9 +229,8 @@ HOSTILE_QUERIES = [
 @pytest.fixture(scope="module")
 def in_process(tmp_path_factory):
     """The real front built in this process (the official client connects in-process)."""
-    front = build_front(load_config(write_config(tmp_path_factory.mktemp("hostile"),
-                                                 server={"exposed_tools": list(ALL_TOOLS)})))
-    with mcp_session(front.server) as session:
+    with front_in_process(write_config(tmp_path_factory.mktemp("hostile"),
+                                       server={"exposed_tools": list(ALL_TOOLS)})) as session:
         yield session
 
 
@@ -248,8 +246,7 @@ def test_hostile_query_never_breaks_match(query, in_process):
 
 
 def test_hostile_terms_are_searched_as_words(tmp_path):
-    front = build_front(load_config(write_config(tmp_path)))
-    with mcp_session(front.server) as s:
+    with front_in_process(write_config(tmp_path)) as s:
         mid = s.ok("memorize", {"content": "peanut allergy"})["id"]
         for query in ("NEAR(peanut", "peanut*", "-peanut", "tokens:peanut", "NOT peanut"):
             assert [r["id"] for r in s.ok("recall", {"query": query, "min_score": 0})["results"]] == [mid], query
@@ -257,8 +254,7 @@ def test_hostile_terms_are_searched_as_words(tmp_path):
 
 def test_lone_surrogates_are_refused(tmp_path):
     # The client cannot encode a lone surrogate as UTF-8 JSON, so speak to the server in-process.
-    front = build_front(load_config(write_config(tmp_path, server={"exposed_tools": list(ALL_TOOLS)})))
-    with mcp_session(front.server) as s:
+    with front_in_process(write_config(tmp_path, server={"exposed_tools": list(ALL_TOOLS)})) as s:
         assert "lone UTF-16 surrogate" in s.error("memorize", {"content": "bad \ud800 text"})
         assert "lone UTF-16 surrogate" in s.error(
             "memorize", {"content": "ok", "metadata": {"topics": ["\udfff"]}})

@@ -1,5 +1,5 @@
 """A fact that changed answers as it is now, and every fact knows whose it is,
-through the official MCP client and a real worker.
+through the official MCP client and the worker's stages (both in this process).
 
 The old fact is memorized months back, the statement of change last week; the question, whose
 words the old memory matches best (recalled by BM25 alone, which finds both), gets the newer
@@ -14,24 +14,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import time
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from helpers import WorkerHere, aokun_in_process, db_rows, front_in_process, run_every_stage, write_config
 from servers import pg_database
-from shared.config import load_config
 from shared.search.fusion import newer_first
-from shared.store.model.stages import STAGES
-from test_everyday_questions import front_in_process
-
-BIN = Path(sys.executable).parent
 
 
 def config_for(tmp_path, api, **sections):
@@ -43,13 +34,14 @@ def config_for(tmp_path, api, **sections):
                    "min_score": 0.0})
 
 
-def memorize_in_order(s, config, memories: list[tuple[str, datetime]], persona: str) -> None:
-    """Each memory memorized once the one before it has its atoms (the worker takes them in
-    the order they were said, as a user tells them)."""
+def memorize_in_order(s, worker: WorkerHere, memories: list[tuple[str, datetime]], persona: str) -> None:
+    """Each memory memorized once the one before it has its atoms (the worker's stages take
+    them in the order they were said, as a user tells them)."""
     for text, when in memories:
-        done = atoms_done(config)
+        done = atoms_done(worker.config)
         s.ok("memorize", {"content": text, "metadata": {"persona_id": persona, "original_time": when.isoformat()}})
-        wait_for(lambda done=done: atoms_done(config) == done + 1, 60, what=f"the atoms of {text!r}")
+        worker.run_every_stage()
+        assert atoms_done(worker.config) == done + 1, text
 
 
 def atoms_done(config) -> int:
@@ -73,14 +65,14 @@ def test_a_changed_fact_answers_with_the_newer_memory_first_in_both_languages(tm
     ]
     with FakeEmbeddingsServer(dim=32) as api:
         config = config_for(tmp_path, api)
-        worker = start_worker(config)
+        worker = WorkerHere(config)
         try:
-            with mcp_session(stdio_params(config)) as s:
+            with front_in_process(config) as s:
                 for persona, memories, _ in cases:
-                    memorize_in_order(s, config, memories, persona)
+                    memorize_in_order(s, worker, memories, persona)
         finally:
-            stop(worker)
-        with mcp_session(stdio_params(config)) as s:
+            worker.close()
+        with front_in_process(config) as s:
             for persona, (old, new), question in cases:
                 results = s.ok("recall", {"query": question, "persona_id": persona, "k": 5, "explain": True})["results"]
                 texts = [r["text"].split("] ", 1)[-1] for r in results]
@@ -96,17 +88,12 @@ def test_atoms_and_the_session_start_profile_say_whose_each_fact_is(tmp_path):
                 "我老婆最喜欢向日葵。", "同事老周下周要去成都出差。", "I have a dentist appointment in three weeks."]
     with FakeEmbeddingsServer(dim=32) as api:
         config = config_for(tmp_path, api)
-        worker = start_worker(config)
-        try:
-            with mcp_session(stdio_params(config)) as s:
-                for text in memories:
-                    s.ok("memorize", {"content": text,
-                                      "metadata": {"persona_id": "me", "original_time": now.isoformat()}})
-                wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE stage = 'atoms'"
-                                                 " AND status = 'done'") == [(len(memories),)], 60, what="atoms")
-                atoms = s.ok("search_atoms", {"query": "orchids roses hiking 向日葵 成都", "persona_id": "me"})["atoms"]
-        finally:
-            stop(worker)
+        with front_in_process(config) as s:
+            for text in memories:
+                s.ok("memorize", {"content": text,
+                                  "metadata": {"persona_id": "me", "original_time": now.isoformat()}})
+            run_every_stage(config)
+            atoms = s.ok("search_atoms", {"query": "orchids roses hiking 向日葵 成都", "persona_id": "me"})["atoms"]
     subjects = {a["text"]: a["subject"] for a in atoms}
     assert subjects["My wife Sarah loves orchids."] == "Sarah (wife)"
     assert subjects["My mom prefers roses over tulips."] == "mom"
@@ -115,9 +102,8 @@ def test_atoms_and_the_session_start_profile_say_whose_each_fact_is(tmp_path):
     assert subjects["同事老周下周要去成都出差。"] == "老周 (同事)"
     started = json.dumps({"session_id": "abc", "hook_event_name": "SessionStart", "source": "startup"})
     env = {k: v for k, v in os.environ.items() if k != "AOKUN_CONFIG"}
-    done = subprocess.run([str(BIN / "aokun"), "hook", "session-start", "--persona", "me", "--budget", "1200",
-                           "--config", str(config)], input=started, capture_output=True, text=True,
-                          timeout=120, env=env)
+    done = aokun_in_process("hook", "session-start", "--persona", "me", "--budget", "1200",
+                            "--config", config, stdin=started, env=env)
     assert done.returncode == 0, done.stderr
     own, _, others = done.stdout.partition("About other people:")
     assert "I love hiking in the mountains." in own and "dentist appointment" in own
@@ -136,23 +122,6 @@ def test_a_replaced_memory_ranks_right_below_the_memory_that_replaced_it():
 
 
 # -- superseding follows when things were said, not the order they were processed -----------------
-
-def run_every_stage(config: Path) -> None:
-    """What a worker would do with the memories waiting: every stage of each, by the worker's
-    own runner in this process (it takes them in the order they were stored)."""
-    from aokun_worker.service import WorkerService
-    from shared.assembly import open_services
-
-    service = WorkerService(open_services(load_config(config), queued=False))
-    try:
-        for stage in STAGES:
-            while service.runner.run_next(stage)[0]:
-                pass
-        figures = service.store.stages.queue_figures(time.time())
-    finally:
-        service.services.close()
-    assert (figures["pending"], figures["running"], figures["failed"]) == (0, 0, 0), figures
-
 
 @contextmanager
 def storage_of(engine: str):

@@ -1,6 +1,8 @@
-"""The command lines explain themselves, through real processes: --version on every command,
-a description on every help page, a one-line refusal (exit 2, nothing created) for store
-commands without a config file, one `aokun run` per data_dir, and aokun-server on a terminal."""
+"""The command lines explain themselves: --version on every command, a description on every
+help page, a one-line refusal (exit 2, nothing created) for store commands without a config
+file, one `aokun run` per data_dir, and aokun-server on a terminal. The console scripts,
+the terminal and `aokun run` through real processes; what `aokun` says (help pages,
+refusals, status) by its main() in this process."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from aokun_admin.commands import build_parser
-from helpers import BIN, free_port, mcp_session, stdio_params, write_config
+from helpers import BIN, aokun_in_process, free_port, mcp_session, stdio_params, write_config
 from shared import __version__
 from shared.platform import pid_alive
 from test_run_command import PANEL_URL, Run, all_gone
@@ -34,6 +36,11 @@ def run(*args, cwd: Path | None = None, env: dict | None = None, timeout: float 
         **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / args[0]), *map(str, args[1:])], cwd=cwd, env=env or clean_env(),
                           capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+def aokun(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The `aokun` command in this process, in folder `cwd`, without AOKUN_CONFIG unless given."""
+    return aokun_in_process(*args, cwd=cwd, env=env or clean_env())
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -59,14 +66,14 @@ def description_of(help_page: str) -> str:
 
 @pytest.mark.parametrize("command", [None, *subcommands()])
 def test_every_help_page_opens_with_a_description(command, tmp_path):
-    result = run("aokun", *([command] if command else []), "--help", cwd=tmp_path)
+    result = aokun(*([command] if command else []), "--help", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     description = description_of(result.stdout)
     assert len(description.split()) >= 3, result.stdout
 
 
 def test_the_maintenance_help_says_what_each_action_does(tmp_path):
-    page = run("aokun", "maintenance", "--help", cwd=tmp_path).stdout
+    page = aokun("maintenance", "--help", cwd=tmp_path).stdout
     for action in ("decay", "archive", "atoms", "backup", "reconcile", "all"):
         assert re.search(rf"^  {action} +\w+ \w+", page, re.M), page
 
@@ -84,7 +91,7 @@ def test_the_process_commands_describe_themselves(command, tmp_path):
                                   ["maintenance", "decay"], ["export", "out.jsonl"],
                                   ["panel", "--no-browser"], ["run"], ["mcp-config"]])
 def test_store_commands_refuse_to_run_on_defaults(args, tmp_path):
-    result = run("aokun", *args, cwd=tmp_path)
+    result = aokun(*args, cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     [line] = result.stderr.splitlines()
     assert line.startswith(f"aokun {args[0]}: no config file found: pass --config FILE, "
@@ -104,11 +111,11 @@ def test_a_config_file_found_any_way_lets_them_run(tmp_path):
     config = write_config(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    assert run("aokun", "status", cwd=tmp_path).returncode == 0  # ./config.yaml
-    result = run("aokun", "status", cwd=elsewhere, env=clean_env(AOKUN_CONFIG=str(config)))
+    assert aokun("status", cwd=tmp_path).returncode == 0  # ./config.yaml
+    result = aokun("status", cwd=elsewhere, env=clean_env(AOKUN_CONFIG=str(config)))
     assert result.returncode == 0, result.stderr
     assert f"data_dir: {tmp_path / 'data'}" in result.stdout
-    assert run("aokun", "config", cwd=elsewhere).returncode == 0  # prints the defaults
+    assert aokun("config", cwd=elsewhere).returncode == 0  # prints the defaults
     assert not (elsewhere / "data").exists()
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import aokun_in_process
 from shared.config import CHANNELS, AppConfig, build_config, load_config, secret
 from shared.errors import ConfigError
 
@@ -109,11 +110,10 @@ def test_admin_cli_takes_config_before_or_after_the_subcommand(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("storage:\n  data_dir: elsewhere\n")
     for args in (["--config", path, "config"], ["config", "--config", path]):
-        run = subprocess.run([BIN / "aokun", *args], capture_output=True, text=True, timeout=60)
+        run = aokun_in_process(*args)
         assert run.returncode == 0, run.stderr
         assert str(tmp_path / "elsewhere") in run.stdout
-    env_run = subprocess.run([BIN / "aokun", "stats"], capture_output=True, text=True, timeout=60,
-                             env={"AOKUN_CONFIG": str(path), "PATH": "/usr/bin:/bin"}, cwd="/")
+    env_run = aokun_in_process("stats", env={"AOKUN_CONFIG": str(path), "PATH": "/usr/bin:/bin"}, cwd=Path("/"))
     assert env_run.returncode == 0, env_run.stderr
     assert '"total": 0' in env_run.stdout
     assert (tmp_path / "elsewhere" / "aokun.db").exists()

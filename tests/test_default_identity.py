@@ -1,9 +1,10 @@
 """One identity by default: a user who never names a persona finds everything in one place.
 
-The model's own memorize calls (the official MCP client, a real stdio front), `aokun ingest`
-of a session (the real CLI) and `aokun hook prompt` / `session-start` wired as the README wires
-them (no --persona) meet in memory.default_persona, and the panel's graph opens on it; a
-persona named explicitly still isolates, on writes and on reads.
+The model's own memorize calls (the official MCP client, the real front built in this
+process), `aokun ingest` of a session (the real CLI's main(), in this process) and `aokun
+hook prompt` / `session-start` wired as the README wires them (no --persona) meet in
+memory.default_persona, and the panel's graph opens on it; a persona named explicitly still
+isolates, on writes and on reads.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import httpx
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import BIN, all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from helpers import all_processed, aokun_in_process, db_rows, front_in_process, run_every_stage, write_config
 from panel_helpers import panel_process
 
 PEANUTS = "My daughter Mia is allergic to peanuts"
@@ -30,8 +31,7 @@ Me: I always take the window seat on planes.
 def aokun(config: Path, *args: str) -> subprocess.CompletedProcess:
     """The real `aokun` command, as a hook runs it (no AOKUN_* variables of this shell)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AOKUN_")}
-    return subprocess.run([str(BIN / "aokun"), *args, "--config", str(config)], capture_output=True,
-                          text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+    return aokun_in_process(*args, "--config", config, env=env)
 
 
 def ingested(config: Path, folder: Path, *persona: str) -> int:
@@ -51,17 +51,14 @@ def test_mcp_ingest_hooks_and_the_graph_share_the_default_identity(tmp_path):
     with FakeEmbeddingsServer(dim=32) as api:
         config = write_config(tmp_path, embedding={"provider": "openai", "base_url": api.base_url,
                                                    "model": "fake", "dimensions": 32})
-        with mcp_session(stdio_params(config)) as model:
+        with front_in_process(config) as model:
             peanuts = model.ok("memorize", {"content": PEANUTS, "metadata": {"pinned": True}})
             budget = model.ok("memorize", {"content": BUDGET, "metadata": {"persona_id": "work"}})
         session = ingested(config, tmp_path)
         assert persona_of(config, peanuts["id"]) is None and persona_of(config, session) is None
         assert persona_of(config, budget["id"]) == "work"
-        worker = start_worker(config)
-        try:
-            wait_for(lambda: all_processed(config, 3), 90, what="every memory's stages")
-        finally:
-            stop(worker)
+        run_every_stage(config)
+        assert all_processed(config, 3)
 
         prompt = aokun(config, "hook", "prompt", "peanuts Lisbon trip", "--min-score", "0", "--k", "10")
         assert prompt.returncode == 0 and prompt.stderr == "", prompt.stderr
@@ -92,7 +89,7 @@ def test_mcp_ingest_hooks_and_the_graph_share_the_default_identity(tmp_path):
 def test_a_named_default_persona_is_where_unnamed_writes_go(tmp_path):
     config = write_config(tmp_path, memory={"default_persona": "me"},
                           server={"exposed_tools": ["memorize", "summarize_memory", "recall"]})
-    with mcp_session(stdio_params(config)) as model:
+    with front_in_process(config) as model:
         assert model.ok("memorize", {"content": PEANUTS})["persona_id"] == "me"
         stored = model.ok("summarize_memory", {"conversation": SESSION, "store": True})
         assert stored["persona_id"] == "me"

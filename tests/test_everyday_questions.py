@@ -1,14 +1,14 @@
 """What people actually ask, through the real `aokun` command and the official MCP client.
 
 A question about a time window ("what do I have next week?", 我下周有什么安排？) asked in the
-host's prompt hook (the real CLI, recalling in its own process) answers with the plans of that
+host's prompt hook (the real CLI, recalling by itself) answers with the plans of that
 week first, as recall over the MCP client does. A Claude Code session with "Z" timestamps and
 turns naming dates, ingested by the real `aokun ingest --from-hook`, gives plans that the
 session-start profile lists on the user's day and recall finds in their window.
 
 The user's clock is pinned (memory.time_zone, Los Angeles: its days end in the next UTC day),
-and every date is built from today on that clock. The MCP front runs in this process; the
-stages a worker would run are run here by the worker's own runner.
+and every date is built from today on that clock. The MCP front and the `aokun` command run
+in this process; the stages a worker would run are run here by the worker's own runner.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import json
 import os
 import re
 import subprocess
-from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -26,8 +25,7 @@ import pytest
 
 from claude_code import dated_transcript
 from fake_openai import FakeEmbeddingsServer
-from helpers import BIN, db_rows, mcp_session, write_config
-from shared.config import load_config
+from helpers import aokun_in_process, front_in_process, run_every_stage, write_config
 
 ZONE = "America/Los_Angeles"
 LA = ZoneInfo(ZONE)
@@ -41,42 +39,11 @@ def config_in_los_angeles(folder: Path, api) -> Path:
         retrieval={"access_reinforcement": False, "cache_enabled": False})
 
 
-@contextmanager
-def front_in_process(config: Path):
-    """The MCP front built as aokun-server builds it, spoken to by the official client."""
-    from aokun_server.app import build_front
-
-    front = build_front(load_config(config))
-    try:
-        with mcp_session(front.server) as session:
-            yield session
-    finally:
-        front.close()
-
-
-def run_every_stage(config: Path) -> None:
-    """What a worker would do with the memories waiting: every stage of each, by the worker's
-    own runner in this process."""
-    from aokun_worker.service import WorkerService
-    from shared.assembly import open_services
-    from shared.store.model.stages import STAGES
-
-    service = WorkerService(open_services(load_config(config), queued=False))
-    try:
-        for stage in STAGES:
-            while service.runner.run_next(stage)[0]:
-                pass
-    finally:
-        service.services.close()
-    waiting = db_rows(config, "SELECT stage, status FROM memory_stages WHERE status != 'done'")
-    assert waiting == [], waiting
-
-
 def aokun(config: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    """The real `aokun` command as a host runs it (no AOKUN_* variables of this shell)."""
+    """The real `aokun` command (its main(), in this process) with the environment a host
+    gives it (no AOKUN_* variables of this shell)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AOKUN_")}
-    return subprocess.run([str(BIN / "aokun"), *args, "--config", str(config)], input=stdin,
-                          capture_output=True, text=True, timeout=120, env=env)
+    return aokun_in_process(*args, "--config", config, stdin=stdin, env=env)
 
 
 def en(day: date) -> str:
@@ -140,7 +107,7 @@ def test_next_week_in_the_prompt_hook_answers_next_weeks_plans_first(plans, ques
     model, ids, days, today, config = plans
     expected = plans_between(days, ids, *next_week(today))
     assert len(expected) == 2
-    # The hook recalls in its own process (no front runs): it reads the window on the user's clock.
+    # The hook recalls by itself (no front runs): it reads the window on the user's clock.
     assert hooked_ids(config, question)[:2] == expected
     recalled = model.ok("recall", {"query": question, "k": 5})["results"]
     assert [r["id"] for r in recalled][:2] == expected

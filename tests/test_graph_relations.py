@@ -1,11 +1,11 @@
 """Typed entities, typed relations and the self node, and recall that follows relations: by
-the rules alone, then through a real worker, the local embedder and the official MCP client."""
+the rules alone, then through the worker's stages, the local embedder and the official MCP client."""
 
 from __future__ import annotations
 
 import pytest
 
-from helpers import all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from helpers import all_processed, db_rows, front_in_process, run_every_stage, write_config
 from shared.config import GraphConfig, TextConfig
 from shared.extract.atomize import speaker_of
 from shared.extract.entities import EntityFinder
@@ -162,21 +162,16 @@ PEOPLE = [
 
 @pytest.fixture(scope="module")
 def people_graph(tmp_path_factory):
-    """The memories above in one persona, processed by a real worker with the local embedder,
-    and an MCP session on a real server."""
+    """The memories above in one persona, processed by the worker's stages with the local
+    embedder, and an MCP session on the real front."""
     config = write_config(tmp_path_factory.mktemp("relations"),
                           server={"exposed_tools": ["memorize", "recall"]})
-    worker = start_worker(config)
-    try:
-        with mcp_session(stdio_params(config)) as session:
-            ids = {text: session.ok("memorize", {"content": text, "metadata": {"persona_id": "friends"}})["id"]
-                   for text in PEOPLE}
-            wait_for(lambda: all_processed(config, len(PEOPLE)) and db_rows(
-                config, "SELECT COUNT(*) FROM memory_stages WHERE status != 'done'") == [(0,)], 240,
-                what="the memories processed")
-            yield session, config, ids
-    finally:
-        stop(worker)
+    with front_in_process(config) as session:
+        ids = {text: session.ok("memorize", {"content": text, "metadata": {"persona_id": "friends"}})["id"]
+               for text in PEOPLE}
+        run_every_stage(config)
+        assert all_processed(config, len(PEOPLE))
+        yield session, config, ids
 
 
 @pytest.mark.slow

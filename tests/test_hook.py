@@ -1,8 +1,9 @@
 """`aokun hook`: memories in a host's context without the host calling a tool.
 
-Every test runs the real `aokun` command as Claude Code would (the hook's JSON on stdin) or in
-the plain form, against memories stored through a real server process (or the memory service),
-with a real worker where atoms are needed and a real HTTP front where one is used.
+Every test runs the real `aokun` command (its main(), in this process, with the environment
+and stdin a host gives it) as Claude Code would (the hook's JSON on stdin) or in the plain
+form, against memories stored through the real front (or the memory service), with the
+worker's stages run here where atoms are needed and a real HTTP front where one is used.
 """
 
 from __future__ import annotations
@@ -19,15 +20,13 @@ import pytest
 from aokun_server.heartbeat import FrontHeartbeat
 from fake_openai import FakeEmbeddingsServer
 from helpers import (
-    BIN,
+    aokun_in_process,
     db_rows,
     free_port,
+    front_in_process,
     http_server,
-    mcp_session,
+    run_every_stage,
     seed_memories,
-    start_worker,
-    stdio_params,
-    stop,
     wait_for,
     write_config,
 )
@@ -42,8 +41,7 @@ LISBON = "My sister Alice moved to Lisbon last spring"
 def hook(config, *args: str, stdin: str | None = None, cwd=None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "AOKUN_CONFIG"}
     given = ["--config", str(config)] if config is not None else []
-    return subprocess.run([str(BIN / "aokun"), "hook", *args, *given], input=stdin or "",
-                          capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
+    return aokun_in_process("hook", *args, *given, stdin=stdin or "", env=env, cwd=cwd)
 
 
 def prompt_json(prompt: str) -> str:
@@ -67,10 +65,10 @@ def quiet_failure(done: subprocess.CompletedProcess) -> str:
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory):
-    """Three memories of persona "me", memorized through a real server over stdio."""
+    """Three memories of persona "me", memorized through the real front."""
     folder = tmp_path_factory.mktemp("hook")
     config = write_config(folder)
-    with mcp_session(stdio_params(config)) as s:
+    with front_in_process(config) as s:
         ids = {text: s.ok("memorize", {"content": text, "metadata": {"persona_id": "me"}})["id"]
                for text in (TEA, PEANUTS, LISBON)}
     return config, ids
@@ -155,17 +153,11 @@ def test_session_start_prints_pinned_memories_plans_and_preferences(tmp_path):
             tmp_path, embedding={"provider": "openai", "base_url": api.base_url, "model": "fake",
                                  "dimensions": 32}, queue={"retry_base_s": 0.2},
             memory={"time_zone": "America/Los_Angeles"})
-        worker = start_worker(config)
-        try:
-            with mcp_session(stdio_params(config)) as s:
-                ids = [s.ok("memorize", {"content": text, "metadata": {
-                    "persona_id": "me", "original_time": now.isoformat(), "pinned": "passport" in text}})["id"]
-                       for text in memories]
-                wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE stage = 'atoms'"
-                                                 " AND status = 'done'") == [(len(memories),)],
-                         60, what="atoms of every memory")
-        finally:
-            stop(worker)
+        with front_in_process(config) as s:
+            ids = [s.ok("memorize", {"content": text, "metadata": {
+                "persona_id": "me", "original_time": now.isoformat(), "pinned": "passport" in text}})["id"]
+                   for text in memories]
+        run_every_stage(config)
     done = hook(config, "session-start", "--persona", "me", "--budget", "600", stdin=session_start_json())
     assert done.returncode == 0 and done.stderr == "", done.stderr
     text = done.stdout

@@ -2,8 +2,9 @@
 the user's own config, or AOKUN_TOKEN) it prints that user's personas only, whether a running
 HTTP front answers or the hook reads the store itself; a persona the token lacks, a revoked or
 unknown token, and a front that refuses print nothing and one line on stderr, the same way on
-both paths. The real `aokun` CLI and real fronts, on SQLite and on PostgreSQL; users made with
-the real `aokun users` command. No other user's memory and no memory of the admin's may show
+both paths. The real `aokun` command (its main(), run in this process with the environment a
+host gives it) and real HTTP fronts, on SQLite and on PostgreSQL; users made with the real
+`aokun users` command. No other user's memory and no memory of the admin's may show
 on stdout or stderr, in any case.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from helpers import BIN, db_rows, free_port, http_server, wait_for, write_config
+from helpers import aokun_in_process, db_rows, free_port, http_server, wait_for, write_config
 from servers import pg_url  # noqa: F401 (the fixture)
 from shared.assembly import open_services
 from shared.config import load_config
@@ -38,8 +39,7 @@ QUERY = "blue vault Berlin salary diary bicycle notebook"
 
 
 def aokun(config: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "aokun"), *args, "--config", str(config)],
-                          capture_output=True, text=True, timeout=120, env=_env({}))
+    return aokun_in_process(*args, "--config", config, env=_env({}))
 
 
 def _env(extra: dict) -> dict:
@@ -49,10 +49,9 @@ def _env(extra: dict) -> dict:
 
 
 def hook(config: Path, *args: str, token: str | None = None) -> subprocess.CompletedProcess:
-    """The real hook, plain form; `token` in AOKUN_TOKEN when given."""
-    return subprocess.run([str(BIN / "aokun"), "hook", *args, "--config", str(config)],
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-                          env=_env({} if token is None else {"AOKUN_TOKEN": token}))
+    """The real hook, plain form, on an empty stdin; `token` in AOKUN_TOKEN when given."""
+    return aokun_in_process("hook", *args, "--config", config,
+                            env=_env({} if token is None else {"AOKUN_TOKEN": token}))
 
 
 def recall(config: Path, *args: str, token: str | None = None) -> subprocess.CompletedProcess:
@@ -202,17 +201,14 @@ def test_export_with_a_users_token_that_is_also_the_configs_server_token(tmp_pat
     AOKUN_TOKEN too: the export is hers (a user's token is never taken for the admin's)."""
     team = Team(tmp_path, sqlite_storage(tmp_path))
     out = tmp_path / "alice.jsonl"
-    done = subprocess.run([str(BIN / "aokun"), "export", str(out), "--config", str(team.alice)],
-                          capture_output=True, text=True, timeout=120,
-                          env=_env({"AOKUN_TOKEN": team.alice_token}))
+    done = aokun_in_process("export", out, "--config", team.alice, env=_env({"AOKUN_TOKEN": team.alice_token}))
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert {row["persona_id"] for row in rows if "persona_id" in row} == {"alice-home", "alice-work"}
     exported = out.read_text(encoding="utf-8")
     assert "bicycle" in exported and "notebook" in exported
     assert not any(word in exported for word in NOT_ALICES), exported
-    revoked = subprocess.run([str(BIN / "aokun"), "export", str(tmp_path / "carol.jsonl"), "--config",
-                              str(team.carol), "--token", team.carol_token],
-                             capture_output=True, text=True, timeout=120, env=_env({}))
+    revoked = aokun_in_process("export", tmp_path / "carol.jsonl", "--config", team.carol,
+                               "--token", team.carol_token, env=_env({}))
     assert revoked.returncode != 0 and "holds no valid token" in revoked.stderr
     assert not (tmp_path / "carol.jsonl").exists() or "diary" not in (tmp_path / "carol.jsonl").read_text()

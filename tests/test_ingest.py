@@ -1,23 +1,22 @@
 """`aokun ingest`: transcripts (Claude Code JSONL, "Name: text", JSON turns) summarized and
-memorized once, through the real command against a real database."""
+memorized once, through the real command (its main(), in this process) against a real
+database."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from claude_code import claude_line
-from helpers import db_rows, write_config
+from helpers import aokun_in_process, db_rows, write_config
 from shared.errors import InvalidInput
 from shared.summarize.transcripts import read_transcript
 
-BIN = Path(sys.executable).parent
 TOOL_WORD = "quixotrellis"  # only in tool calls and results: must never reach a memory
 THOUGHT_WORD = "brambleworth"  # only in a thinking block
 
@@ -61,8 +60,7 @@ Melanie: I love painting landscapes; I painted a lake sunrise last year.
 
 
 def aokun(config: Path, *args, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([BIN / "aokun", *map(str, args), "--config", config], input=stdin,
-                          capture_output=True, text=True, timeout=120)
+    return aokun_in_process(*args, "--config", config, stdin=stdin or "")
 
 
 def last_line(result: subprocess.CompletedProcess) -> str:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 from datetime import datetime, timezone
 
 import httpx
@@ -21,7 +19,7 @@ from aokun_panel.security import csrf_token
 from aokun_server.reinforcer import Reinforcer
 from aokun_server.server import AokunMCPServer
 from aokun_server.tools import ToolDeps, register_tools, searching, writing
-from helpers import db_rows, mcp_session, stdio_params, write_config
+from helpers import aokun_in_process, db_rows, front_in_process, mcp_session, write_config
 from panel_helpers import panel_process
 from shared.assembly import open_services
 from shared.config import ALL_TOOLS, load_config
@@ -133,7 +131,7 @@ def test_every_entry_point_refuses_oversized_content_with_the_same_message(confi
         services.memories.memorize(OVERSIZED, MemoryFields())
     target = services.memories.memorize("a memory to edit", MemoryFields()).id
 
-    with mcp_session(stdio_params(config)) as s:
+    with front_in_process(config) as s:
         by_tool = s.error("memorize", {"content": OVERSIZED})
         assert s.error("edit_memory", {"id": target, "content": OVERSIZED}) == REFUSED
         assert s.ok("memorize", {"content": MARKED_AT_LIMIT})["text"] == MARKED_AT_LIMIT
@@ -141,8 +139,7 @@ def test_every_entry_point_refuses_oversized_content_with_the_same_message(confi
     rows = tmp_path / "rows.jsonl"
     rows.write_text("\n".join(json.dumps({"text": t}) for t in (OVERSIZED, MARKED_AT_LIMIT)) + "\n",
                     encoding="utf-8")
-    imported = subprocess.run([sys.executable, "-m", "aokun_admin.main", "import", str(rows),
-                               "--config", str(config)], capture_output=True, text=True, timeout=180)
+    imported = aokun_in_process("import", rows, "--config", config)
     assert imported.returncode == 1, imported.stdout + imported.stderr
     [by_import] = imported.stderr.strip().splitlines()
     assert "imported 1, already present 0, skipped 1" in imported.stdout
@@ -165,7 +162,7 @@ def test_every_entry_point_refuses_a_date_outside_the_years_1900_to_2200(config,
     """The tool, an import row, a transcript given to ingest and the panel's edit: each one line."""
     out_of_range = "9999-12-31T00:00:00 is out of range: give a time in the years 1900 to 2200 (UTC)"
     target = services.memories.memorize("a memory to edit", MemoryFields()).id
-    with mcp_session(stdio_params(config)) as s:
+    with front_in_process(config) as s:
         assert s.error("memorize", {"content": "x", "metadata": {"original_time": "9999-12-31"}}) == \
             f"original_time: {out_of_range}"
 
@@ -176,8 +173,7 @@ def test_every_entry_point_refuses_a_date_outside_the_years_1900_to_2200(config,
                           encoding="utf-8")
     refused = {}
     for command, path, status in (("import", rows, 1), ("ingest", transcript, 2)):  # ingest: bad input
-        done = subprocess.run([sys.executable, "-m", "aokun_admin.main", command, str(path), "--config", str(config)],
-                              capture_output=True, text=True, timeout=180)
+        done = aokun_in_process(command, path, "--config", config)
         assert done.returncode == status, done.stdout + done.stderr
         [refused[command]] = done.stderr.strip().splitlines()
     assert refused["import"] == f"aokun import: rows.jsonl line 1: original_time: {out_of_range}; skipped"

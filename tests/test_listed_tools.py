@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from helpers import mcp_session, stdio_params, write_config
+from helpers import front_in_process, write_config
 from shared.config import ALL_TOOLS
 
 DEFAULT = ["edit_memory", "list_memories", "memorize", "recall"]
@@ -23,7 +23,7 @@ def listed_chars(session) -> int:
 @pytest.fixture
 def default(tmp_path):
     """A server with the default config: the four default tools listed."""
-    with mcp_session(stdio_params(write_config(tmp_path))) as session:
+    with front_in_process(write_config(tmp_path)) as session:
         yield session
 
 
@@ -41,7 +41,7 @@ def test_an_unlisted_tool_is_refused_in_one_line(default):
 
 def test_a_listed_tool_is_callable(tmp_path):
     config = write_config(tmp_path, server={"exposed_tools": ["memory_stats"]})
-    with mcp_session(stdio_params(config)) as s:
+    with front_in_process(config) as s:
         assert s.tool_names() == ["memory_stats"]
         assert s.ok("memory_stats")["documents"]["total"] == 0
         assert s.error("memorize", {"content": "x"}) == \
@@ -53,7 +53,7 @@ def test_tools_list_size(default, tmp_path):
     folder = tmp_path / "all"  # tmp_path holds the fixture's config
     folder.mkdir()
     config = write_config(folder, server={"exposed_tools": list(ALL_TOOLS)})
-    with mcp_session(stdio_params(config)) as s:
+    with front_in_process(config) as s:
         everything = listed_chars(s)
     print(f"\ntools/list: {four} characters with the default four tools, "
           f"{everything} with all ten")
@@ -74,7 +74,7 @@ def test_descriptions_carry_no_source_indentation(tmp_path):
     """A model reads every character of tools/list: no line of a tool's description (or of an
     argument's) starts with the indentation of the docstring it came from."""
     config = write_config(tmp_path, server={"exposed_tools": list(ALL_TOOLS)})
-    with mcp_session(stdio_params(config)) as s:
+    with front_in_process(config) as s:
         tools = s._portal.call(s.client.list_tools).tools
     assert sorted(tool.name for tool in tools) == sorted(ALL_TOOLS)
     for tool in tools:

@@ -140,7 +140,6 @@ def test_team_mode_passwords_and_a_users_token_are_passed_as_references(tmp_path
     assert block["mcpServers"]["aokun"]["env"] == {}
 
 
-@pytest.mark.slow
 def front_endpoints(config) -> list:
     """The fronts' endpoints; none while the starting front has not yet migrated the store
     (the fronts table may stand there without its endpoint column for a moment)."""
@@ -150,6 +149,7 @@ def front_endpoints(config) -> list:
         return []
 
 
+@pytest.mark.slow
 def test_http_entry_names_the_running_front_when_a_saved_port_differs(tmp_path, capsys, monkeypatch):
     """server.port saved after the front started (a restart-only key): the entry reaches the
     front that runs, and stderr says in one line which port was written and why."""

@@ -15,9 +15,9 @@ import json
 
 import pytest
 
-from helpers import db_rows, wait_for, write_config
+from helpers import db_rows, front_in_process, run_every_stage, wait_for, write_config
 from shared.config import load_config
-from test_everyday_questions import aokun, front_in_process, run_every_stage
+from test_everyday_questions import aokun
 
 MEMORIES = {
     "allergy": "I'm allergic to peanuts and shellfish, so I always carry an EpiPen.",

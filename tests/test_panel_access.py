@@ -25,7 +25,7 @@ from aokun_panel.app import build_app
 from aokun_panel.i18n import translate
 from aokun_panel.security import csrf_token
 from fake_openai import FakeEmbeddingsServer
-from helpers import BIN, all_processed, db_rows, seed_memories, start_worker, stop, wait_for, write_config
+from helpers import BIN, all_processed, db_rows, run_every_stage, seed_memories, write_config
 from panel_helpers import chromium_page, collect_problems, panel_process, screenshot
 
 pytestmark = pytest.mark.slow
@@ -60,11 +60,11 @@ def site(tmp_path_factory):
         ben_ids = seed_memories(config, BEN, *BEN_TEXTS)
         amy_ids = {persona: seed_memories(config, persona, *texts) for persona, texts in AMY_TEXTS.items()}
         total = len(ben_ids) + sum(len(ids) for ids in amy_ids.values())
-        worker = start_worker(config)
-        try:  # atoms, graph and vectors built, so every page has something of Ben's to hide
-            wait_for(lambda: all_processed(config, total), 120, what="every memory processed")
-        finally:
-            stop(worker)
+        # Atoms, graph and vectors built, so every page has something of Ben's to hide; Amy's
+        # memory first, as a worker takes the one its queue message names: her graph nodes then
+        # hold the lowest ids, the same numbers as Ben's memory ids.
+        run_every_stage(config, first=amy_ids["amy-home"][0])
+        assert all_processed(config, total)
         amy = add_user(config, "amy", "amy-home,amy-work")
         add_user(config, "ben", BEN)
         with panel_process(config) as (url, start_token):
@@ -92,13 +92,52 @@ def ben_rows(site) -> list[tuple]:
 
 
 def shows_ben(body: str, ben_ids, node_ids) -> list[str]:
-    """What of Ben's a response shows: his words, links to or records of his memories and nodes."""
+    """What of Ben's a response shows: his words, links to his memories, and in a JSON answer
+    records of his memories and nodes. An id is told by the record it names, not by its
+    number alone: the tables number their rows apart, so Amy's graph node 1 is not Ben's
+    memory 1."""
     found = [word for word in BEN_WORDS if word.lower() in body.lower()]
     for memory_id in ben_ids:
-        found += re.findall(rf'/memories/{memory_id}\b|"(?:memory_id|id)":\s*{memory_id}\b', body)
-    for node_id in node_ids:
-        found += re.findall(rf'"id":\s*{node_id}\b', body)
-    return found
+        found += re.findall(rf'/memories/{memory_id}\b', body)
+    try:
+        answer = json.loads(body)
+    except ValueError:  # a page: no records but its text and links
+        return found
+    memories, nodes = named_ids(answer)
+    return (found + [f"memory {i}" for i in sorted(memories & set(ben_ids))]
+            + [f"graph node {i}" for i in sorted(nodes & set(node_ids))])
+
+
+NODE_RECORDS = ("nodes", "node", "relations", "related", "facts")
+
+
+def named_ids(value, kind: str = "memory") -> tuple[set[int], set[int]]:
+    """(memory ids, graph node ids) a JSON answer names: "memory_id" and "memory_ids" name
+    memories; an "id" names a node in a record under one of NODE_RECORDS, else a memory (a
+    memory's answer, its "memories"); an edge [source, target, ...] names two nodes."""
+    memories: set[int] = set()
+    nodes: set[int] = set()
+    if isinstance(value, list):
+        for item in value:
+            found = named_ids(item, kind)
+            memories |= found[0]
+            nodes |= found[1]
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key == "id" and isinstance(item, int):
+                (nodes if kind == "node" else memories).add(item)
+            elif key == "memory_id" and isinstance(item, int):
+                memories.add(item)
+            elif key == "memory_ids":
+                memories |= set(item)
+            elif key == "edges":
+                nodes |= {end for edge in item for end in edge[:2]}
+            else:
+                found = named_ids(item, "node" if key in NODE_RECORDS else "memory" if key in (
+                    "memories", "memory") else kind)
+                memories |= found[0]
+                nodes |= found[1]
+    return memories, nodes
 
 
 def test_every_route_has_an_access_rule():
@@ -109,6 +148,19 @@ def test_every_route_has_an_access_rule():
         return None
     with pytest.raises(RuntimeError, match="no access rule"):
         guarded([Route("/new-page", new_page)], None)
+
+
+def test_an_id_is_told_by_the_record_it_names():
+    ben_memories, ben_nodes = [1, 2], [3, 4]
+    amys_graph = json.dumps({"nodes": [{"id": 1, "type": "person", "label": "Amy"}], "edges": [[1, 5, "x", 1, None]]})
+    assert shows_ben(amys_graph, ben_memories, ben_nodes) == []  # her node 1, not his memory 1
+    assert shows_ben(json.dumps({"nodes": [{"id": 3}]}), ben_memories, ben_nodes) == ["graph node 3"]
+    assert shows_ben(json.dumps({"edges": [[7, 4, "x", 1, None]]}), ben_memories, ben_nodes) == ["graph node 4"]
+    assert shows_ben(json.dumps({"id": 2, "memory": {"id": 2}}), ben_memories, ben_nodes) == ["memory 2"]
+    node = {"node": {"id": 9}, "facts": [{"id": 3, "memory_ids": [1]}], "entries": [{"memory_id": 2}],
+            "memories": [{"id": 4}]}
+    assert shows_ben(json.dumps(node), ben_memories, ben_nodes) == ["memory 1", "memory 2", "graph node 3"]
+    assert shows_ben('<a href="/memories/2">Zanzibar</a>', ben_memories, ben_nodes) == ["Zanzibar", "/memories/2"]
 
 
 def test_a_users_token_reads_and_changes_nothing_of_another_persona(site):

@@ -1,5 +1,5 @@
-"""The panel's atoms page in a real browser against a real panel process, on atoms a real
-worker made: a plan shows its deadline on the clock of the memory that said it, and the type
+"""The panel's atoms page in a real browser against a real panel process, on atoms the worker's
+stages made (run in this process): a plan shows its deadline on the clock of the memory that said it, and the type
 filter shows plans only."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import all_processed, db_rows, memory_service, start_worker, stop, wait_for, write_config
+from helpers import all_processed, db_rows, memory_service, run_every_stage, write_config
 from panel_helpers import chromium_page, panel_process
 from shared.config import load_config
 from shared.store import open_store
@@ -25,8 +25,8 @@ CAT = "I have a cat named Luna."
 
 @pytest.fixture
 def plans(tmp_path):
-    """Three memories said in Beijing time today (two plans, one not), their atoms made by a real
-    worker, and a panel on the store: yields (config, url, token, {text: memory id})."""
+    """Three memories said in Beijing time today (two plans, one not), their atoms made by the
+    worker's stages, and a panel on the store: yields (config, url, token, {text: memory id})."""
     with FakeEmbeddingsServer(dim=32) as api:
         config = write_config(tmp_path, embedding={"provider": "openai", "base_url": api.base_url,
                                                    "model": "fake", "dimensions": 32})
@@ -36,11 +36,8 @@ def plans(tmp_path):
         ids = {text: service.memorize(text, MemoryFields(persona_id="plans", original_time=said)).id
                for text in (LUNCH, REPORT, CAT)}
         store.close()
-        worker = start_worker(config)
-        try:
-            wait_for(lambda: all_processed(config, len(ids)), 90, what="the atoms made")
-        finally:
-            stop(worker)
+        run_every_stage(config)
+        assert all_processed(config, len(ids))
         with panel_process(config) as (url, token):
             yield config, url, token, ids
 

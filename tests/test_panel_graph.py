@@ -1,5 +1,5 @@
-"""The panel's graph page in a real browser against a real panel process: a persona's graph as a
-real worker built it, a click on a person opens its facts; places, organisations and other
+"""The panel's graph page in a real browser against a real panel process: a persona's graph as the
+worker's stages built it (run in this process), a click on a person opens its facts; places, organisations and other
 named things drawn as such, one node for the user, relation edges labelled and read both ways
 in the node panel; /api/graph answering a 3,000-node graph (its timing is scripts/bench_panel.py's)."""
 
@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import all_processed, db_rows, memory_service, start_worker, stop, wait_for, write_config
+from helpers import all_processed, db_rows, memory_service, run_every_stage, write_config
 from panel_helpers import chromium_page, panel_process, screenshot
 from shared.config import load_config
 from shared.store import open_store
@@ -53,8 +53,8 @@ FRIENDS = [(text, [], []) for text in (
 
 
 def built(tmp_path, personas: dict[str, list]):
-    """The memories of each persona (content, participants, topics), their graph built by a real
-    worker on a fake embeddings API, and a panel on the store: yields (config, url, token)."""
+    """The memories of each persona (content, participants, topics), their graph built by the
+    worker's stages (run here) on a fake embeddings API, and a panel on the store: yields (config, url, token)."""
     with FakeEmbeddingsServer(dim=32) as api:
         config = write_config(tmp_path, embedding={"provider": "openai", "base_url": api.base_url,
                                                    "model": "fake", "dimensions": 32})
@@ -65,11 +65,8 @@ def built(tmp_path, personas: dict[str, list]):
                 memories.memorize(content, MemoryFields(persona_id=persona, participants=tuple(people),
                                                         topics=tuple(topics)))
         store.close()
-        worker = start_worker(config)
-        try:
-            wait_for(lambda: all_processed(config, sum(map(len, personas.values()))), 90, what="the graph built")
-        finally:
-            stop(worker)
+        run_every_stage(config)
+        assert all_processed(config, sum(map(len, personas.values())))
         with panel_process(config) as (url, token):
             yield config, url, token
 

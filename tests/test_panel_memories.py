@@ -1,9 +1,10 @@
 """The panel's Memories and Atoms pages in a real browser, against a real panel process, on a
-store whose atoms, graph and vectors a real worker built (embeddings from a fake API server).
+store whose atoms, graph and vectors the worker's stages built, run in this process by the
+worker's own runner (embeddings from a fake API server).
 
-One store for the module (seeding and the worker take a while); each test works on memories
-no other test touches, so the order does not matter. The worker is stopped before the panel
-starts: an edit's stages then stay pending for the test to see.
+One store for the module (seeding and the stages take a while); each test works on memories
+no other test touches, so the order does not matter. No worker runs while the panel does: an
+edit's stages then stay pending for the test to see.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 
 from aokun_panel.security import csrf_token
 from fake_openai import FakeEmbeddingsServer
-from helpers import all_processed, db_rows, memory_service, start_worker, stop, wait_for, write_config
+from helpers import all_processed, db_rows, memory_service, run_every_stage, wait_for, write_config
 from panel_helpers import chromium_page, panel_process, screenshot
 from shared.config import load_config
 from shared.queue import open_queue
@@ -53,23 +54,21 @@ def panel(tmp_path_factory):
         ids = {name: memories.memorize(text, MemoryFields(persona_id=persona)).id
                for name, (text, persona) in SEEDS.items()}
         memories.set_pinned(ids["nurse"], True)
-        worker = start_worker(config)
         try:
             settle(config, len(ids))
             # Superseding needs the old atom stored first: the new memory comes once it is.
             ids["shanghai"] = memories.memorize("我现在住在上海", MemoryFields(persona_id="u2")).id
             settle(config, len(ids))
         finally:
-            stop(worker)
             store.close()
         with panel_process(config) as (url, token):
             yield url, token, config, ids
 
 
 def settle(config, count: int) -> None:
-    wait_for(lambda: all_processed(config, count) and db_rows(
-        config, "SELECT COUNT(*) FROM memory_stages WHERE status != 'done'") == [(0,)], 90,
-        what=f"{count} memories processed")
+    """What a worker does with the memories waiting, done here: then `count` are processed."""
+    run_every_stage(config)
+    assert all_processed(config, count)
 
 
 def search(page, url: str, query: str, persona: str = "") -> list[int]:

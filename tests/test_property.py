@@ -1,4 +1,4 @@
-"""Random tool calls through the real stdio server: no crash, no corruption, nothing lost."""
+"""Random tool calls to the real front (built in this process): no crash, no corruption, nothing lost."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import db_rows, mcp_session, stdio_params, write_config
+from helpers import db_rows, front_in_process, write_config
 
 TOOLS = ["memorize", "recall", "list_memories", "edit_memory", "delete_memory", "pin_memory",
          "memory_stats"]
@@ -68,7 +68,7 @@ calls = plausible | plausible | noise
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     config = write_config(tmp_path_factory.mktemp("prop"))
-    with mcp_session(stdio_params(config)) as session:
+    with front_in_process(config) as session:
         yield session, config, set()
 
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from helpers import mcp_session, stdio_params, write_config
+from helpers import front_in_process, write_config
 from shared.config import ALL_TOOLS
 
 HIT_FIELDS = {"id", "text", "persona_summary", "score", "importance", "pinned", "original_time",
@@ -21,7 +21,7 @@ def s(tmp_path):
     # No access reinforcement: recalling does not change the next recall's scores.
     config = write_config(tmp_path, server={"exposed_tools": list(ALL_TOOLS)},
                           retrieval={"access_reinforcement": False})
-    with mcp_session(stdio_params(config)) as session:
+    with front_in_process(config) as session:
         yield session
 
 

@@ -2,7 +2,7 @@
 preference or planned atom (retrieval.atom_type_boost added to their fused score).
 
 The cue tests read intent.wanted_atom_types on zh and en questions; the recall tests memorize
-through the official MCP client, let a real worker extract the atoms, and recall with explain.
+through the official MCP client, let the worker's stages (run here) extract the atoms, and recall with explain.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from helpers import front_in_process, run_every_stage, write_config
 from shared.config import RetrievalConfig
 from shared.search.intent import wanted_atom_types
 
@@ -42,24 +42,18 @@ def recall_config(tmp_path, api, boost: float):
 
 def recall_with_boosts(tmp_path, memories: list[tuple[str, datetime]], question: str) -> dict:
     """{boost: [(text, favoured by the boost), ...] best first} for the question, asked of the
-    memories (their atoms made by a real worker) at atom_type_boost 0 and 1."""
+    memories (their atoms made by the worker's stages) at atom_type_boost 0 and 1."""
     answers = {}
     with FakeEmbeddingsServer(dim=32) as api:
         config = recall_config(tmp_path, api, 0.0)
-        worker = start_worker(config)
-        try:
-            with mcp_session(stdio_params(config)) as s:
-                for text, when in memories:
-                    s.ok("memorize", {"content": text, "metadata": {"persona_id": "ann",
-                                                                    "original_time": when.isoformat()}})
-                wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE stage = 'atoms'"
-                                                 " AND status = 'done'") == [(len(memories),)],
-                         60, what="atoms of every memory")
-        finally:
-            stop(worker)
+        with front_in_process(config) as s:
+            for text, when in memories:
+                s.ok("memorize", {"content": text, "metadata": {"persona_id": "ann",
+                                                                "original_time": when.isoformat()}})
+        run_every_stage(config)
         for boost in (0.0, 1.0):
             recall_config(tmp_path, api, boost)
-            with mcp_session(stdio_params(config)) as s:
+            with front_in_process(config) as s:
                 results = s.ok("recall", {"query": question, "persona_id": "ann", "k": 5,
                                           "explain": True})["results"]
             answers[boost] = [(r["text"].split("] ", 1)[-1], r["explain"]["parts"]["routes"]["atom_type_boost"])

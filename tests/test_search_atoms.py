@@ -1,7 +1,7 @@
 """search_atoms without a query: a typed request lists the still-valid atoms of those types.
 
 The first tests store atoms through the real rules layer in a temporary SQLite store and search
-them with AtomSearch at a fixed clock; the last one goes from memorize through a real worker to
+them with AtomSearch at a fixed clock; the last one goes from memorize through the worker's stages to
 search_atoms over the official MCP client, as a new user asking for their plans would.
 """
 
@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from helpers import front_in_process, run_every_stage, write_config
 from shared.assembly import open_services
 from shared.atom_life import store_atoms
 from shared.config import AppConfig, StorageConfig, TextConfig
@@ -122,24 +122,18 @@ def test_a_new_user_asking_for_plans_gets_them_through_mcp(tmp_path):
                 ("I will fly to Tokyo tomorrow", said - timedelta(days=400))]  # long past
     with FakeEmbeddingsServer(dim=32) as api:
         config = system_config(tmp_path, api)
-        worker = start_worker(config)
-        try:
-            with mcp_session(stdio_params(config)) as s:
-                for text, when in memories:
-                    s.ok("memorize", {"content": text, "metadata": {
-                        "persona_id": "new-user", "original_time": when.isoformat()}})
-                wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE stage = 'atoms'"
-                                                 " AND status = 'done'") == [(len(memories),)],
-                         60, what="atoms of every memory")
-                listed = s.ok("search_atoms", {"types": ["planned"], "persona_id": "new-user"})["atoms"]
-                for query in ("plans", "计划"):
-                    asked = s.ok("search_atoms", {"query": query, "types": ["planned"],
-                                                  "persona_id": "new-user"})["atoms"]
-                    assert [a["id"] for a in asked] == [a["id"] for a in listed], query
-                message = s.error("search_atoms", {"persona_id": "new-user"})
-                assert s.error("search_atoms", {"query": "  "}) == message
-        finally:
-            stop(worker)
+        with front_in_process(config) as s:
+            for text, when in memories:
+                s.ok("memorize", {"content": text, "metadata": {
+                    "persona_id": "new-user", "original_time": when.isoformat()}})
+            run_every_stage(config)
+            listed = s.ok("search_atoms", {"types": ["planned"], "persona_id": "new-user"})["atoms"]
+            for query in ("plans", "计划"):
+                asked = s.ok("search_atoms", {"query": query, "types": ["planned"],
+                                              "persona_id": "new-user"})["atoms"]
+                assert [a["id"] for a in asked] == [a["id"] for a in listed], query
+            message = s.error("search_atoms", {"persona_id": "new-user"})
+            assert s.error("search_atoms", {"query": "  "}) == message
     texts = [a["text"] for a in listed]
     # Tomorrow, then this weekend's Sunday (the same day when said on a Saturday), then three
     # weeks on; the Tokyo flight's deadline passed long ago.

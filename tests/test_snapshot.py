@@ -1,7 +1,8 @@
-"""FAISS snapshots with real processes: a front starts from the snapshot and the vector changes
-since and recalls exactly as a front that built its index from SQLite; a snapshot newer than
-the database, one from before a restore, or a damaged one is refused with one log line; a
-worker writes the snapshot once vector writes settle."""
+"""FAISS snapshots: a front (built in this process, as aokun-server builds it) starts from the
+snapshot and the vector changes since and recalls exactly as a front that built its index from
+SQLite; a snapshot newer than the database, one from before a restore, or a damaged one is
+refused with one log line; a real worker process writes the snapshot once vector writes
+settle. The other stages a worker would run are run here by the worker's own runner."""
 
 from __future__ import annotations
 
@@ -13,12 +14,22 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
-from mcp.client.stdio import stdio_client
 
 from aokun_worker.periodic import SettleWatch
 from aokun_worker.service import SNAPSHOT_SETTLE_S
-from helpers import BIN, all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
-from shared.config import ALL_TOOLS, StorageConfig
+from helpers import (
+    BIN,
+    all_processed,
+    db_rows,
+    front_in_process,
+    logging_to,
+    run_every_stage,
+    start_worker,
+    stop,
+    wait_for,
+    write_config,
+)
+from shared.config import ALL_TOOLS, StorageConfig, load_config
 from shared.search import snapshot
 from shared.search.vectors import VectorIndex
 from shared.store import open_store
@@ -48,24 +59,21 @@ WITH_INFO = {**SETTINGS, "server": {**SETTINGS["server"], "log_level": "INFO"}}
 
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory) -> Path:
-    """A store whose memories a real worker embedded (documents and graph entries)."""
+    """A store whose memories the worker's stages embedded (documents and graph entries)."""
     folder = tmp_path_factory.mktemp("embedded")
     config = write_config(folder, **SETTINGS)
-    worker = start_worker(config)
-    try:
-        with mcp_session(stdio_params(config)) as s:
-            for text in TEXTS:
-                s.ok("memorize", {"content": text})
-            wait_for(lambda: all_processed(config, len(TEXTS)), 180, what="memories embedded")
-    finally:
-        assert stop(worker) == 0
+    with front_in_process(config) as s:
+        for text in TEXTS:
+            s.ok("memorize", {"content": text})
+    run_every_stage(config)
+    assert all_processed(config, len(TEXTS))
     return folder
 
 
 @pytest.fixture
 def store(embedded, tmp_path) -> Path:
-    """A copy of the embedded store (a new database file: the worker's snapshots, made from
-    the original, would be refused here, so none is copied); returns its config."""
+    """A copy of the embedded store (a new database file: snapshots made from the original
+    would be refused here, so none is copied); returns its config."""
     shutil.copytree(embedded / "data", tmp_path / "data", ignore=shutil.ignore_patterns("*.snapshot*", "queue*"))
     return write_config(tmp_path, **SETTINGS)
 
@@ -76,9 +84,10 @@ def data_dir(config: Path) -> Path:
 
 @contextmanager
 def front(config: Path):
-    """A real stdio front; its log (stderr) goes to front.log beside the config."""
-    with open(config.parent / "front.log", "w") as errlog:
-        with mcp_session(stdio_client(stdio_params(config), errlog=errlog)) as session:
+    """A new front on the config, built in this process; its log (at server.log_level, as the
+    process writes it to stderr) goes to front.log beside the config."""
+    with open(config.parent / "front.log", "w") as log, logging_to(log, load_config(config).server.log_level):
+        with front_in_process(config) as session:
             yield session
 
 
@@ -153,18 +162,14 @@ def test_changes_after_the_snapshot_are_applied(store):
     save_snapshots(store)
     old = {kind: snapshot.path_for(data_dir(store), kind).read_bytes() for kind in KINDS}
     ids = memory_ids(store)
-    worker = start_worker(store)
-    try:
-        with front(store) as s:
-            added = s.ok("memorize", {"content": "We bought a red kayak to paddle on the river"})["id"]
-            for gone in ids[:3]:
-                s.ok("delete_memory", {"id": gone})
-            s.ok("edit_memory", {"id": ids[3], "content": "Caroline now runs the Thursday book club"})
-            wait_for(lambda: all_processed(store, len(TEXTS) - 2), 120, what="new and edited memories embedded")
-    finally:
-        assert stop(worker) == 0
-    for kind, raw in old.items():  # the worker may have written newer ones: put the old back
-        snapshot.path_for(data_dir(store), kind).write_bytes(raw)
+    with front(store) as s:
+        added = s.ok("memorize", {"content": "We bought a red kayak to paddle on the river"})["id"]
+        for gone in ids[:3]:
+            s.ok("delete_memory", {"id": gone})
+        s.ok("edit_memory", {"id": ids[3], "content": "Caroline now runs the Thursday book club"})
+    run_every_stage(store)
+    assert all_processed(store, len(TEXTS) - 2)
+    assert {kind: snapshot.path_for(data_dir(store), kind).read_bytes() for kind in KINDS} == old
     header = snapshot.read_header(snapshot.path_for(data_dir(store), "document"))
     assert header.seq < vector_seq(store)
 

@@ -1,4 +1,4 @@
-"""summarize_memory through the official MCP client against aokun-server over stdio: the rules
+"""summarize_memory through the official MCP client against the real front built in this process: the rules
 provider on a Chinese and an English conversation, storing once, and the llm provider's token
 counts in memory_stats (against a real local HTTP chat endpoint)."""
 
@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from fake_chat import COMPLETION_TOKENS, PROMPT_TOKENS, FakeChatServer, memory_reply
-from helpers import db_rows, mcp_session, stdio_params, write_config
+from helpers import db_rows, front_in_process, write_config
 
 EN = [
     {"speaker": "Caroline", "text": "I adopted a cat named Luna from the shelter last week, and she already "
@@ -51,8 +51,8 @@ MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augus
           "October", "November", "December")
 
 
-def test_english_conversation_by_rules(stdio):
-    memory = stdio.ok("summarize_memory", {"conversation": EN})
+def test_english_conversation_by_rules(session):
+    memory = session.ok("summarize_memory", {"conversation": EN})
     assert memory["provider"] == "rules" and memory["warnings"] == []
     assert {"Caroline", "Melanie"} <= set(memory["participants"])
     assert memory["topics"] and any(w in " ".join(memory["topics"]).lower() for w in ("cat", "vet", "hiking"))
@@ -71,8 +71,8 @@ def test_english_conversation_by_rules(stdio):
     assert "id" not in memory or memory["id"] is None  # not stored
 
 
-def test_chinese_conversation_by_rules(stdio):
-    memory = stdio.ok("summarize_memory", {"conversation": ZH})
+def test_chinese_conversation_by_rules(session):
+    memory = session.ok("summarize_memory", {"conversation": ZH})
     assert memory["provider"] == "rules"
     assert {"小明", "小红"} <= set(memory["participants"])
     assert any("杭州" in t or "西湖" in t or "跑步" in t or "花生" in t for t in memory["topics"])
@@ -84,9 +84,9 @@ def test_chinese_conversation_by_rules(stdio):
     assert not any(f.startswith("我") or "哈哈" in f for f in memory["key_facts"])
 
 
-def test_transcript_string_happens_now(stdio):
+def test_transcript_string_happens_now(session):
     before = datetime.now(timezone.utc)
-    memory = stdio.ok("summarize_memory", {"conversation": TRANSCRIPT})
+    memory = session.ok("summarize_memory", {"conversation": TRANSCRIPT})
     after = datetime.now(timezone.utc)
     assert {"Caroline", "Melanie"} <= set(memory["participants"])
     plan = facts_with(memory, "Caroline", "vet")
@@ -95,9 +95,9 @@ def test_transcript_string_happens_now(stdio):
     assert facts_with(memory, "Melanie", "hiking") and not facts_with(memory, "Good luck")
 
 
-def test_store_memorizes_once_and_recall_finds_it(stdio, config_path):
+def test_store_memorizes_once_and_recall_finds_it(session, config_path):
     args = {"conversation": EN, "persona_id": "caroline", "session_id": "s-1", "store": True}
-    first = stdio.ok("summarize_memory", args)
+    first = session.ok("summarize_memory", args)
     assert first["stored"] is True and first["status"] == "accepted" and isinstance(first["id"], int)
     assert first["persona_id"] == "caroline" and first["session_id"] == "s-1"
     # The conversation's last turn is when the memory happened.
@@ -107,33 +107,33 @@ def test_store_memorizes_once_and_recall_finds_it(stdio, config_path):
     assert json.loads(row[0]) == first["key_facts"] and json.loads(row[1]) == first["participants"]
     assert row[2].startswith("2023-05-08T14:00") and len(row[3]) == 64
 
-    again = stdio.ok("summarize_memory", args)
+    again = session.ok("summarize_memory", args)
     assert again["stored"] is False and again["id"] == first["id"] and again["status"] == "already stored"
     assert db_rows(config_path, "SELECT COUNT(*) FROM documents") == [(1,)]
 
-    hits = stdio.ok("recall", {"query": "Caroline's cat Luna", "persona_id": "caroline"})["results"]
+    hits = session.ok("recall", {"query": "Caroline's cat Luna", "persona_id": "caroline"})["results"]
     assert hits and hits[0]["id"] == first["id"]
     # Another persona's copy of the conversation is that persona's own memory.
-    other = stdio.ok("summarize_memory", {**args, "persona_id": "melanie"})
+    other = session.ok("summarize_memory", {**args, "persona_id": "melanie"})
     assert other["stored"] is True and other["id"] != first["id"]
 
 
-def test_listed_only_when_exposed_and_bad_input_is_one_line(stdio, tmp_path):
+def test_listed_only_when_exposed_and_bad_input_is_one_line(session, tmp_path):
     default = tmp_path / "default"  # tmp_path holds the fixture's config
     default.mkdir()
-    with mcp_session(stdio_params(write_config(default))) as s:
+    with front_in_process(write_config(default)) as s:
         assert "summarize_memory" not in s.tool_names()
         assert "is not enabled" in s.error("summarize_memory", {"conversation": "A: hi"})
-    assert "must be a list of turns" in stdio.error("summarize_memory", {"conversation": 42})
-    assert "conversation is empty" in stdio.error("summarize_memory", {"conversation": []})
-    message = stdio.error("summarize_memory", {"conversation": [{"speaker": "Ann"}]})
+    assert "must be a list of turns" in session.error("summarize_memory", {"conversation": 42})
+    assert "conversation is empty" in session.error("summarize_memory", {"conversation": []})
+    message = session.error("summarize_memory", {"conversation": [{"speaker": "Ann"}]})
     assert message == "conversation[0].text must be a string"
-    assert "ISO-8601" in stdio.error("summarize_memory", {"conversation": [{"text": "hi", "time": "soon"}]})
-    assert "provider" in stdio.error("summarize_memory", {"conversation": "A: hi", "provider": "gpt"})
+    assert "ISO-8601" in session.error("summarize_memory", {"conversation": [{"text": "hi", "time": "soon"}]})
+    assert "provider" in session.error("summarize_memory", {"conversation": "A: hi", "provider": "gpt"})
     folder = tmp_path / "exposed"
     folder.mkdir()
     config = write_config(folder, server={"exposed_tools": ["memorize", "summarize_memory"]})
-    with mcp_session(stdio_params(config)) as s:
+    with front_in_process(config) as s:
         tools = {t.name: t for t in s._portal.call(s.client.list_tools).tools}
         assert sorted(tools) == ["memorize", "summarize_memory"]
         schema = tools["summarize_memory"].input_schema["properties"]["conversation"]
@@ -149,7 +149,7 @@ def test_llm_tokens_in_memory_stats(tmp_path):
         config = write_config(tmp_path, summarizer={"provider": "llm", "base_url": chat.base_url,
                                                     "model": "fake-chat", "api_key": "k"},
                               server={"exposed_tools": ["summarize_memory", "memory_stats"]})
-        with mcp_session(stdio_params(config)) as s:
+        with front_in_process(config) as s:
             before = s.ok("memory_stats")["summarizer"]
             assert before == {"provider": "llm", "model": "fake-chat", "usage": {}}
             memory = s.ok("summarize_memory", {"conversation": EN})

@@ -4,7 +4,7 @@ deadline, events by their stated dates (shared/search/happening.py); recall's ha
 happens_before give the window explicitly.
 
 The window tests read questions in both languages against a fixed moment; the recall tests
-memorize plans and events told days earlier through the official MCP client, let a real worker
+memorize plans and events told days earlier through the official MCP client, let the worker's stages (run here)
 derive their atoms, and ask, on a pinned clock (memory.time_zone, Los Angeles: its days end in
 the next UTC day), every date built from today on that clock."""
 
@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from helpers import db_rows, front_in_process, run_every_stage, write_config
 from shared.config import RetrievalConfig, TextConfig
 from shared.search import timeframe
 from shared.text.segment import Segmenter
@@ -136,19 +136,16 @@ def told(tmp_path_factory):
             embedding={"provider": "openai", "base_url": api.base_url, "model": "fake", "dimensions": 32},
             queue={"retry_base_s": 0.2}, server={"exposed_tools": ["memorize", "recall"]},
             retrieval={"access_reinforcement": False, "cache_enabled": False})
-        worker = start_worker(config)
-        try:
-            with mcp_session(stdio_params(config)) as s:
-                ids = {}
-                for key, (text, days_ago) in memories.items():
-                    said = (now - timedelta(days=days_ago)).isoformat()
-                    ids[key] = s.ok("memorize", {"content": text, "metadata": {
-                        "persona_id": "me", "original_time": said}})["id"]
-                wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE status = 'done'")
-                         == [(3 * len(memories),)], 90, what="every stage of every memory")
-                yield s, ids, plans, today
-        finally:
-            stop(worker)
+        with front_in_process(config) as s:
+            ids = {}
+            for key, (text, days_ago) in memories.items():
+                said = (now - timedelta(days=days_ago)).isoformat()
+                ids[key] = s.ok("memorize", {"content": text, "metadata": {
+                    "persona_id": "me", "original_time": said}})["id"]
+            run_every_stage(config)
+            assert db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE status = 'done'") == \
+                [(3 * len(memories),)]
+            yield s, ids, plans, today
 
 
 def recalled(s, question: str, **arguments) -> list[dict]:

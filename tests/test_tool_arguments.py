@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import mcp_session, stdio_params, write_config
+from helpers import front_in_process, write_config
 from shared.config import ALL_TOOLS
 
 RECALL_TAKES = ("query, k, session_id, persona_id, include_archived, since, until, explain, "
@@ -27,7 +27,7 @@ def server(tmp_path_factory):
     """One server with every tool listed; recall_max_k 15 (the default)."""
     config = write_config(tmp_path_factory.mktemp("arguments"),
                           server={"exposed_tools": list(ALL_TOOLS)})
-    with mcp_session(stdio_params(config)) as session:
+    with front_in_process(config) as session:
         for i in range(20):
             session.ok("memorize", {"content": f"note {i} about the garden"})
         yield session
@@ -85,7 +85,7 @@ def test_k_above_the_maximum_is_refused_the_same_way_by_every_tool_that_takes_k(
 def test_k_follows_the_live_maximum(tmp_path):
     config = write_config(tmp_path, memory={"recall_max_k": 3, "recall_top_k": 2},
                           server={"exposed_tools": ["recall", "search_atoms"]})
-    with mcp_session(stdio_params(config)) as s:
+    with front_in_process(config) as s:
         assert s.error("recall", {"query": "x", "k": 4}) == "k: must be between 1 and 3 (got 4)"
         assert s.error("search_atoms", {"query": "x", "k": 4}) == "k: must be between 1 and 3 (got 4)"
         tools = {t.name: t for t in s._portal.call(s.client.list_tools).tools}

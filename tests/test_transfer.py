@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from helpers import db_rows, memory_service, write_config
+from helpers import aokun_in_process, db_rows, memory_service, write_config
 from shared.config import StorageConfig
 from shared.store import open_store
 from shared.store.model.documents import MemoryFields
@@ -27,9 +26,8 @@ COLUMNS = ("text, content_hash, topics, participants, key_facts, sentiment, impo
 
 
 def transfer(config: Path, *args) -> subprocess.CompletedProcess:
-    """The export / import command as `aokun` runs it (python -m aokun_admin.main)."""
-    return subprocess.run([sys.executable, "-m", "aokun_admin.main", *map(str, args),
-                           "--config", str(config)], capture_output=True, text=True, timeout=180)
+    """The export / import command as `aokun` runs it (its main(), in this process)."""
+    return aokun_in_process(*args, "--config", config)
 
 
 def ok(result: subprocess.CompletedProcess) -> str:

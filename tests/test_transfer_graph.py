@@ -1,4 +1,4 @@
-"""Imported memories through a real worker: the MCP memory server's relations and a Markdown
+"""Imported memories through the worker's stages (run in this process): the MCP memory server's relations and a Markdown
 folder's tags and people become the expected graph facts, and an export carries the atoms."""
 
 from __future__ import annotations
@@ -9,28 +9,24 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import all_processed, db_rows, start_worker, stop, wait_for, write_config
+from helpers import all_processed, db_rows, run_every_stage, write_config
 from test_transfer import DATA, ok, transfer
 
 
 @pytest.fixture
 def system(tmp_path):
-    """A config on a fake embeddings API and a running worker."""
+    """A config on a fake embeddings API."""
     with FakeEmbeddingsServer(dim=32) as api:
         config = write_config(tmp_path, embedding={"provider": "openai", "base_url": api.base_url,
                                                    "model": "fake", "dimensions": 32},
                               queue={"retry_base_s": 0.2})
-        worker = start_worker(config)
-        try:
-            yield config
-        finally:
-            stop(worker)
+        yield config
 
 
 def settle(config: Path, count: int) -> None:
-    wait_for(lambda: all_processed(config, count) and db_rows(
-        config, "SELECT COUNT(*) FROM memory_stages WHERE status != 'done'") == [(0,)], 90,
-        what=f"{count} imported memories processed")
+    """What a worker does with the imported memories, done here: then `count` are processed."""
+    run_every_stage(config)
+    assert all_processed(config, count)
 
 
 def edges(config: Path, persona: str) -> set[tuple[str, str, str]]:

@@ -91,17 +91,23 @@ def front_in_process(config: Path):
 @contextmanager
 def logging_kept():
     """Whatever an aokun entry point sets up for logging (shared.logs: a handler on the root
-    logger, its level) is undone when the block ends, as it ends with the process."""
+    logger, the levels and filters of named loggers, e.g. the hook silencing "aokun") is undone
+    when the block ends, as it ends with the process."""
     import logging
 
-    root = logging.getLogger()
-    level, handlers = root.level, list(root.handlers)
+    def loggers() -> dict[str, logging.Logger]:
+        named = logging.Logger.manager.loggerDict.items()
+        return {"": logging.getLogger(), **{n: lg for n, lg in named if isinstance(lg, logging.Logger)}}
+
+    before = {name: (lg.level, list(lg.handlers), list(lg.filters)) for name, lg in loggers().items()}
     try:
         yield
     finally:
-        for handler in [h for h in root.handlers if h not in handlers]:
-            root.removeHandler(handler)
-        root.setLevel(level)
+        for name, logger in loggers().items():
+            level, handlers, filters = before.get(name, (logging.NOTSET, [], []))
+            logger.setLevel(level)
+            logger.handlers[:] = handlers
+            logger.filters[:] = filters
 
 
 @contextmanager

@@ -122,12 +122,12 @@ EXPIRED_SQL = ("(a.deadline IS NOT NULL AND a.deadline < ?) OR (a.deadline IS NU
                 " AND COALESCE(a.state_time, a.create_time) + a.ttl_days * ? < ?)")
 
 
-def plans_due_clauses(start: float | None, end: float | None, mark: str) -> tuple[list[str], list[float]]:
+def plans_due_clauses(start: float | None, end: float | None, mark: str) -> tuple[list[str], list[str | float]]:
     """The conditions of a dated plan due in [start, end), portable SQL for both engines (mark:
     the engine's parameter marker), with their parameters."""
     clauses = ["a.type = 'planned'", CURRENT, "a.deadline IS NOT NULL",
                f"a.state IN ({', '.join(repr(s) for s in DATED_STATES)})"]
-    params: list[float] = []
+    params: list[str | float] = []
     if start is not None:
         clauses.append(f"a.deadline >= {mark}")
         params.append(start)

@@ -26,7 +26,7 @@ from shared.errors import StorageError
 from shared.store.model.record import Record
 
 # What an aggregate module's function returns, handed back as it came.
-T = TypeVar("T")
+Result = TypeVar("Result")
 
 
 class Engine(Protocol):
@@ -68,16 +68,16 @@ class Runner:
         """The open transaction's connection the calls run on, or None."""
         raise NotImplementedError
 
-    def read(self, fn: Callable[..., T], *args: Any) -> T:
+    def read(self, fn: Callable[..., Result], *args: Any) -> Result:
         raise NotImplementedError
 
-    def write(self, fn: Callable[..., T], *args: Any) -> T:
+    def write(self, fn: Callable[..., Result], *args: Any) -> Result:
         raise NotImplementedError
 
-    def iterate(self, fn: Callable[..., Iterator[T]], *args: Any) -> Iterator[T]:
+    def iterate(self, fn: Callable[..., Iterator[Result]], *args: Any) -> Iterator[Result]:
         raise NotImplementedError
 
-    def whole(self, fn: Callable[[Any], T]) -> T:
+    def whole(self, fn: Callable[[Any], Result]) -> Result:
         """fn(db) for the few functions that take the database (their own snapshot)."""
         raise NotImplementedError
 
@@ -88,13 +88,13 @@ class Runner:
         found = self.read(fn, *args)
         return None if found is None else self.db.records([found])[0]
 
-    def _call(self, conn: Any, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    def _call(self, conn: Any, fn: Callable[..., Result], args: tuple[Any, ...]) -> Result:
         try:
             return fn(conn, *args)
         except self.db.errors as exc:
             raise self.db.failure(exc) from exc
 
-    def _iterate(self, conn: Any, fn: Callable[..., Iterator[T]], args: tuple[Any, ...]) -> Iterator[T]:
+    def _iterate(self, conn: Any, fn: Callable[..., Iterator[Result]], args: tuple[Any, ...]) -> Iterator[Result]:
         try:
             yield from fn(conn, *args)
         except self.db.errors as exc:
@@ -111,18 +111,18 @@ class InTransaction(Runner):
     def connection(self) -> Any | None:
         return self.conn
 
-    def read(self, fn: Callable[..., T], *args: Any) -> T:
+    def read(self, fn: Callable[..., Result], *args: Any) -> Result:
         return self._call(self.conn, fn, args)
 
-    def write(self, fn: Callable[..., T], *args: Any) -> T:
+    def write(self, fn: Callable[..., Result], *args: Any) -> Result:
         if not self.writable:
             raise StorageError("a read session cannot write (use store.write()); nothing was stored")
         return self._call(self.conn, fn, args)
 
-    def iterate(self, fn: Callable[..., Iterator[T]], *args: Any) -> Iterator[T]:
+    def iterate(self, fn: Callable[..., Iterator[Result]], *args: Any) -> Iterator[Result]:
         return self._iterate(self.conn, fn, args)
 
-    def whole(self, fn: Callable[[Any], T]) -> T:
+    def whole(self, fn: Callable[[Any], Result]) -> Result:
         return fn(Joined(self.db, self.conn))
 
 
@@ -132,21 +132,21 @@ class PerCall(Runner):
     def connection(self) -> Any | None:
         return self.db.current()
 
-    def read(self, fn: Callable[..., T], *args: Any) -> T:
+    def read(self, fn: Callable[..., Result], *args: Any) -> Result:
         conn = self.db.current()
         if conn is not None:
             return self._call(conn, fn, args)
         with self.db.snapshot() as conn:
             return fn(conn, *args)
 
-    def write(self, fn: Callable[..., T], *args: Any) -> T:
+    def write(self, fn: Callable[..., Result], *args: Any) -> Result:
         conn = self.db.current()
         if conn is not None:
             return self._call(conn, fn, args)
         with self.db.write() as conn:
             return fn(conn, *args)
 
-    def iterate(self, fn: Callable[..., Iterator[T]], *args: Any) -> Iterator[T]:
+    def iterate(self, fn: Callable[..., Iterator[Result]], *args: Any) -> Iterator[Result]:
         conn = self.db.current()
         if conn is not None:
             yield from self._iterate(conn, fn, args)
@@ -154,7 +154,7 @@ class PerCall(Runner):
         with self.db.snapshot() as conn:
             yield from fn(conn, *args)
 
-    def whole(self, fn: Callable[[Any], T]) -> T:
+    def whole(self, fn: Callable[[Any], Result]) -> Result:
         conn = self.db.current()
         return fn(Joined(self.db, conn)) if conn is not None else fn(self.db)
 

@@ -112,7 +112,7 @@ def _reserve_names(directory: Path, now: float, reason: str, suffix: str = SQLIT
 
 def prune_backups(directory: Path, keep_days: float, now: float, keep: Path | None = None) -> list[Path]:
     """Delete backups (of both kinds) older than keep_days (never `keep`); return what was deleted."""
-    removed = []
+    removed: list[Path] = []
     for path in backup_files(directory):
         if path != keep and now - path.stat().st_mtime > keep_days * DAY:
             path.unlink()
@@ -137,7 +137,7 @@ def refuse_restoring(file: Path, checked: tuple[bool, str], live_workers: list[s
                            f"({', '.join(live_workers)}); stop it (and every front) first")
 
 
-def latest_backup(directory: Path) -> dict | None:
+def latest_backup(directory: Path) -> dict[str, str | float] | None:
     """The newest backup (of either kind) in directory: {path, time, bytes}, or None."""
     found = sorted(backup_files(directory), key=lambda p: p.stat().st_mtime)
     if not found:

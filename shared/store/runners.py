@@ -18,12 +18,15 @@ what both engines' sessions share: the savepoint and whether the transaction sti
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol, TypeVar
 
 from shared.errors import StorageError
 from shared.store.model.record import Record
+
+# What an aggregate module's function returns, handed back as it came.
+Result = TypeVar("Result")
 
 
 class Engine(Protocol):
@@ -46,7 +49,7 @@ class Engine(Protocol):
         """exc: an instance of errors (each engine takes its own driver's)."""
         ...
 
-    def records(self, rows: list) -> list[Record]: ...
+    def records(self, rows: list[Any]) -> list[Record]: ...
 
     def savepoint(self, conn: Any, name: str) -> AbstractContextManager[Any]: ...
 
@@ -65,33 +68,33 @@ class Runner:
         """The open transaction's connection the calls run on, or None."""
         raise NotImplementedError
 
-    def read(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def read(self, fn: Callable[..., Result], *args: Any) -> Result:
         raise NotImplementedError
 
-    def write(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def write(self, fn: Callable[..., Result], *args: Any) -> Result:
         raise NotImplementedError
 
-    def iterate(self, fn: Callable[..., Iterator], *args: Any) -> Iterator:
+    def iterate(self, fn: Callable[..., Iterator[Result]], *args: Any) -> Iterator[Result]:
         raise NotImplementedError
 
-    def whole(self, fn: Callable[[Any], Any]) -> Any:
+    def whole(self, fn: Callable[[Any], Result]) -> Result:
         """fn(db) for the few functions that take the database (their own snapshot)."""
         raise NotImplementedError
 
-    def rows(self, fn: Callable[..., list], *args: Any) -> list[Record]:
+    def rows(self, fn: Callable[..., list[Any]], *args: Any) -> list[Record]:
         return self.db.records(self.read(fn, *args))
 
     def row(self, fn: Callable[..., Any], *args: Any) -> Record | None:
         found = self.read(fn, *args)
         return None if found is None else self.db.records([found])[0]
 
-    def _call(self, conn: Any, fn: Callable[..., Any], args: tuple) -> Any:
+    def _call(self, conn: Any, fn: Callable[..., Result], args: tuple[Any, ...]) -> Result:
         try:
             return fn(conn, *args)
         except self.db.errors as exc:
             raise self.db.failure(exc) from exc
 
-    def _iterate(self, conn: Any, fn: Callable[..., Iterator], args: tuple) -> Iterator:
+    def _iterate(self, conn: Any, fn: Callable[..., Iterator[Result]], args: tuple[Any, ...]) -> Iterator[Result]:
         try:
             yield from fn(conn, *args)
         except self.db.errors as exc:
@@ -105,45 +108,45 @@ class InTransaction(Runner):
         super().__init__(db)
         self.conn, self.writable = conn, writable
 
-    def connection(self):
+    def connection(self) -> Any | None:
         return self.conn
 
-    def read(self, fn, *args):
+    def read(self, fn: Callable[..., Result], *args: Any) -> Result:
         return self._call(self.conn, fn, args)
 
-    def write(self, fn, *args):
+    def write(self, fn: Callable[..., Result], *args: Any) -> Result:
         if not self.writable:
             raise StorageError("a read session cannot write (use store.write()); nothing was stored")
         return self._call(self.conn, fn, args)
 
-    def iterate(self, fn, *args):
+    def iterate(self, fn: Callable[..., Iterator[Result]], *args: Any) -> Iterator[Result]:
         return self._iterate(self.conn, fn, args)
 
-    def whole(self, fn):
+    def whole(self, fn: Callable[[Any], Result]) -> Result:
         return fn(Joined(self.db, self.conn))
 
 
 class PerCall(Runner):
     """Calls on the Store itself: one transaction each, or the thread's open one."""
 
-    def connection(self):
+    def connection(self) -> Any | None:
         return self.db.current()
 
-    def read(self, fn, *args):
+    def read(self, fn: Callable[..., Result], *args: Any) -> Result:
         conn = self.db.current()
         if conn is not None:
             return self._call(conn, fn, args)
         with self.db.snapshot() as conn:
             return fn(conn, *args)
 
-    def write(self, fn, *args):
+    def write(self, fn: Callable[..., Result], *args: Any) -> Result:
         conn = self.db.current()
         if conn is not None:
             return self._call(conn, fn, args)
         with self.db.write() as conn:
             return fn(conn, *args)
 
-    def iterate(self, fn, *args):
+    def iterate(self, fn: Callable[..., Iterator[Result]], *args: Any) -> Iterator[Result]:
         conn = self.db.current()
         if conn is not None:
             yield from self._iterate(conn, fn, args)
@@ -151,7 +154,7 @@ class PerCall(Runner):
         with self.db.snapshot() as conn:
             yield from fn(conn, *args)
 
-    def whole(self, fn):
+    def whole(self, fn: Callable[[Any], Result]) -> Result:
         conn = self.db.current()
         return fn(Joined(self.db, conn)) if conn is not None else fn(self.db)
 
@@ -164,7 +167,7 @@ class Joined:
         self.db, self.conn = db, conn
 
     @contextmanager
-    def snapshot(self) -> Iterator[Any]:
+    def snapshot(self) -> Generator[Any, None, None]:
         try:
             yield self.conn
         except self.db.errors as exc:
@@ -178,7 +181,7 @@ class Session:
         self._run = run
 
     @contextmanager
-    def savepoint(self, name: str) -> Iterator[None]:
+    def savepoint(self, name: str) -> Generator[None, None, None]:
         db, conn = self._run.db, self._run.connection()
         if conn is None or not self._run.writable or not db.transaction_alive(conn):
             raise StorageError("a savepoint needs a write transaction (store.write())")
@@ -197,7 +200,7 @@ SessionT = TypeVar("SessionT", bound=Session)
 
 
 @contextmanager
-def write_session(db: Engine, session: Callable[[Runner], SessionT]) -> Iterator[SessionT]:
+def write_session(db: Engine, session: Callable[[Runner], SessionT]) -> Generator[SessionT, None, None]:
     """A write transaction's session. A failed statement inside it leaves as the driver's
     error, so the engine's transaction rolls back and words it with the outcome."""
     with db.write() as conn:

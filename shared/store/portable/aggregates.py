@@ -9,7 +9,7 @@ queries whose rows go out as Records, `iterate` for generators. Each engine's ag
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from shared.store.model.documents import Document, DocumentFilter, History
 from shared.store.model.record import Record
@@ -133,16 +133,16 @@ class PortableStages(Aggregate):
     def is_done(self, memory_id: int, stage: str, content_hash: str) -> bool:
         return self._run.read(stages.is_done, memory_id, stage, content_hash)
 
-    def queue_figures(self, now: float) -> dict:
+    def queue_figures(self, now: float) -> dict[str, Any]:
         return self._run.read(stages.queue_figures, now)
 
     def failed_stages(self, limit: int = 50) -> list[Record]:
         return self._run.rows(stages.failed_stages, limit)
 
-    def stage_problems(self, now: float, limit: int = 50) -> list[dict]:
+    def stage_problems(self, now: float, limit: int = 50) -> list[dict[str, Any]]:
         return self._run.read(stages.stage_problems, now, limit)
 
-    def retrying_stages(self, now: float, limit: int = 50) -> list[dict]:
+    def retrying_stages(self, now: float, limit: int = 50) -> list[dict[str, Any]]:
         return self._run.read(stages.retrying_stages, now, limit)
 
     def of_memory(self, memory_id: int) -> list[Record]:
@@ -333,7 +333,7 @@ class PortableUsage(Aggregate):
     def record(self, model: str, prompt_tokens: int, completion_tokens: int, failed: bool, now: float) -> None:
         return self._run.write(usage.record, model, prompt_tokens, completion_tokens, failed, now)
 
-    def figures(self) -> dict[str, dict]:
+    def figures(self) -> dict[str, dict[str, Any]]:
         return self._run.read(usage.figures)
 
 

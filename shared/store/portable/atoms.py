@@ -122,12 +122,12 @@ EXPIRED_SQL = ("(a.deadline IS NOT NULL AND a.deadline < ?) OR (a.deadline IS NU
                 " AND COALESCE(a.state_time, a.create_time) + a.ttl_days * ? < ?)")
 
 
-def plans_due_clauses(start: float | None, end: float | None, mark: str) -> tuple[list[str], list]:
+def plans_due_clauses(start: float | None, end: float | None, mark: str) -> tuple[list[str], list[str | float]]:
     """The conditions of a dated plan due in [start, end), portable SQL for both engines (mark:
     the engine's parameter marker), with their parameters."""
     clauses = ["a.type = 'planned'", CURRENT, "a.deadline IS NOT NULL",
                f"a.state IN ({', '.join(repr(s) for s in DATED_STATES)})"]
-    params: list = []
+    params: list[str | float] = []
     if start is not None:
         clauses.append(f"a.deadline >= {mark}")
         params.append(start)
@@ -188,7 +188,8 @@ def page(conn: Connection, atom_type: str | None, state: str | None, persona_id:
     """Current atoms newest first (the panel's atoms page), of a type, a state and a persona
     when given; with no state, every state but dormant (a reinforcement's provenance row).
     Portable SQL (both engines)."""
-    clauses, params = [CURRENT], []
+    clauses: list[str] = [CURRENT]
+    params: list[str] = []
     for column, value in (("type", atom_type), ("state", state), ("persona_id", persona_id)):
         if value is not None:
             clauses.append(f"a.{column} = ?")

@@ -2,7 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Protocol
+
+
+class Rows(Protocol):
+    """A statement's cursor as the portable SQL reads it: sqlite3's, or the PostgreSQL
+    store's. A row is a sqlite3.Row or a Record, read by index or by name either way, so it
+    stays Any here."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
 
 
 class Connection(Protocol):
@@ -10,9 +26,9 @@ class Connection(Protocol):
     connection, or the PostgreSQL store's PgConnection (qmark placeholders, rows read by
     index or by name)."""
 
-    def execute(self, sql: str, parameters: Any = ..., /) -> Any: ...
+    def execute(self, sql: str, parameters: Any = ..., /) -> Rows: ...
 
-    def executemany(self, sql: str, parameters: Any, /) -> Any: ...
+    def executemany(self, sql: str, parameters: Any, /) -> Rows: ...
 
 
 class BatchCursor(Protocol):

@@ -23,7 +23,7 @@ _JSON_FIELDS = ("topics", "participants", "key_facts")
 # -- writes (inside the caller's transaction) ----------------------------------------------
 
 
-def derived_for(tx, memory_id: int) -> tuple | None:
+def derived_for(tx: Connection, memory_id: int) -> tuple[Any, ...] | None:
     """(persona_id, session_id, content_hash): what a memory's derived rows are made for; None
     when it does not exist. Portable SQL."""
     return tx.execute("SELECT persona_id, session_id, content_hash FROM documents WHERE id = ?",
@@ -135,7 +135,7 @@ UPDATE_SQL = (f"UPDATE documents SET {', '.join(c + ' = ?' for c in _WRITE_COLUM
                " update_time = ? WHERE id = ?")
 
 
-def row_values(text: str, fields: MemoryFields) -> tuple:
+def row_values(text: str, fields: MemoryFields) -> tuple[Any, ...]:
     """Values for _WRITE_COLUMNS."""
     lists = (json.dumps(list(getattr(fields, name)), ensure_ascii=False) for name in _JSON_FIELDS)
     return (text, content_hash(text), *lists, fields.sentiment, fields.importance,
@@ -147,8 +147,9 @@ def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
 
 
-def filter_sql(scope: DocumentFilter, alias: str) -> tuple[str, tuple]:
-    clauses, params = ["1 = 1"], []
+def filter_sql(scope: DocumentFilter, alias: str) -> tuple[str, tuple[str | float, ...]]:
+    clauses: list[str] = ["1 = 1"]
+    params: list[str | float] = []
     for column in ("session_id", "persona_id"):
         value = getattr(scope, column)
         if value is not None:

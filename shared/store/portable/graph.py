@@ -13,6 +13,7 @@ postgres/graph.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from shared.store.model.graph import ENTITY_TYPES, EdgeSpec, EntrySpec, NodeSpec
 from shared.store.portable.connection import Connection
@@ -24,12 +25,12 @@ ENTRY_INSERT = ("INSERT INTO graph_entries (source_memory_id, node_id, persona_i
 
 
 def entry_values(memory_id: int, persona_id: str | None, ids: dict[str, int], entry: EntrySpec,
-                 content_hash: str, now: float) -> tuple:
+                 content_hash: str, now: float) -> tuple[Any, ...]:
     return (memory_id, ids[entry.node.key] if entry.node else None, persona_id, entry.text,
             entry.confidence, content_hash, now, entry.atom_id)
 
 
-def insert_edges(conn, memory_id: int, ids: dict[str, int], edges: Sequence[EdgeSpec], now: float) -> None:
+def insert_edges(conn: Connection, memory_id: int, ids: dict[str, int], edges: Sequence[EdgeSpec], now: float) -> None:
     conn.executemany(
         "INSERT INTO graph_edges (source_memory_id, src_node_id, dst_node_id, type, confidence,"
         " weight, create_time, relation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -37,7 +38,7 @@ def insert_edges(conn, memory_id: int, ids: dict[str, int], edges: Sequence[Edge
          for e in edges])
 
 
-def entity_typed(conn, persona: str, node: NodeSpec) -> NodeSpec:
+def entity_typed(conn: Connection, persona: str, node: NodeSpec) -> NodeSpec:
     """The node as it will be stored: an entity takes the type its name already has in the
     persona's graph (see _upsert_node)."""
     if node.type in ENTITY_TYPES:

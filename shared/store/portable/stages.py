@@ -220,7 +220,7 @@ def retry_failed(conn: Connection, now: float) -> int:
 _STUCK = "status = 'running' AND (lease_until IS NULL OR lease_until < ?)"
 
 
-def queue_figures(conn: Connection, now: float) -> dict:
+def queue_figures(conn: Connection, now: float) -> dict[str, Any]:
     """Counts by status from the stage rows, the age of the oldest pending one, and the
     stages in trouble: stuck (running, lease expired) and retrying (pending after a failure)."""
     counts = dict(conn.execute("SELECT status, COUNT(*) FROM memory_stages GROUP BY status").fetchall())
@@ -233,14 +233,14 @@ def queue_figures(conn: Connection, now: float) -> dict:
             "stuck": stuck, "retrying": retrying}
 
 
-def failed_stages(conn: Connection, limit: int = 50) -> list[tuple]:
+def failed_stages(conn: Connection, limit: int = 50) -> list[Any]:
     """(memory_id, stage, attempts, last_error) of failed stages, for doctor and repair."""
     return conn.execute(
         "SELECT memory_id, stage, attempts, last_error FROM memory_stages WHERE status = 'failed'"
         " ORDER BY memory_id LIMIT ?", (limit,)).fetchall()
 
 
-def stage_problems(conn: Connection, now: float, limit: int = 50) -> list[dict]:
+def stage_problems(conn: Connection, now: float, limit: int = 50) -> list[dict[str, Any]]:
     """Failed and stuck stages, oldest first: {memory_id, stage, status ('failed' | 'stuck'),
     attempts, last_error, age_s}. A stuck stage's last_error says whose lease ran out when
     (and the error of its previous attempt, if any); age_s is the time since it failed or
@@ -252,7 +252,7 @@ def stage_problems(conn: Connection, now: float, limit: int = 50) -> list[dict]:
     return [_problem(tuple(row), now) for row in rows]
 
 
-def _problem(row: tuple, now: float) -> dict:
+def _problem(row: tuple[Any, ...], now: float) -> dict[str, Any]:
     memory_id, stage, status, attempts, last_error, owner, lease_until, update_time = row
     if status == FAILED:
         return {"memory_id": memory_id, "stage": stage, "status": FAILED, "attempts": attempts,
@@ -278,7 +278,7 @@ def is_done(conn: Connection, memory_id: int, stage: str, content_hash: str) -> 
         " AND status = 'done'", (memory_id, stage, content_hash)).fetchone() is not None
 
 
-def retrying_stages(conn: Connection, now: float, limit: int = 50) -> list[dict]:
+def retrying_stages(conn: Connection, now: float, limit: int = 50) -> list[dict[str, Any]]:
     """Stages pending again after a failed attempt, soonest retry first (the panel's queue
     page): {memory_id, stage, attempts, last_error, retry_in_s} (0 once the backoff is over)."""
     rows = conn.execute(

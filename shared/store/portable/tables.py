@@ -25,13 +25,14 @@ from shared.store.model.tables import (
     REPLACED,
     known_table,
 )
+from shared.store.portable.connection import Connection
 
 
 def quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def clear_replaced_in(conn, present: Sequence[str]) -> int:
+def clear_replaced_in(conn: Connection, present: Sequence[str]) -> int:
     """Before a copy into an empty store: drop its REPLACED tables' rows (its own bookkeeping,
     such as the vector sequence its migrations set), so that after the copy those tables hold
     the source's rows and nothing else; return how many went."""
@@ -39,12 +40,12 @@ def clear_replaced_in(conn, present: Sequence[str]) -> int:
                for table in sorted(REPLACED) if table in present)
 
 
-def count(conn, table: str) -> int:
+def count(conn: Connection, table: str) -> int:
     known_table(table)
     return conn.execute(f"SELECT COUNT(*) FROM {quoted(table)}").fetchone()[0]
 
 
-def page(conn, table: str, after: Sequence[Any] | None, limit: int) -> list:
+def page(conn: Connection, table: str, after: Sequence[Any] | None, limit: int) -> list[Any]:
     """Up to `limit` rows (every column) with a primary key above `after` (None: from the
     first), in key order. Each engine orders text keys by its own rules; a copy only ever
     continues a page of the same engine."""
@@ -56,7 +57,7 @@ def page(conn, table: str, after: Sequence[Any] | None, limit: int) -> list:
                         (*after, limit)).fetchall()
 
 
-def insert_absent(conn, table: str, rows: Sequence[Any], target_columns: Sequence[str]) -> int:
+def insert_absent(conn: Connection, table: str, rows: Sequence[Any], target_columns: Sequence[str]) -> int:
     """Insert the rows (Records or mappings, every column named) whose primary key is not
     there yet (in a REPLACED table: write them over the target's); return how many were
     written. A source column the target lacks is refused (StorageError): the two stores'
@@ -98,7 +99,7 @@ def _late_null(late: tuple[str, str] | None, name: str, value: Any) -> Any:
     return None if late is not None and name == late[0] else value
 
 
-def link_late(conn, table: str, rows: Sequence[Any]) -> int:
+def link_late(conn: Connection, table: str, rows: Sequence[Any]) -> int:
     """Set each row's late reference (LATE_REFERENCES) where the target still has none and the
     row it names is there now; return how many were set. A reference to a row of a later
     page is set by putting the rows again once every page is in (aokun migrate's second pass

@@ -9,6 +9,7 @@ commit on. A revoked user keeps its row (and its name) until the name is given a
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from shared.store.model.users import UserRow
 from shared.store.portable.connection import Connection
@@ -16,7 +17,7 @@ from shared.store.portable.connection import Connection
 _COLUMNS = "name, personas, admin, create_time, revoke_time"
 
 
-def _user(row) -> UserRow:
+def _user(row: Any) -> UserRow:
     return UserRow(row[0], tuple(json.loads(row[1])), bool(row[2]), row[3], row[4])
 
 

@@ -68,7 +68,8 @@ def batches(cursor: BatchCursor, dim: int, batch: int) -> Iterator[tuple[np.ndar
     """(owner ids, vectors) from (owner_id, vector) rows, `batch` rows at a time."""
     while rows := cursor.fetchmany(batch):
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        # numpy's stubs leave part of reshape's overloads untyped.
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)  # pyright: ignore[reportUnknownMemberType]
         yield ids, matrix
 
 

@@ -6,6 +6,7 @@ the copy's table access (tables.py reads SQLite's catalogue and FTS5 tables).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from shared.store.model.atoms import AtomOwner, AtomRow
 from shared.store.model.documents import Document, DocumentFilter, MemoryFields
@@ -37,6 +38,9 @@ from shared.store.sqlite import (
     tables,
     vectors,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _replace_graph = graph.replace_for_memory  # its argument `graph` hides the module below
 
@@ -187,10 +191,12 @@ class SqliteVectors(PortableVectors):
     def owners_changed_since(self, kind: str, after_seq: int) -> list[int]:
         return self._run.read(vectors.owners_changed_since, kind, after_seq)
 
-    def iter_changes(self, kind: str, model: str, dim: int, after_seq: int, batch: int = 5000) -> Iterator:
+    def iter_changes(self, kind: str, model: str, dim: int, after_seq: int,
+                     batch: int = 5000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         return self._run.iterate(vectors.iter_changes, kind, model, dim, after_seq, batch)
 
-    def iter_space(self, kind: str, model: str, dim: int, batch: int = 5000) -> Iterator:
+    def iter_space(self, kind: str, model: str, dim: int,
+                   batch: int = 5000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         return self._run.iterate(vectors.iter_space, kind, model, dim, batch)
 
     def owners_with_vectors(self, kind: str, model: str, owner_ids: Sequence[int]) -> set[int]:
@@ -233,10 +239,10 @@ class SqliteTables(Aggregate):
     def count(self, table: str) -> int:
         return self._run.read(shared_tables.count, table)
 
-    def page(self, table: str, after: Sequence | None, limit: int) -> list[Record]:
+    def page(self, table: str, after: Sequence[Any] | None, limit: int) -> list[Record]:
         return self._run.rows(shared_tables.page, table, after, limit)
 
-    def put(self, table: str, rows: Sequence) -> int:
+    def put(self, table: str, rows: Sequence[Record]) -> int:
         return self._run.write(tables.put, table, rows)
 
     def clear_replaced(self) -> int:

@@ -43,7 +43,7 @@ def similar_active(conn: sqlite3.Connection, terms: Sequence[str], persona_id: s
         (match, persona_id, other_than_memory, limit)).fetchall()
 
 
-def _scoped(clauses: list[str], params: list, persona_id: str | None, session_id: str | None) -> None:
+def _scoped(clauses: list[str], params: list[str | float], persona_id: str | None, session_id: str | None) -> None:
     for column, value in (("persona_id", persona_id), ("session_id", session_id)):
         if value is not None:
             clauses.append(f"a.{column} = ?")
@@ -57,7 +57,8 @@ def search(conn: sqlite3.Connection, terms: Sequence[str], persona_id: str | Non
     match = any_of(terms)
     if match is None:
         return []
-    clauses, params = ["a.state = 'active'", CURRENT], []
+    clauses = ["a.state = 'active'", CURRENT]
+    params: list[str | float] = []
     _scoped(clauses, params, persona_id, session_id)
     if types:
         clauses.append(f"a.type IN ({','.join('?' * len(types))})")
@@ -77,7 +78,7 @@ def still_valid_of_types(conn: sqlite3.Connection, types: Sequence[str], persona
     others newest first."""
     clauses = ["a.state = 'active'", CURRENT, f"a.type IN ({','.join('?' * len(types))})",
                f"NOT ({EXPIRED_SQL})", "a.id NOT IN (SELECT value FROM json_each(?))"]
-    params: list = [*types, now, DAY, now, json.dumps(list(exclude))]
+    params: list[str | float] = [*types, now, DAY, now, json.dumps(list(exclude))]
     _scoped(clauses, params, persona_id, session_id)
     return conn.execute(
         f"SELECT a.* FROM memory_atoms a WHERE {' AND '.join(clauses)}"

@@ -21,7 +21,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
@@ -46,7 +46,7 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 _REOPEN_CODES = {READONLY, CANTOPEN, IOERR}
 
 
-def _close_connection(conn: sqlite3.Connection, registry: set, lock: threading.RLock) -> None:
+def _close_connection(conn: sqlite3.Connection, registry: set[sqlite3.Connection], lock: threading.RLock) -> None:
     with lock:
         registry.discard(conn)
     try:
@@ -92,7 +92,7 @@ class Database:
         return conn if conn.in_transaction else None
 
     @staticmethod
-    def records(rows: list) -> list[Record]:
+    def records(rows: list[sqlite3.Row]) -> list[Record]:
         """sqlite3.Row results as engine-neutral Records."""
         if not rows:
             return []
@@ -185,7 +185,7 @@ class Database:
                 time.sleep(0.05)
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self) -> Generator[sqlite3.Connection, None, None]:
         """A write transaction: BEGIN IMMEDIATE, COMMIT on success, ROLLBACK on any error.
         SQLite errors leave as StorageError; a failed COMMIT never passes for success."""
         conn = self._begin_write()
@@ -236,7 +236,7 @@ class Database:
             self._drop(conn)
 
     @contextmanager
-    def snapshot(self) -> Iterator[sqlite3.Connection]:
+    def snapshot(self) -> Generator[sqlite3.Connection, None, None]:
         """A read transaction: several SELECTs that see one consistent state."""
         conn = self.connection()
         try:
@@ -302,7 +302,7 @@ def apply_migrations(db: Database, migrations: Sequence[Migration]) -> list[int]
     """Apply the migrations not yet recorded, each in its own transaction; return their versions."""
     with db.write() as tx:
         tx.execute(MIGRATIONS_DDL)
-    applied = []
+    applied: list[int] = []
     for migration in sorted(migrations, key=lambda m: m.version):
         with db.write() as tx:
             done = tx.execute("SELECT 1 FROM schema_migrations WHERE version = ?",
@@ -318,7 +318,7 @@ def apply_migrations(db: Database, migrations: Sequence[Migration]) -> list[int]
 
 
 @contextmanager
-def savepoint(conn: sqlite3.Connection, name: str) -> Iterator[sqlite3.Connection]:
+def savepoint(conn: sqlite3.Connection, name: str) -> Generator[sqlite3.Connection, None, None]:
     """A nested transaction inside the caller's: released on success, rolled back (and the
     error passed on) on failure, leaving the outer transaction going."""
     conn.execute(f"SAVEPOINT {name}")

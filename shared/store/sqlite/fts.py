@@ -43,7 +43,7 @@ IN_PLACE_FROM = (3, 44, 0)  # FTS5 'secure-delete' (3.42) with the fixes that fo
 FLUSH_WAIT_MS = 200  # how long flush_deleted waits for readers before settling for less
 
 
-def configure_connection(conn) -> None:
+def configure_connection(conn: sqlite3.Connection) -> None:
     """At open, for every connection: zero deleted rows and freed pages (Debian's SQLite does
     by default, others do not), and cut the WAL back to the frames of the commit that restarts
     it, so pages from before a checkpoint do not linger in its tail."""
@@ -51,12 +51,12 @@ def configure_connection(conn) -> None:
     conn.execute("PRAGMA journal_size_limit = 0")
 
 
-def library_version(conn) -> tuple[int, ...]:
+def library_version(conn: sqlite3.Connection) -> tuple[int, ...]:
     """The SQLite version this connection runs on (a bundled library may differ from stdlib)."""
     return tuple(int(part) for part in conn.execute("SELECT sqlite_version()").fetchone()[0].split("."))
 
 
-def scrub_terms(conn, tables: Iterable[str]) -> None:
+def scrub_terms(conn: sqlite3.Connection, tables: Iterable[str]) -> None:
     """Make each full-text table in `tables` hold no term of the rows deleted from it.
 
     Call inside the deleting transaction, after its DELETEs, with only the tables that lost
@@ -80,17 +80,17 @@ def scrub_terms(conn, tables: Iterable[str]) -> None:
         conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
 
 
-def scrubs_in_place(conn) -> bool:
+def scrubs_in_place(conn: sqlite3.Connection) -> bool:
     """Whether scrub_terms is cheap here (in-place secure-delete) rather than a rewrite."""
     return library_version(conn) >= IN_PLACE_FROM
 
 
-def _in_place_deletes(conn, table: str) -> bool:
+def _in_place_deletes(conn: sqlite3.Connection, table: str) -> bool:
     row = conn.execute(f"SELECT v FROM {table}_config WHERE k = 'secure-delete'").fetchone()
     return bool(row and row[0])
 
 
-def flush_deleted(conn, wait_ms: int = FLUSH_WAIT_MS) -> bool:
+def flush_deleted(conn: sqlite3.Connection, wait_ms: int = FLUSH_WAIT_MS) -> bool:
     """Checkpoint after a delete has committed, so that no page from before it stays in the
     WAL file (truncated to zero bytes) or in the database file (the scrubbed pages are copied
     back). Call on a connection outside any transaction. Returns True when that is done.

@@ -20,13 +20,14 @@ def replace_for_memory(conn: sqlite3.Connection, memory_id: int, persona_id: str
     entries' vectors); return the new entry ids."""
     delete_for_memory(conn, memory_id)
     persona = persona_id or ""
-    ids = {}
+    ids: dict[str, int] = {}
     for node in nodes_of(graph):
         ids[node.key] = _upsert_node(conn, persona, node, now)
     insert_edges(conn, memory_id, ids, graph.edges, now)
-    entry_ids = []
+    entry_ids: list[int] = []
     for entry in graph.entries:
         cur = conn.execute(ENTRY_INSERT, entry_values(memory_id, persona_id, ids, entry, content_hash, now))
+        assert cur.lastrowid is not None  # an INSERT's cursor has its row's id
         conn.execute("INSERT INTO graph_entries_fts (rowid, tokens) VALUES (?, ?)",
                      (cur.lastrowid, entry.tokens))
         entry_ids.append(cur.lastrowid)
@@ -119,7 +120,7 @@ _NODE_MEMORIES = [
 
 def node_memory_counts(conn: sqlite3.Connection, node_ids: Sequence[int], cap: int) -> dict[int, int]:
     """How many distinct memories each node's edges come from (counted up to `cap`)."""
-    counts = {}
+    counts: dict[int, int] = {}
     for node in node_ids:
         counts[node] = conn.execute(
             "SELECT COUNT(*) FROM (SELECT DISTINCT source_memory_id FROM ("
@@ -236,7 +237,8 @@ def related(conn: sqlite3.Connection, node_ids: Sequence[int], forward: Sequence
     relation in `forward`, or into them along one in `backward` (the caller's inverses)."""
     if not node_ids:
         return []
-    nodes, best = json.dumps(list(node_ids)), {}
+    nodes = json.dumps(list(node_ids))
+    best: dict[int, float] = {}
     for other, confidence in conn.execute(
             "SELECT dst_node_id, confidence FROM graph_edges WHERE src_node_id IN (SELECT value FROM"
             " json_each(?)) AND relation IN (SELECT value FROM json_each(?))"

@@ -16,7 +16,7 @@ import os
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -84,7 +84,7 @@ def _forget_processes(path: Path) -> None:
 
 
 @contextmanager
-def _held_alone(target: Path, busy_timeout_ms: int) -> Iterator[None]:
+def _held_alone(target: Path, busy_timeout_ms: int) -> Generator[None, None, None]:
     """The store's file held by this connection alone for the block, its write-ahead log
     folded into it and removed: renaming another file over it then loses nothing of it until
     the rename, and no log of the old file is left to be replayed into the new one. Another

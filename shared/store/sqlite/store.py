@@ -11,7 +11,7 @@ Database's own wording (rollback, reconnecting and "nothing was stored" decided 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
@@ -88,7 +88,7 @@ class SqliteStore(SqliteSession):
         self.cache_dir = db.path.parent
 
     @contextmanager
-    def read(self) -> Iterator[SqliteSession]:
+    def read(self) -> Generator[SqliteSession, None, None]:
         with self.db.snapshot() as conn:
             yield SqliteSession(InTransaction(self.db, conn, writable=False))
 

@@ -77,6 +77,7 @@ class Front:
             self.watcher.stop()
         if self.heartbeat is not None:
             self.heartbeat.stop()
+        self.reinforcer.close()
         self.services.close()
 
     def _warm_up(self) -> None:

@@ -30,6 +30,11 @@ class Reinforcer:
         if self.enabled and ids:
             self._executor.submit(self._touch, ids, time.time())
 
+    def close(self) -> None:
+        """Finish the reinforcements already asked for; called before the store closes, which
+        a write still under way would otherwise meet closed."""
+        self._executor.shutdown(wait=True)
+
     def _touch(self, ids: list[int], now: float) -> None:
         try:
             self.memories.touch(ids, now)

@@ -24,7 +24,7 @@ import pytest
 
 from fake_openai import FakeEmbeddingsServer
 from helpers import McpSession, all_processed, db_rows, mcp_session, wait_for, write_config
-from servers import pg_database
+from servers import pg_store_database
 from shared.config import ALL_TOOLS
 
 BIN = Path(sys.executable).parent
@@ -170,7 +170,7 @@ def recalls(config: Path) -> dict[str, list[int]]:
 
 
 def test_a_sqlite_store_moves_to_postgresql_whole_and_recalls_the_same(source, tmp_path, api):
-    with pg_database() as url:
+    with pg_store_database() as url:
         target = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
         report = migrated(aokun("migrate", "--config", source, "--to", target))
         print(report)
@@ -203,7 +203,7 @@ def test_a_killed_migration_run_again_finishes_without_duplicates(source, tmp_pa
     added = aokun("users", "add", "alice", "--personas", "home", "--config", source)
     assert added.returncode == 0, added.stderr
     expected = counts_sqlite(source)
-    with pg_database() as url:
+    with pg_store_database() as url:
         target = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
         log = open(tmp_path / "killed.log", "wb")
         killed = subprocess.Popen([str(BIN / "aokun"), "migrate", "--config", str(source), "--to",
@@ -242,7 +242,7 @@ def copied_documents(url: str) -> int:
 
 
 def test_postgresql_back_to_sqlite_gives_the_source_row_for_row(source, tmp_path, api):
-    with pg_database() as url:
+    with pg_store_database() as url:
         middle = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
         migrated(aokun("migrate", "--config", source, "--to", middle))
         back = config_at(tmp_path / "back", api)
@@ -302,7 +302,7 @@ def test_a_store_made_on_postgresql_moves_to_sqlite_with_its_stages_still_pendin
     memories, never processed, are copied with their stages pending (doctor says so on both)."""
     from helpers import seed_memories
 
-    with pg_database() as url:
+    with pg_store_database() as url:
         native = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
         ids = seed_memories(native, "home", "made on postgres", "pending here and there")
         target = config_at(tmp_path / "sqlite", api)
@@ -343,7 +343,7 @@ def test_a_memory_postgresql_cannot_hold_is_named_in_the_refusal(source, tmp_pat
     damaged, text = db_rows(source, "SELECT id, text FROM documents ORDER BY id")[5]
     set_text = "UPDATE documents SET text = ? WHERE id = ?"
     sql_at(source, set_text, (text + chr(0), damaged))
-    with pg_database() as url:
+    with pg_store_database() as url:
         target = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
         refused = aokun("migrate", "--config", source, "--to", target)
         assert refused.returncode == 2, refused.stdout + refused.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from aokun_server.app import build_front
-from helpers import mcp_session, memory_service, store_sql, write_config
+from helpers import mcp_session, memory_service, store_sql, wait_for, write_config
 from shared.assembly import open_services
 from shared.config import load_config
 from shared.lifecycle import Lifecycle, decay_boundaries
@@ -142,9 +142,10 @@ def test_backup_during_writes_restores_into_a_fresh_data_dir(tmp_path):
         s.ok("memorize", {"content": "the boiler code is 4711"})
         thread = threading.Thread(target=writer)
         thread.start()
-        time.sleep(0.3)
+        wait_for(lambda: len(written) > 5, 60, 0.01, "writes under way")
         path = s.ok("memory_maintenance", {"action": "backup"})["changed"]["backup"]["path"]
-        time.sleep(0.3)
+        after_backup = len(written)
+        wait_for(lambda: len(written) > after_backup + 5, 60, 0.01, "writes going on after the backup")
         stop.set()
         thread.join()
     assert len(written) > 10
@@ -182,27 +183,41 @@ def test_restore_refuses_a_corrupt_file_and_a_running_worker(tmp_path):
     assert run.returncode == 2 and "worker is running" in run.stderr
 
 
+def run_stages(worker) -> None:
+    """Every waiting stage, by the worker's own runner in this process."""
+    from shared.store.model.stages import STAGES
+
+    try:
+        for stage in STAGES:
+            while worker.runner.run_next(stage)[0]:
+                pass
+    finally:
+        worker.services.close()
+
+
 @pytest.mark.slow
 def test_doctor_and_repair_on_rows_removed_from_each_table(tmp_path):
     import sqlite3
 
+    from aokun_worker.service import WorkerService
     from fake_openai import FakeEmbeddingsServer
-    from helpers import all_processed, db_rows, start_worker, stdio_params, stop, wait_for
+    from helpers import all_processed, db_rows
 
     with FakeEmbeddingsServer(dim=16) as api:
         config = write_config(tmp_path, embedding={"provider": "openai", "base_url": api.base_url,
-                                                   "model": "fake", "dimensions": 16})
-        worker = start_worker(config)
+                                                   "model": "fake", "dimensions": 16},
+                              server={"exposed_tools": ["memorize"]})
+        front = build_front(load_config(config))
         try:
-            with mcp_session(stdio_params(config)) as s:
+            with mcp_session(front.server) as s:
                 facts = ["Alice grows tomatoes on the balcony", "Bob repaired the old bicycle",
                          "Carol learned to play the cello", "Dave adopted a grey kitten",
                          "Erin moved to a flat near the river", "Frank bakes sourdough every Sunday"]
                 ids = [s.ok("memorize", {"content": fact})["id"] for fact in facts]
-            wait_for(lambda: all_processed(config, 6) and db_rows(
-                config, "SELECT COUNT(*) FROM memory_stages WHERE status != 'done'") == [(0,)], 60, what="processed")
         finally:
-            stop(worker)
+            front.close()
+        run_stages(WorkerService(open_services(load_config(config), queued=False)))
+        assert all_processed(config, 6)
         assert _aokun(config, "doctor").returncode == 0
         conn = sqlite3.connect(tmp_path / "data" / "aokun.db")
         with conn:
@@ -221,11 +236,11 @@ def test_doctor_and_repair_on_rows_removed_from_each_table(tmp_path):
             assert text in doctor.stdout, (text, doctor.stdout)
         assert "run with --apply" in _aokun(config, "repair").stdout
         assert _aokun(config, "repair", "--apply").returncode == 0
-        worker = start_worker(config)  # back-fills BM25 at start, then redoes the stages
-        try:
-            wait_for(lambda: _aokun(config, "doctor").returncode == 0, 60, what="doctor consistent again")
-        finally:
-            stop(worker)
+        # A worker back-fills BM25 as it opens (WorkerService.open), then redoes the stages.
+        run_stages(WorkerService.open(load_config(config)))
+        assert db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE status != 'done'") == [(0,)]
+        doctor = _aokun(config, "doctor")
+        assert doctor.returncode == 0, doctor.stdout + doctor.stderr
 
 
 def _aokun(config, *args):

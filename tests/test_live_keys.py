@@ -72,15 +72,37 @@ def live_keys() -> list[str]:
             if not needs_restart(f"{section.name}.{key.name}")]
 
 
+def a_key_in_every_section() -> dict[str, dict]:
+    """{section: {a key of it with a plain default: that default}} for each section. With a key
+    in every section of the baseline, going back to it after a test added a key never leaves a
+    section out or empty, which a watcher takes for a half-written file and applies only once it
+    has stayed so for INCOMPLETE_SETTLE_S (test_live_reload tests that)."""
+    defaults = AppConfig()
+    sections = {}
+    for section in dataclasses.fields(defaults):
+        if section.name == "source":
+            continue
+        values = dataclasses.asdict(getattr(defaults, section.name))
+        name, value = next((name, value) for name, value in values.items()
+                           if type(value) in (bool, int, float, str, tuple))
+        sections[section.name] = {name: list(value) if isinstance(value, tuple) else value}
+    return sections
+
+
 @pytest.fixture(scope="module")
 def processes(tmp_path_factory):
     folder = tmp_path_factory.mktemp("live-keys")
     with FakeEmbeddingsServer(dim=16) as api:
         embedding = {"provider": "openai", "base_url": api.base_url, "model": "fake",
                      "dimensions": api.dim, "api_key": "sk-test", "max_retries": 0}
-        # A summarizer endpoint in the baseline, so that provider "llm" is a valid change.
-        config = write_config(folder, embedding=embedding,
-                              summarizer={"base_url": "http://127.0.0.1:9/v1", "model": "m"})
+        # A summarizer endpoint in the baseline, so that provider "llm" is a valid change;
+        # write_config's own keys (data_dir, no autostarted worker) kept over the defaults.
+        sections = a_key_in_every_section()
+        for name in ("storage", "worker"):
+            del sections[name]
+        config = write_config(folder, **{**sections, "embedding": {**sections["embedding"], **embedding},
+                                         "summarizer": {**sections["summarizer"], "base_url": "http://127.0.0.1:9/v1",
+                                                        "model": "m"}})
         baseline = yaml.safe_load(config.read_text(encoding="utf-8"))
         loaded = load_config(config)
         front = build_front(loaded)

@@ -1,7 +1,8 @@
 """Live reload: fronts, workers and the config itself follow a saved config file.
 
-Real processes (a front over stdio and over streamable HTTP, workers) and the official MCP
-client; the file is rewritten the way an editor (in place) or the panel (temp file + rename)
+Real processes (a front over stdio and over streamable HTTP, an autostarted worker) and the
+official MCP client, or a worker built in this process where its stages are what follows the
+file; the file is rewritten the way an editor (in place) or the panel (temp file + rename)
 saves it, and nothing is restarted.
 """
 
@@ -28,10 +29,7 @@ from helpers import (
     free_port,
     http_server,
     mcp_session,
-    memory_service,
-    start_worker,
     stdio_params,
-    stop,
     wait_for,
     write_config,
 )
@@ -312,25 +310,31 @@ def embed_delay(config: Path, memory_id: int) -> float | None:
     return rows[0][0] if rows else None
 
 
-@pytest.mark.slow
-def test_worker_takes_a_saved_retry_base_s_for_the_next_failure(tmp_path, api):
+def test_worker_takes_a_saved_retry_base_s_for_the_next_failure(tmp_path, api, caplog):
+    """The worker built in this process as aokun-worker builds it, following the file with its
+    own watcher; its runner runs the embed stage, which fails."""
+    from aokun_worker.service import WorkerService
+    from shared.assembly import open_services
+
     api.fail_next = 10 ** 6  # every embedding request fails
-    config = fake_config(tmp_path, api, queue={"retry_base_s": 1000, "retry_max_s": 5000,
-                                               "reconcile_interval_s": 1})
-    worker = start_worker(config)
-    store = open_store(load_config(config).storage)
+    config = fake_config(tmp_path, api, queue={"retry_base_s": 1000, "retry_max_s": 5000})
+    service = WorkerService(open_services(load_config(config), queued=False))
+    watcher = service.live.watch()
+    caplog.set_level(logging.INFO, logger="aokun.config")
     try:
-        first = memory_service(store).memorize("the first note", MemoryFields()).id
-        assert wait_for(lambda: embed_delay(config, first), 30, what="a failed embed") == pytest.approx(1000)
+        first = service.memories.memorize("the first note", MemoryFields()).id
+        assert service.runner.run_next("embed") == (1, 0)
+        assert embed_delay(config, first) == pytest.approx(1000)
         rewrite(config, queue={"retry_base_s": 2})
-        log = config.parent / "worker-test.log"
-        wait_for(lambda: lines_with(log, "applied queue.retry_base_s 1000.0 -> 2.0"), RELOAD_S, 0.05,
+        wait_for(lambda: service.runner.parts.queue.retry_base_s == 2, RELOAD_S, 0.05,
                  what="the worker applying retry_base_s")
-        second = memory_service(store).memorize("the second note", MemoryFields()).id
-        assert wait_for(lambda: embed_delay(config, second), 30, what="a failed embed") == pytest.approx(2)
+        assert any("applied queue.retry_base_s 1000.0 -> 2.0" in r.getMessage() for r in caplog.records)
+        second = service.memories.memorize("the second note", MemoryFields()).id
+        assert service.runner.run_next("embed") == (1, 0)  # the second only: the first waits 1000 s
+        assert embed_delay(config, second) == pytest.approx(2)
     finally:
-        store.close()
-        assert stop(worker) == 0
+        watcher.stop()
+        service.services.close()
 
 
 def test_worker_rebuilds_what_it_built_from_live_settings(tmp_path, api):

@@ -29,8 +29,8 @@ from fake_openai import FakeEmbeddingsServer
 from helpers import mcp_session, start_worker, stdio_params, stop, wait_for
 from panel_helpers import panel_process
 
-REWRITES = 300
-CHECKPOINT_EVERY = 60  # leave a version in place and wait until every process applied it
+REWRITES = 200
+CHECKPOINT_EVERY = 50  # leave a version in place and wait until every process applied it
 KS = (2, 3, 4, 6, 7, 8, 9)  # recall_top_k's default (5) left out: a key cut off shows
 TRACKED = ("forgetting.decay_rate", "memory.recall_top_k", "worker.idle_exit_s")
 APPLY_S = 60.0  # a deadline for a settled version to be applied, not a speed

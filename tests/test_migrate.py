@@ -1,7 +1,8 @@
-"""`aokun migrate` (moving between engines), with real processes: a SQLite store
-whose memories a real worker processed (vectors from a fake embeddings API, atoms and graph
-from the rules), copied to a PostgreSQL database of the test's own and back, checked against
-the source table by table and through real fronts' recall.
+"""`aokun migrate` (moving between engines), the real command: a SQLite store whose memories
+the worker's own runner processed in this process (vectors from a fake embeddings API, atoms
+and graph from the rules; its periodic jobs run once), copied to a PostgreSQL database of the
+test's own and back, checked against the source table by table and through the recall of fronts
+built in this process as aokun-server builds them.
 
 The source is made once for the module and copied (its folder) into each test.
 """
@@ -13,6 +14,8 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,8 +23,8 @@ import psycopg
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import all_processed, db_rows, free_port, mcp_session, start_worker, stop, wait_for, write_config
-from servers import pg_database
+from helpers import McpSession, all_processed, db_rows, mcp_session, wait_for, write_config
+from servers import pg_store_database
 from shared.config import ALL_TOOLS
 
 BIN = Path(sys.executable).parent
@@ -74,18 +77,32 @@ def memorize_all(config: Path) -> list[int]:
         services.close()
 
 
+def process_all(config: Path) -> None:
+    """What a worker does with a new store: every stage of every memory, by the worker's own
+    runner, and each periodic job once (their rows are copied too)."""
+    from aokun_worker.service import WorkerService
+    from shared.assembly import open_services
+    from shared.config import load_config
+    from shared.store.model.stages import STAGES
+
+    worker = WorkerService(open_services(load_config(config), queued=False))
+    try:
+        for stage in STAGES:
+            while worker.runner.run_next(stage)[0]:
+                pass
+        assert set(worker.scheduler.run_due()) == {job.name for job in worker.scheduler.jobs}
+    finally:
+        worker.services.close()
+
+
 @pytest.fixture(scope="module")
 def made_source(tmp_path_factory, api) -> Path:
-    """A SQLite store whose memories a real worker processed; the worker stopped."""
+    """A SQLite store whose memories the worker's runner processed."""
     config = config_at(tmp_path_factory.mktemp("made") / "source", api)
     ids = memorize_all(config)
-    worker = start_worker(config)
-    try:
-        wait_for(lambda: all_processed(config, len(ids)) and db_rows(
-            config, "SELECT COUNT(*) FROM memory_stages WHERE status != 'done'") == [(0,)], 120,
-            what=f"{len(ids)} memories processed")
-    finally:
-        assert stop(worker) == 0
+    process_all(config)
+    assert all_processed(config, len(ids))
+    assert db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE status != 'done'") == [(0,)]
     return config
 
 
@@ -130,18 +147,30 @@ def migrated(result: subprocess.CompletedProcess) -> str:
     return result.stdout
 
 
-def recalls(config: Path) -> dict[str, list[int]]:
-    """Each query's recalled ids through a real HTTP front on the config."""
-    from helpers import http_server
+@contextmanager
+def front_on(config: Path) -> Iterator[McpSession]:
+    """The official client on a front built in this process as aokun-server builds it."""
+    from aokun_server.app import build_front
+    from shared.config import load_config
 
-    with http_server(config, free_port()) as url, mcp_session(url) as front:
+    front = build_front(load_config(config))
+    try:
+        with mcp_session(front.server) as session:
+            yield session
+    finally:
+        front.close()
+
+
+def recalls(config: Path) -> dict[str, list[int]]:
+    """Each query's recalled ids through a front on the config."""
+    with front_on(config) as front:
         return {f"{persona}: {query}": [m["id"] for m in front.ok(
                     "recall", {"query": query, "persona_id": persona})["results"]]
                 for query in QUERIES for persona in ("home", "work")}
 
 
 def test_a_sqlite_store_moves_to_postgresql_whole_and_recalls_the_same(source, tmp_path, api):
-    with pg_database() as url:
+    with pg_store_database() as url:
         target = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
         report = migrated(aokun("migrate", "--config", source, "--to", target))
         print(report)
@@ -164,8 +193,7 @@ def test_a_sqlite_store_moves_to_postgresql_whole_and_recalls_the_same(source, t
         assert sum(map(len, before.values())) > len(before), "the queries find memories"
 
         # The PostgreSQL store goes on from the copied ids.
-        from helpers import http_server
-        with http_server(target, free_port()) as front_url, mcp_session(front_url) as front:
+        with front_on(target) as front:
             new = front.ok("memorize", {"content": "written after the move",
                                         "metadata": {"persona_id": "home"}})["id"]
         assert new == max(r[0] for r in db_rows(source, "SELECT id FROM documents")) + 1
@@ -175,7 +203,7 @@ def test_a_killed_migration_run_again_finishes_without_duplicates(source, tmp_pa
     added = aokun("users", "add", "alice", "--personas", "home", "--config", source)
     assert added.returncode == 0, added.stderr
     expected = counts_sqlite(source)
-    with pg_database() as url:
+    with pg_store_database() as url:
         target = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
         log = open(tmp_path / "killed.log", "wb")
         killed = subprocess.Popen([str(BIN / "aokun"), "migrate", "--config", str(source), "--to",
@@ -214,7 +242,7 @@ def copied_documents(url: str) -> int:
 
 
 def test_postgresql_back_to_sqlite_gives_the_source_row_for_row(source, tmp_path, api):
-    with pg_database() as url:
+    with pg_store_database() as url:
         middle = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
         migrated(aokun("migrate", "--config", source, "--to", middle))
         back = config_at(tmp_path / "back", api)
@@ -249,14 +277,21 @@ def test_a_target_holding_another_stores_memories_is_refused(source, tmp_path, a
 
 
 def test_a_store_in_use_is_not_copied(source, tmp_path, api):
-    worker = start_worker(source)
+    """A worker's heartbeat (the worker's own, beating from this process) marks the store in use."""
+    from aokun_worker.heartbeat import Heartbeat
+    from shared.config import load_config
+    from shared.store import open_store
+
+    store = open_store(load_config(source).storage)
+    heartbeat = Heartbeat(store)
+    heartbeat.start()
     try:
-        wait_for(lambda: db_rows(source, "SELECT pid FROM workers") == [(worker.pid,)], 60,
-                 what="the worker's heartbeat")
+        assert db_rows(source, "SELECT pid FROM workers") == [(os.getpid(),)]
         target = config_at(tmp_path / "target", api)
         refused = aokun("migrate", "--config", source, "--to", target)
     finally:
-        assert stop(worker) == 0
+        heartbeat.stop()
+        store.close()
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "in use by 1 worker(s)" in refused.stderr
     assert db_rows(target, "SELECT COUNT(*) FROM documents") in ([], [(0,)])
@@ -267,7 +302,7 @@ def test_a_store_made_on_postgresql_moves_to_sqlite_with_its_stages_still_pendin
     memories, never processed, are copied with their stages pending (doctor says so on both)."""
     from helpers import seed_memories
 
-    with pg_database() as url:
+    with pg_store_database() as url:
         native = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
         ids = seed_memories(native, "home", "made on postgres", "pending here and there")
         target = config_at(tmp_path / "sqlite", api)
@@ -308,7 +343,7 @@ def test_a_memory_postgresql_cannot_hold_is_named_in_the_refusal(source, tmp_pat
     damaged, text = db_rows(source, "SELECT id, text FROM documents ORDER BY id")[5]
     set_text = "UPDATE documents SET text = ? WHERE id = ?"
     sql_at(source, set_text, (text + chr(0), damaged))
-    with pg_database() as url:
+    with pg_store_database() as url:
         target = config_at(tmp_path / "pg", api, backend="postgresql", url=url)
         refused = aokun("migrate", "--config", source, "--to", target)
         assert refused.returncode == 2, refused.stdout + refused.stderr

@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from helpers import db_rows, free_port, http_server, mcp_session, write_config
+from helpers import db_rows, free_port, http_server, mcp_session, wait_for, write_config
 
 CALLS = 50
 ANSWER_DEADLINE_S = 30  # only to stop waiting for an answer that does not come
@@ -67,12 +66,6 @@ class SilentEndpoint:
         self._thread.start()
         return self
 
-    def release(self):
-        """Stop listening and hang up on every call: the model is gone."""
-        self.sock.close()
-        for conn in list(self.accepted):
-            conn.close()
-
     def __exit__(self, *exc):
         self.release()
 
@@ -101,11 +94,7 @@ def test_memorize_and_recall_answer_while_the_model_hangs(hung_front):
     with mcp_session(url) as summarizing, mcp_session(url) as other:
         with ThreadPoolExecutor(CALLS) as callers:
             pending = [callers.submit(summarize, summarizing, n) for n in range(CALLS)]
-            # Wait until the model holds calls (deadline only to stop waiting).
-            deadline = time.monotonic() + 30
-            while len(endpoint.accepted) < 4 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert len(endpoint.accepted) >= 4, "the summarize calls never reached the model"
+            wait_for(lambda: len(endpoint.accepted) >= 4, 30, 0.05, "the summarize calls to reach the model")
             hanging = sum(1 for f in pending if not f.done())
             assert hanging > 0
 

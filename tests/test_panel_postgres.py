@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import start_worker, stop, wait_for, write_config
+from helpers import run_every_stage, write_config
 from panel_helpers import panel_process
-from servers import pg_url  # noqa: F401 (the fixture)
+from servers import pg_store_url  # noqa: F401 (the fixture)
 from shared.assembly import open_services
 from shared.config import load_config
 from shared.store.model.documents import MemoryFields
@@ -30,9 +30,9 @@ def processed(config, memories: int) -> bool:
         services.close()
 
 
-def test_every_page_renders_on_postgresql_and_an_edit_is_stored(tmp_path, pg_url):
+def test_every_page_renders_on_postgresql_and_an_edit_is_stored(tmp_path, pg_store_url):
     with FakeEmbeddingsServer(dim=32) as api:
-        config = write_config(tmp_path, storage={"backend": "postgresql", "url": pg_url},
+        config = write_config(tmp_path, storage={"backend": "postgresql", "url": pg_store_url},
                               embedding={"provider": "openai", "base_url": api.base_url, "model": "fake",
                                          "dimensions": 32})
         services = open_services(load_config(config), queued=False)
@@ -42,11 +42,8 @@ def test_every_page_renders_on_postgresql_and_an_edit_is_stored(tmp_path, pg_url
                 "The crew meets every Friday at the harbour café")]
         finally:
             services.close()
-        worker = start_worker(config)
-        try:
-            wait_for(lambda: processed(config, 3), 120, what="three memories processed on PostgreSQL")
-        finally:
-            stop(worker)
+        run_every_stage(config)  # the worker's own runner, in this process
+        assert processed(config, 3)
         with panel_process(config) as (url, token):
             headers = {"X-Aokun-Token": token}
             for page in PAGES + [f"/memories/{ids[0]}", "/graph?persona=crew", "/memories?q=hospital"]:

@@ -200,20 +200,33 @@ def test_embedder_outage_then_recovery_back_fills(tmp_path, fake_api):
         stop(worker)
 
 
-@pytest.mark.slow
 def test_wrong_dimension_is_a_clear_error_and_writes_nothing(tmp_path, fake_api):
-    config = openai_config(tmp_path, fake_api, queue={"max_retries": 2})
+    """The embed stage, run by the worker's own runner in this process, on every try it gets."""
+    from aokun_server.app import build_front
+    from aokun_worker.service import WorkerService
+    from shared.assembly import open_services
+    from shared.config import load_config
+
+    config = openai_config(tmp_path, fake_api, queue={"max_retries": 2, "retry_base_s": 0.01,
+                                                      "retry_max_s": 0.01})
     fake_api.answer_dim = 32
-    worker = start_worker(config)
+    front = build_front(load_config(config))
+    worker = WorkerService(open_services(load_config(config), queued=False))
     try:
-        with mcp_session(stdio_params(config)) as s:
+        with mcp_session(front.server) as s:
             s.ok("memorize", {"content": "a memory the API cannot embed properly"})
-            wait_for(lambda: s.ok("memory_stats")["queue"]["failed"] == 1, 30, what="the embed stage failed")
+
+            def failed() -> bool:
+                worker.runner.run_next("embed")  # the next try, once its back-off is over
+                return s.ok("memory_stats")["queue"]["failed"] == 1
+            wait_for(failed, 30, 0.02, what="the embed stage failed")
         error = db_rows(config, "SELECT last_error FROM memory_stages WHERE stage = 'embed'")[0][0]
         assert "32-dimensional" in error and "embedding.dimensions" in error
+        assert db_rows(config, "SELECT attempts FROM memory_stages WHERE stage = 'embed'") == [(2,)]
         assert db_rows(config, "SELECT COUNT(*) FROM vectors") == [(0,)]
     finally:
-        stop(worker)
+        worker.services.close()
+        front.close()
 
 
 @pytest.mark.slow
@@ -226,6 +239,8 @@ def test_two_fronts_starting_at_once_autostart_exactly_one_worker(tmp_path, fake
             with mcp_session(stdio_params(config)) as s:
                 results.append(s.ok("memorize", {"content": "autostart check"})["id"])
                 wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM workers")[0][0] >= 1, 30, what="a worker")
+                # Both fronts stay up a while: a second worker, wrongly autostarted, would have
+                # its heartbeat row by then (time passing is what is checked: nothing to wait on).
                 time.sleep(1.5)
         except BaseException as exc:  # reported by the main thread below
             errors.append(repr(exc))
@@ -249,7 +264,7 @@ def test_two_fronts_starting_at_once_autostart_exactly_one_worker(tmp_path, fake
 @pytest.mark.slow
 def test_sigterm_lets_the_running_job_finish(tmp_path, fake_api):
     config = openai_config(tmp_path, fake_api)
-    fake_api.delay_s = 2.0
+    fake_api.delay_s = 1.0  # long enough to be signalled while it runs (waited for below)
     worker = start_worker(config)
     try:
         with mcp_session(stdio_params(config)) as s:

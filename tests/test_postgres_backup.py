@@ -23,7 +23,7 @@ import psycopg
 import pytest
 
 from helpers import write_config
-from servers import pg_database, pg_url  # noqa: F401 (a fixture)
+from servers import pg_database, pg_store_url  # noqa: F401 (a fixture)
 from shared.config import StorageConfig, load_config
 from shared.errors import StorageError
 from shared.store import backups_holding, open_store, restore
@@ -110,8 +110,8 @@ def dump_files(folder: Path) -> list[str]:
 
 # -- backup and restore ----------------------------------------------------------------------
 
-def test_a_restore_into_a_fresh_database_gives_back_exactly_the_memories(pg_url, tmp_path):
-    source = storage(pg_url, tmp_path / "a")
+def test_a_restore_into_a_fresh_database_gives_back_exactly_the_memories(pg_store_url, tmp_path):
+    source = storage(pg_store_url, tmp_path / "a")
     with opened(source) as store:
         ids = seed(store)
         before = memories(store, ids)
@@ -126,7 +126,7 @@ def test_a_restore_into_a_fresh_database_gives_back_exactly_the_memories(pg_url,
     with pg_database() as other_url:
         target = storage(other_url, tmp_path / "b")
         assert restore(path, target, []) == re.sub(r"^postgresql://[^@]*@", "", other_url)
-        assert tables(other_url) == tables(pg_url)  # every row of every table, as it was
+        assert tables(other_url) == tables(pg_store_url)  # every row of every table, as it was
         with opened(target) as restored:
             assert memories(restored, ids) == before
             assert sorted(before["memories"]) == ids and len(before["vectors"]) == len(ids)
@@ -143,12 +143,12 @@ def test_a_restore_into_a_fresh_database_gives_back_exactly_the_memories(pg_url,
         assert memories(store, ids) == before and len(store.runtime.worker_rows()) == 1
 
 
-def test_a_restore_over_a_changed_store_puts_it_back_with_a_new_incarnation(pg_url, tmp_path):
-    config = storage(pg_url, tmp_path / "data")
+def test_a_restore_over_a_changed_store_puts_it_back_with_a_new_incarnation(pg_store_url, tmp_path):
+    config = storage(pg_store_url, tmp_path / "data")
     with opened(config) as store:
         ids = seed(store)
         path = store.backup(tmp_path / "backups", NOW, "daily")
-        before, rows_before = memories(store, ids), tables(pg_url)
+        before, rows_before = memories(store, ids), tables(pg_store_url)
         incarnation = store.incarnation()
         # Changes after the backup: one more memory, one deleted, one unpinned.
         with store.write() as tx:
@@ -158,7 +158,7 @@ def test_a_restore_over_a_changed_store_puts_it_back_with_a_new_incarnation(pg_u
         assert memories(store, ids) != before
     # Objects the dump does not have (as a later version might add): the restore replaces the
     # schema's contents, it does not merge into them.
-    with psycopg.connect(pg_url, autocommit=True) as conn:
+    with psycopg.connect(pg_store_url, autocommit=True) as conn:
         conn.execute("CREATE TYPE stray_mood AS ENUM ('calm', 'busy')")
         conn.execute("CREATE TABLE stray (id BIGSERIAL PRIMARY KEY, mood stray_mood, memory_id BIGINT "
                      "REFERENCES documents(id))")
@@ -166,8 +166,8 @@ def test_a_restore_over_a_changed_store_puts_it_back_with_a_new_incarnation(pg_u
         conn.execute("CREATE FUNCTION stray_count() RETURNS BIGINT LANGUAGE sql AS 'SELECT count(*) FROM stray'")
         conn.execute("CREATE SEQUENCE stray_numbers")
     restore(path, config, [])
-    assert tables(pg_url) == rows_before
-    with psycopg.connect(pg_url, autocommit=True) as conn:
+    assert tables(pg_store_url) == rows_before
+    with psycopg.connect(pg_store_url, autocommit=True) as conn:
         left = conn.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'stray%' UNION ALL "
                             "SELECT count(*) FROM pg_proc WHERE proname = 'stray_count' UNION ALL "
                             "SELECT count(*) FROM pg_type WHERE typname = 'stray_mood'").fetchall()
@@ -179,17 +179,17 @@ def test_a_restore_over_a_changed_store_puts_it_back_with_a_new_incarnation(pg_u
         assert store.runtime.worker_rows() == []
 
 
-def test_live_workers_are_refused_and_nothing_changes(pg_url, tmp_path):
-    config = storage(pg_url, tmp_path / "data")
+def test_live_workers_are_refused_and_nothing_changes(pg_store_url, tmp_path):
+    config = storage(pg_store_url, tmp_path / "data")
     with opened(config) as store:
         seed(store)
         path = store.backup(tmp_path / "backups", NOW, "manual")
         with store.write() as tx:
             tx.documents.insert("Frank fixes bikes", "frank fixes bikes", MemoryFields(), NOW + 9)
-        incarnation, rows = store.incarnation(), tables(pg_url)
+        incarnation, rows = store.incarnation(), tables(pg_store_url)
     with pytest.raises(StorageError, match=r"refusing to restore while a worker is running.*worker-1"):
         restore(path, config, ["worker-1"])
-    assert tables(pg_url) == rows
+    assert tables(pg_store_url) == rows
     with opened(config) as store:
         assert store.incarnation() == incarnation
 
@@ -211,21 +211,21 @@ def damaged_copies(path: Path, folder: Path) -> dict[str, Path]:
     return made
 
 
-def test_a_damaged_dump_is_refused_and_nothing_changes(pg_url, tmp_path):
-    config = storage(pg_url, tmp_path / "data")
+def test_a_damaged_dump_is_refused_and_nothing_changes(pg_store_url, tmp_path):
+    config = storage(pg_store_url, tmp_path / "data")
     with opened(config) as store:
         ids = seed(store, TEXTS * 40)  # enough data that the dump has blocks to damage
         path = store.backup(tmp_path / "backups", NOW, "manual")
         with store.write() as tx:
             tx.documents.delete(ids[0])
-        incarnation, rows = store.incarnation(), tables(pg_url)
+        incarnation, rows = store.incarnation(), tables(pg_store_url)
     for name, damaged in damaged_copies(path, tmp_path / "damaged").items():
         ok, _detail = check_dump(damaged)
         assert not ok, name
         with pytest.raises(StorageError, match="refusing to restore") as refused:
             restore(damaged, config, [])
         assert "\n" not in str(refused.value), name
-        assert tables(pg_url) == rows, name
+        assert tables(pg_store_url) == rows, name
     # A SQLite backup is not restored into a PostgreSQL store (and the reverse): one line each.
     sqlite_backup = tmp_path / "aokun-20240101-000000-000-manual.db"
     sqlite_backup.write_bytes(b"SQLite format 3\0" + b"\0" * 4000)
@@ -234,28 +234,28 @@ def test_a_damaged_dump_is_refused_and_nothing_changes(pg_url, tmp_path):
     with pytest.raises(StorageError, match=r"PostgreSQL dump.*aokun migrate"):
         restore(path, StorageConfig(data_dir=tmp_path / "sqlite"), [])
     assert not (tmp_path / "sqlite" / "aokun.db").exists()
-    assert tables(pg_url) == rows
+    assert tables(pg_store_url) == rows
     with opened(config) as store:
         assert store.incarnation() == incarnation
 
 
-def test_damage_anywhere_in_a_dump_leaves_the_store_whole_or_wholly_restored(pg_url, tmp_path):
+def test_damage_anywhere_in_a_dump_leaves_the_store_whole_or_wholly_restored(pg_store_url, tmp_path):
     """Garbage at points all through the archive: the table of contents (the definitions),
     its framing, the data. No check can see every such damage (a definition's text has no
     checksum), but each restore is refused, or fails and rolls back, or — the damage fell
     where nothing reads it — restores the dump whole: never anything in between."""
-    config = storage(pg_url, tmp_path / "data")
+    config = storage(pg_store_url, tmp_path / "data")
     with opened(config) as store:
         ids = seed(store, TEXTS * 40)
         path = store.backup(tmp_path / "backups", NOW, "manual")
-        dumped = tables(pg_url)
+        dumped = tables(pg_store_url)
 
     def change() -> None:
         with opened(config) as store:
             store.documents.set_pinned(ids[0], True, NOW + 60)
 
     change()
-    changed = tables(pg_url)
+    changed = tables(pg_store_url)
     assert changed != dumped
     whole = path.read_bytes()
     outcomes = []
@@ -269,22 +269,22 @@ def test_damage_anywhere_in_a_dump_leaves_the_store_whole_or_wholly_restored(pg_
             assert "\n" not in str(exc)
             outcomes.append("refused" if "refusing to restore" in str(exc) else "rolled back")
             assert "refusing to restore" in str(exc) or "rolled back, nothing was changed" in str(exc)
-            assert tables(pg_url) == changed, at
+            assert tables(pg_store_url) == changed, at
         else:
             outcomes.append("restored")
-            assert tables(pg_url) == dumped, at
+            assert tables(pg_store_url) == dumped, at
             change()
     assert "refused" in outcomes, outcomes
 
 
-def test_a_restore_that_fails_part_way_is_rolled_back_whole(pg_url, tmp_path):
+def test_a_restore_that_fails_part_way_is_rolled_back_whole(pg_store_url, tmp_path):
     """A dump that passes the check but cannot be loaded to the end (a database with a
     documents table and nothing else: the restore's last steps find no workers table) leaves
     the store exactly as it was — its tables were dropped inside the same transaction."""
-    config = storage(pg_url, tmp_path / "data")
+    config = storage(pg_store_url, tmp_path / "data")
     with opened(config) as store:
         seed(store)
-        incarnation, rows = store.incarnation(), tables(pg_url)
+        incarnation, rows = store.incarnation(), tables(pg_store_url)
     with pg_database() as bare_url:
         with psycopg.connect(bare_url, autocommit=True) as conn:
             conn.execute("CREATE TABLE documents (id BIGINT PRIMARY KEY, text TEXT)")
@@ -294,7 +294,7 @@ def test_a_restore_that_fails_part_way_is_rolled_back_whole(pg_url, tmp_path):
     with pytest.raises(StorageError, match="rolled back, nothing was changed") as failed:
         restore(path, config, [])
     assert "\n" not in str(failed.value)
-    assert tables(pg_url) == rows
+    assert tables(pg_store_url) == rows
     with opened(config) as store:
         assert store.incarnation() == incarnation
         assert len(store.runtime.worker_rows()) == 1  # not even the process rows were touched
@@ -314,9 +314,9 @@ def _dump_of(url: str, folder: Path) -> Path:
 
 # -- retention, the newest backup, leftovers, backups_holding --------------------------------
 
-def test_retention_prunes_old_dumps_and_sqlite_backups_alike(pg_url, tmp_path):
+def test_retention_prunes_old_dumps_and_sqlite_backups_alike(pg_store_url, tmp_path):
     folder = tmp_path / "backups"
-    with opened(storage(pg_url, tmp_path / "data")) as store:
+    with opened(storage(pg_store_url, tmp_path / "data")) as store:
         seed(store, TEXTS[:2])
         dumps = [store.backup(folder, NOW + n, "daily") for n in range(3)]
     old_sqlite = folder / "aokun-20231101-000000-000-daily.db"
@@ -333,22 +333,22 @@ def test_retention_prunes_old_dumps_and_sqlite_backups_alike(pg_url, tmp_path):
     assert latest_backup(folder)["path"] == str(dumps[2])
 
 
-def test_a_leftover_partial_dump_is_swept(pg_url, tmp_path):
+def test_a_leftover_partial_dump_is_swept(pg_store_url, tmp_path):
     folder = tmp_path / "backups"
     folder.mkdir()
     leftover = folder / "aokun-20240101-000000-000-daily.dump.partial"
     leftover.write_bytes(b"PGDMP half written")
     assert sweep_partials(folder) == [leftover]
     leftover.write_bytes(b"PGDMP half written")
-    with opened(storage(pg_url, tmp_path / "data")) as store:
+    with opened(storage(pg_store_url, tmp_path / "data")) as store:
         seed(store, TEXTS[:1])
         path = store.backup(folder, NOW, "manual")  # sweeps first
     assert dump_files(folder) == sorted([LOCK_NAME, path.name])
 
 
-def test_backups_holding_reads_the_dumps_documents(pg_url, tmp_path):
+def test_backups_holding_reads_the_dumps_documents(pg_store_url, tmp_path):
     folder = tmp_path / "backups"
-    with opened(storage(pg_url, tmp_path / "data")) as store:
+    with opened(storage(pg_store_url, tmp_path / "data")) as store:
         ids = seed(store)
         docs = store.documents.get_many(ids)
         path = store.backup(folder, NOW, "manual")
@@ -379,8 +379,8 @@ def fake_program(folder: Path, name: str, script: str) -> None:
     program.chmod(program.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def test_a_missing_pg_dump_says_so_in_one_line(pg_url, tmp_path, monkeypatch):
-    with opened(storage(pg_url, tmp_path / "data")) as store:
+def test_a_missing_pg_dump_says_so_in_one_line(pg_store_url, tmp_path, monkeypatch):
+    with opened(storage(pg_store_url, tmp_path / "data")) as store:
         seed(store, TEXTS[:1])
         monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
         with pytest.raises(StorageError) as missing:
@@ -390,13 +390,13 @@ def test_a_missing_pg_dump_says_so_in_one_line(pg_url, tmp_path, monkeypatch):
     assert not (tmp_path / "backups").exists()
 
 
-def test_a_pg_dump_of_another_version_says_which_to_install(pg_url, tmp_path, monkeypatch):
+def test_a_pg_dump_of_another_version_says_which_to_install(pg_store_url, tmp_path, monkeypatch):
     programs = tmp_path / "bin"
     fake_program(programs, "pg_dump",
                  'echo "pg_dump: error: aborting because of server version mismatch" >&2\n'
                  'echo "pg_dump: detail: server version: 17.2; pg_dump version: 15.20" >&2\nexit 1\n')
     monkeypatch.setenv("PATH", f"{programs}{os.pathsep}{os.environ['PATH']}")
-    with opened(storage(pg_url, tmp_path / "data")) as store:
+    with opened(storage(pg_store_url, tmp_path / "data")) as store:
         seed(store, TEXTS[:1])
         with pytest.raises(StorageError) as mismatch:
             store.backup(tmp_path / "backups", NOW, "manual")
@@ -406,7 +406,7 @@ def test_a_pg_dump_of_another_version_says_which_to_install(pg_url, tmp_path, mo
     assert dump_files(tmp_path / "backups") == [LOCK_NAME]  # its partial file removed
 
 
-def test_a_script_that_comes_out_short_without_an_error_is_rolled_back(pg_url, tmp_path, monkeypatch):
+def test_a_script_that_comes_out_short_without_an_error_is_rolled_back(pg_store_url, tmp_path, monkeypatch):
     """pg_restore's script loses its indexes on the way and nothing says so: before it
     commits, the restore finds tables, indexes or constraints the dump lists missing, and
     rolls back."""
@@ -414,24 +414,24 @@ def test_a_script_that_comes_out_short_without_an_error_is_rolled_back(pg_url, t
     fake_program(tmp_path / "bin", "pg_restore",
                  f'case " $* " in *" --file=- "*) "{real}" "$@" | grep -v "^CREATE INDEX" ;; '
                  f'*) exec "{real}" "$@" ;; esac\n')
-    config = storage(pg_url, tmp_path / "data")
+    config = storage(pg_store_url, tmp_path / "data")
     with opened(config) as store:
         ids = seed(store)
         path = store.backup(tmp_path / "backups", NOW, "manual")
         with store.write() as tx:
             tx.documents.delete(ids[0])
-        incarnation, rows = store.incarnation(), tables(pg_url)
+        incarnation, rows = store.incarnation(), tables(pg_store_url)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     with pytest.raises(StorageError, match="rolled back, nothing was changed: the restored store lacks tables, "
                                            "indexes or constraints the dump lists") as short:
         restore(path, config, [])
     assert "\n" not in str(short.value)
-    assert tables(pg_url) == rows
+    assert tables(pg_store_url) == rows
     with opened(config) as store:
         assert store.incarnation() == incarnation
 
 
-def test_the_password_goes_in_the_environment_never_on_the_command_line(pg_url, tmp_path, monkeypatch):
+def test_the_password_goes_in_the_environment_never_on_the_command_line(pg_store_url, tmp_path, monkeypatch):
     programs, seen = tmp_path / "bin", tmp_path / "seen.txt"
     fake_program(programs, "pg_dump", f'echo "ARGS: $*" > "{seen}"\necho "PGPASSWORD=$PGPASSWORD" >> "{seen}"\n'
                                       'echo "pg_dump: error: stopped by the test" >&2\nexit 1\n')
@@ -439,7 +439,7 @@ def test_the_password_goes_in_the_environment_never_on_the_command_line(pg_url, 
     monkeypatch.setenv("AOKUN_TEST_STORE_PASSWORD", "s3cret-from-env")
     monkeypatch.delenv("PGPASSWORD", raising=False)
     # Trust authentication takes any password: the store opens with one from its environment variable.
-    config = storage(pg_url, tmp_path / "data", password_env="AOKUN_TEST_STORE_PASSWORD")
+    config = storage(pg_store_url, tmp_path / "data", password_env="AOKUN_TEST_STORE_PASSWORD")
     with opened(config) as store:
         with pytest.raises(StorageError, match="stopped by the test"):
             store.backup(tmp_path / "backups", NOW, "manual")
@@ -447,7 +447,7 @@ def test_the_password_goes_in_the_environment_never_on_the_command_line(pg_url, 
     assert "s3cret" not in args and "--dbname=" in args
     assert env == "PGPASSWORD=s3cret-from-env"
     # A password written in storage.url is taken out of the connection string too.
-    in_url = pg_url.replace("postgresql://postgres@", "postgresql://postgres:s3cret-in-url@")
+    in_url = pg_store_url.replace("postgresql://postgres@", "postgresql://postgres:s3cret-in-url@")
     with opened(storage(in_url, tmp_path / "data")) as store:
         with pytest.raises(StorageError, match="stopped by the test"):
             store.backup(tmp_path / "backups", NOW, "manual")
@@ -461,8 +461,8 @@ def aokun(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "aokun"), *args], capture_output=True, text=True, timeout=300)
 
 
-def test_aokun_backup_and_restore_on_a_postgresql_config(pg_url, tmp_path):
-    config = write_config(tmp_path, storage={"backend": "postgresql", "url": pg_url})
+def test_aokun_backup_and_restore_on_a_postgresql_config(pg_store_url, tmp_path):
+    config = write_config(tmp_path, storage={"backend": "postgresql", "url": pg_store_url})
     storage_config = load_config(config).storage
     with opened(storage_config) as store:
         ids = seed(store)
@@ -493,31 +493,31 @@ def test_aokun_backup_and_restore_on_a_postgresql_config(pg_url, tmp_path):
         store.runtime.beat("busy-worker", os.getpid(), socket.gethostname(), time.time())
         with store.write() as tx:
             tx.documents.delete(ids[1])
-        rows = tables(pg_url)
+        rows = tables(pg_store_url)
     refused = aokun("restore", str(path), "--config", str(config))
     assert refused.returncode == 2
     assert refused.stderr.strip().startswith("aokun restore: refusing to restore while a worker is running")
     assert len(refused.stderr.strip().splitlines()) == 1
-    assert tables(pg_url) == rows
+    assert tables(pg_store_url) == rows
 
 
-def test_a_restore_blocked_by_a_running_process_gives_up_and_changes_nothing(pg_url, tmp_path):
+def test_a_restore_blocked_by_a_running_process_gives_up_and_changes_nothing(pg_store_url, tmp_path):
     """A front still reading (its transaction holds the documents table): the restore waits
     storage.busy_timeout_ms for it, then gives up in one line, rolled back whole."""
-    config = storage(pg_url, tmp_path / "data", busy_timeout_ms=300)
+    config = storage(pg_store_url, tmp_path / "data", busy_timeout_ms=300)
     with opened(config) as store:
         ids = seed(store)
         path = store.backup(tmp_path / "backups", NOW, "manual")
         with store.write() as tx:
             tx.documents.delete(ids[0])
-        incarnation, rows = store.incarnation(), tables(pg_url)
-    with psycopg.connect(pg_url) as reader:  # a transaction left open, as a front mid-read
+        incarnation, rows = store.incarnation(), tables(pg_store_url)
+    with psycopg.connect(pg_store_url) as reader:  # a transaction left open, as a front mid-read
         reader.execute("SELECT count(*) FROM documents").fetchone()
         with pytest.raises(StorageError,
                            match=r"rolled back, nothing was changed.*lock timeout.*stop every front") as blocked:
             restore(path, config, [])
         assert "\n" not in str(blocked.value)
         reader.rollback()
-    assert tables(pg_url) == rows
+    assert tables(pg_store_url) == rows
     with opened(config) as store:
         assert store.incarnation() == incarnation

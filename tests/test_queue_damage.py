@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from mcp.client.stdio import stdio_client
 
+from fake_openai import FakeEmbeddingsServer
 from helpers import BIN, all_processed, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
 from shared.config import load_config
 from shared.errors import StorageError
@@ -46,9 +47,17 @@ def memorize_with_log(config: Path, log: Path, contents: list[str]) -> None:
             assert s.ok("memorize", {"content": content})["status"] == "accepted"
 
 
+@pytest.fixture
+def fake_api():
+    with FakeEmbeddingsServer(dim=16) as server:
+        yield server
+
+
 @pytest.mark.slow
-def test_front_and_worker_start_on_a_damaged_queue_and_finish_all_work(tmp_path):
-    config = write_config(tmp_path)
+def test_front_and_worker_start_on_a_damaged_queue_and_finish_all_work(tmp_path, fake_api):
+    # Vectors from a fake embeddings API: the worker loads no model for four memories.
+    config = write_config(tmp_path, embedding={"provider": "openai", "base_url": fake_api.base_url,
+                                               "model": "fake", "dimensions": fake_api.dim})
     storage = load_config(config).storage
     data, queue = storage.data_dir, storage.queue_path
     # Three memories whose stages wait in the queue: no worker runs yet.

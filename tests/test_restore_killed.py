@@ -30,7 +30,7 @@ import psycopg
 import pytest
 
 from helpers import wait_for, write_config
-from servers import pg_url  # noqa: F401 (a fixture)
+from servers import pg_store_url  # noqa: F401 (a fixture)
 from shared.config import load_config
 from shared.store import open_store, restore
 from shared.store.model.documents import MemoryFields
@@ -226,31 +226,31 @@ HELD_AT = {
 
 
 @pytest.fixture
-def pg_store(pg_url, tmp_path):
+def pg_store(pg_store_url, tmp_path):
     """(config, a backup, the database's state when it was made, its state now: changed since)."""
-    config = write_config(tmp_path, storage={"backend": "postgresql", "url": pg_url, "busy_timeout_ms": 120_000})
+    config = write_config(tmp_path, storage={"backend": "postgresql", "url": pg_store_url, "busy_timeout_ms": 120_000})
     store = open_store(load_config(config).storage)
     try:
         ids = seed(store)
         backup = store.backup(tmp_path / "backups", NOW, "manual")
-        dumped = pg_state(pg_url)
+        dumped = pg_state(pg_store_url)
         change(store, ids)
     finally:
         store.close()
-    before = pg_state(pg_url)
+    before = pg_state(pg_store_url)
     assert before.rows != dumped.rows
     return config, backup, dumped, before
 
 
 @pytest.mark.parametrize("point", list(HELD_AT))
-def test_a_postgresql_restore_killed_while_held_leaves_the_store_as_it_was_or_wholly_restored(pg_url, pg_store,
+def test_a_postgresql_restore_killed_while_held_leaves_the_store_as_it_was_or_wholly_restored(pg_store_url, pg_store,
                                                                                             point):
     """The restore held where it is by a lock the test holds, so the script backs up behind
     it into psql's input; `aokun restore` killed there, then the lock released: psql reads
     on to where its input was cut."""
     config, backup, dumped, before = pg_store
     lock, hooks, statement = HELD_AT[point]
-    with psycopg.connect(pg_url, autocommit=True) as holder:
+    with psycopg.connect(pg_store_url, autocommit=True) as holder:
         holder.execute(PAUSE_FUNCTION + hooks)
         holder.execute("SELECT pg_advisory_lock(%s)", (lock,))
         process = start_restore(backup, config)
@@ -272,7 +272,7 @@ def test_a_postgresql_restore_killed_while_held_leaves_the_store_as_it_was_or_wh
                 killed(process)
         holder.execute("SELECT pg_advisory_unlock(%s)", (lock,))
         wait_for(lambda: not restoring(holder), timeout=120, interval=0.02, what="psql to finish its input")
-    outcome = pg_outcome(pg_state(pg_url), before, dumped)  # raises on anything in between
+    outcome = pg_outcome(pg_state(pg_store_url), before, dumped)  # raises on anything in between
     if cut:
         assert outcome == "untouched"
     if point != "creating the indexes":
@@ -304,7 +304,7 @@ CUT_AT = {
 
 
 @pytest.mark.parametrize("point", list(CUT_AT))
-def test_a_postgresql_restore_killed_with_its_script_cut_changes_nothing(pg_url, pg_store, tmp_path, point):
+def test_a_postgresql_restore_killed_with_its_script_cut_changes_nothing(pg_store_url, pg_store, tmp_path, point):
     """A cut at the end of a statement or a row, which psql takes whole: `aokun restore` is
     killed once psql has run everything up to the cut (and waits for more), so psql's input
     ends there. Nothing of it is committed: not the data without its keys, not the keys
@@ -319,7 +319,7 @@ def test_a_postgresql_restore_killed_with_its_script_cut_changes_nothing(pg_url,
     env = {**os.environ, "PATH": f"{programs}{os.pathsep}{os.environ['PATH']}"}
     process = subprocess.Popen([str(BIN / "aokun"), "restore", str(backup), "--config", str(config)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    with psycopg.connect(pg_url, autocommit=True) as watcher:
+    with psycopg.connect(pg_store_url, autocommit=True) as watcher:
         try:
             wait_for(lambda: watcher.execute(
                 "SELECT 1 FROM pg_stat_activity WHERE application_name = 'aokun-backup' AND "
@@ -328,7 +328,7 @@ def test_a_postgresql_restore_killed_with_its_script_cut_changes_nothing(pg_url,
         finally:
             killed(process)
         wait_for(lambda: not restoring(watcher), timeout=120, interval=0.02, what="psql to reach the end of its input")
-    assert pg_outcome(pg_state(pg_url), before, dumped) == "untouched"
+    assert pg_outcome(pg_state(pg_store_url), before, dumped) == "untouched"
 
 
 # -- SQLite ------------------------------------------------------------------------------------

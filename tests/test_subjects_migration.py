@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import write_config
+from helpers import front_in_process, run_every_stage, write_config
 from shared.config import load_config
 from shared.store import open_store
-from test_changed_facts import run_every_stage, storage_of
-from test_everyday_questions import front_in_process
+from test_changed_facts import storage_of
 
 # The migration that re-derives atoms without subjects, per engine.
 MIGRATION = {"sqlite": 13, "postgresql": 3}

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from fake_openai import FakeEmbeddingsServer
 from helpers import free_port, mcp_session, start_worker, stop, wait_for, write_config
-from servers import REDIS_URL, own_postgres, pg_database, queue_keys, redis_queue_name
+from servers import REDIS_URL, own_postgres, pg_store_database, queue_keys, redis_queue_name
 from shared.config import ALL_TOOLS
 
 BIN = Path(sys.executable).parent
@@ -89,7 +89,7 @@ def recalled_ids(session, query: str, persona: str) -> list[int]:
 
 
 def test_two_fronts_and_two_workers_on_two_hosts_share_one_store_and_queue(tmp_path, fake_api):
-    with pg_database() as url, redis_queue_name() as (client, queue_name):
+    with pg_store_database() as url, redis_queue_name() as (client, queue_name):
         a = host_config(tmp_path / "host-a", url, queue_name, fake_api, "127.0.0.1")
         b = host_config(tmp_path / "host-b", url, queue_name, fake_api, "127.0.0.2")
         worker_b = start_worker(b)
@@ -169,6 +169,8 @@ def test_a_postgresql_restart_loses_no_acknowledged_memory(tmp_path, fake_api):
                     acknowledged.append(front.ok("memorize", {"content": f"before the restart {i}"})["id"])
                 wait_for(lambda: processed(url, 4), 60, what="four memories processed")
                 server.stop("fast")
+                # pg_ctl's exit status is not checked: the server being gone is.
+                assert not listening(server.port), "the test's PostgreSQL server still listens after pg_ctl stop"
                 # While the database is down a memorize is refused, never acknowledged: the
                 # front cannot check the token and answers 503 in one line, which the client
                 # raises.

@@ -13,7 +13,7 @@ import pytest
 from helpers import db_rows, wait_for, write_config
 from test_transfer import ok, transfer
 
-ENTITIES = 1000  # two observations each: 2,000 rows
+ENTITIES = 300  # two observations each: 600 rows, far more than the kill lets through
 
 
 @pytest.mark.slow

@@ -9,13 +9,18 @@ import threading
 import time
 from pathlib import Path
 
-from helpers import db_rows, write_config
+from helpers import db_rows, wait_for, write_config
+from shared.config import load_config
+from shared.queue import open_queue
+from shared.tasks import Enqueuer
 
 BIN = Path(sys.executable).parent
 
 
 def test_worker_starts_and_stops_gracefully_on_sigterm(tmp_path):
     config = write_config(tmp_path)
+    queue = Enqueuer(open_queue(load_config(config).storage))
+    queue.drain("embed")  # a message for the consumer's threads to take (nothing to embed)
     proc = subprocess.Popen([BIN / "aokun-worker", "--config", config],
                             stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
@@ -36,10 +41,10 @@ def test_worker_starts_and_stops_gracefully_on_sigterm(tmp_path):
             assert proc.poll() is None, "".join(lines)
             assert time.monotonic() < deadline, "the consumer did not start within 30 s"
             time.sleep(0.05)
-        # Huey logs that line before it starts its threads and sets its own signal handlers;
-        # under load that took long enough for a SIGTERM to meet the worker's pre-consume
-        # handler instead (a clean stop, but not the path under test): give it a moment.
-        time.sleep(1.0)
+        # Huey logs that line before it starts its threads and then sets its own signal
+        # handlers: a SIGTERM in between meets the worker's pre-consume handler instead (a clean
+        # stop, but not the path under test). A message its threads took comes after that.
+        wait_for(lambda: queue.pending_count() == 0, 30, 0.02, what="the consumer's threads taking a message")
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
         reader.join(timeout=5)

@@ -166,7 +166,7 @@ def test_a_long_lock_gives_the_lease_back_as_soon_as_the_database_is_writable(se
     assert (stage_row(services.store, doc.id)["status"], stage_row(services.store, doc.id)["attempts"]) == ("done", 2)
 
 
-def test_heartbeat_thread_survives_raw_errors(services):
+def test_heartbeat_thread_survives_raw_errors(services, caplog):
     heartbeat = Heartbeat(services.store, interval=0.1)
     heartbeat.start()
     conn = sqlite3.connect(services.store.location, isolation_level=None)  # below the store: triggers
@@ -176,7 +176,8 @@ def test_heartbeat_thread_survives_raw_errors(services):
                             (heartbeat.worker_id,)).fetchone()[0]
     try:
         conn.execute("CREATE TRIGGER no_beats BEFORE UPDATE ON workers BEGIN SELECT RAISE(ABORT, 'no'); END")
-        time.sleep(0.5)  # several beats fail with a raw sqlite3.IntegrityError
+        wait_for(lambda: any("heartbeat failed" in r.getMessage() for r in caplog.records), 30, 0.02,
+                 what="a beat failing with a raw sqlite3.IntegrityError")
         frozen = last_beat()
         conn.execute("DROP TRIGGER no_beats")
         wait_for(lambda: last_beat() > frozen, 60, what="the heartbeat to resume")
@@ -340,7 +341,9 @@ def test_worker_heartbeat_outlives_a_raw_error_and_keeps_its_leases(tmp_path, fa
         with opened(config) as services:
             store_sql(services.store,
                       "CREATE TRIGGER no_beats BEFORE UPDATE ON workers BEGIN SELECT RAISE(ABORT, 'no'); END")
-            time.sleep(1.5)  # five beats fail with a raw sqlite3 error inside the worker
+            log = config.parent / "worker-test.log"
+            wait_for(lambda: "heartbeat failed" in log.read_text(errors="replace"), 30, 0.05,
+                     what="a beat failing with a raw sqlite3 error inside the worker")
             store_sql(services.store, "DROP TRIGGER no_beats")
             dropped = time.time()
             wait_for(lambda: db_rows(config, "SELECT heartbeat_time FROM workers")[0][0] > dropped, 10,

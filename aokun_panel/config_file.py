@@ -31,7 +31,7 @@ from shared.config import DEFAULT_CONFIG_NAME, AppConfig, build_config, needs_re
 from shared.errors import ConfigError
 
 # The packaged copy of the top-level config.example.yaml (the file people copy), so that an
-# installed package has it too; tests/test_install.py keeps the two identical.
+# installed package has it too; tests/process/test_install.py keeps the two identical.
 # The commented example the settings page shows, shipped with shared/ (packages are installed
 # as plain folders, so the resource is a real file).
 EXAMPLE_PATH = Path(str(resources.files("shared.resources").joinpath("config.example.yaml")))

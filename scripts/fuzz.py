@@ -13,7 +13,7 @@ calls with garbage arguments. Valid calls are interleaved; after the garbage eac
 - import: exit 0 or 1 with no traceback, one error line per skipped row, every valid row in;
 - ingest: exit 0, or 2 with an `aokun ingest:` line; each warning one such line; never a traceback.
 
-tests/test_fuzz.py runs a fixed few cases per target; this script runs for a while:
+tests/process/test_fuzz.py runs a fixed few cases per target; this script runs for a while:
 
     .venv/bin/python scripts/fuzz.py [--seconds 180] [--seed N] [--targets stdio,http,import,ingest]
                                      [--keep]

@@ -20,6 +20,6 @@ def config_path(tmp_path) -> Path:
 @pytest.fixture
 def session(config_path):
     """The real front on config_path, built in this process and spoken to by the official
-    client (tests/test_tools_stdio.py speaks to it over stdio)."""
+    client (tests/process/test_tools_stdio.py speaks to it over stdio)."""
     with front_in_process(config_path) as connected:
         yield connected

@@ -8,7 +8,7 @@ The browser tests take a screenshot of each page they check, into build/screensh
 by git), so running the tests leaves `git status` clean. The README shows some of them from
 docs/screenshots/; to refresh those on purpose, point the tests there and commit the result:
 
-    AOKUN_SCREENSHOTS_DIR=docs/screenshots scripts/test tests/test_panel_*.py
+    AOKUN_SCREENSHOTS_DIR=docs/screenshots scripts/test tests/process/test_panel_*.py
 
 (a relative AOKUN_SCREENSHOTS_DIR is taken from the repository's root).
 """

@@ -317,7 +317,7 @@ def front_autostart(processes: Processes, key: str, value: Any) -> None:
 
 def front_sessions(processes: Processes, key: str, value: Any) -> None:
     """The HTTP gate reads the front's current server section for each new session
-    (aokun_server/http.py); tests/test_http_sessions.py shows what it does with it."""
+    (aokun_server/http.py); tests/process/test_http_sessions.py shows what it does with it."""
     assert getattr(processes.front.live.now.server, key.split(".")[1]) == value
 
 

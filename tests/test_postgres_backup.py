@@ -4,7 +4,7 @@ store gives back exactly what was dumped (every table but the process rows), wit
 incarnation; a damaged dump, a dump that fails part-way, a script that comes out short and
 live workers are refused with nothing changed; retention and backups_holding see dumps;
 `aokun backup` and `aokun restore` as real processes on a PostgreSQL config. A restore killed
-part-way: tests/test_restore_killed.py."""
+part-way: tests/process/test_restore_killed.py."""
 
 from __future__ import annotations
 

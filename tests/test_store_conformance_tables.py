@@ -1,6 +1,6 @@
 """Store conformance (tests/store_conformance.py): the Tables aggregate, every table's rows as
 they are, which `aokun migrate` copies a store to another with. Each test copies between two
-stores of the fixture's engine (the copy across engines: tests/test_migrate.py)."""
+stores of the fixture's engine (the copy across engines: tests/process/test_migrate.py)."""
 
 from __future__ import annotations
 

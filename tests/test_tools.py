@@ -1,5 +1,5 @@
 """Every tool, through the official MCP client, against the real front built in this process
-(tests/test_tools_stdio.py: the same front as a subprocess over stdio)."""
+(tests/process/test_tools_stdio.py: the same front as a subprocess over stdio)."""
 
 from __future__ import annotations
 

@@ -104,7 +104,7 @@ def test_processes_opening_a_damaged_queue_together_move_it_aside_once(tmp_path)
     damage(storage.queue_path, "header")
     go = tmp_path / "go"
     openers = [subprocess.Popen([sys.executable, "-c", OPENER, str(config), str(go)],
-                                cwd=Path(__file__).parent.parent, stdout=subprocess.PIPE,
+                                cwd=Path(__file__).parents[2], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True) for _ in range(4)]
     assert [opener.stdout.readline() for opener in openers] == ["ready\n"] * 4
     go.touch()  # now they all open the queue at once

@@ -20,7 +20,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from helpers import all_processed, db_rows, free_port, mcp_session, stop, wait_for, write_config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("aokun_server", "aokun_admin", "aokun_worker", "aokun_panel", "shared")
 SCRIPTS = "Scripts" if os.name == "nt" else "bin"
 

@@ -264,7 +264,8 @@ def comparable(table: str, rows: list[tuple]) -> list[tuple]:
 
 def test_a_target_holding_another_stores_memories_is_refused(source, tmp_path, api):
     other = config_at(tmp_path / "other", api)
-    memorize_other = aokun("import", "--config", other, Path(__file__).parent / "data" / "transfer" / "memory.jsonl")
+    memorize_other = aokun("import", "--config", other,
+                           Path(__file__).parents[1] / "data" / "transfer" / "memory.jsonl")
     if memorize_other.returncode != 0:
         pytest.fail(memorize_other.stdout + memorize_other.stderr)
     held = counts_sqlite(other)

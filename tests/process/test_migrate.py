@@ -14,8 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -23,7 +21,7 @@ import psycopg
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import McpSession, all_processed, db_rows, mcp_session, wait_for, write_config
+from helpers import all_processed, db_rows, front_in_process, wait_for, write_config
 from servers import pg_store_database
 from shared.config import ALL_TOOLS
 
@@ -147,23 +145,9 @@ def migrated(result: subprocess.CompletedProcess) -> str:
     return result.stdout
 
 
-@contextmanager
-def front_on(config: Path) -> Iterator[McpSession]:
-    """The official client on a front built in this process as aokun-server builds it."""
-    from aokun_server.app import build_front
-    from shared.config import load_config
-
-    front = build_front(load_config(config))
-    try:
-        with mcp_session(front.server) as session:
-            yield session
-    finally:
-        front.close()
-
-
 def recalls(config: Path) -> dict[str, list[int]]:
     """Each query's recalled ids through a front on the config."""
-    with front_on(config) as front:
+    with front_in_process(config) as front:
         return {f"{persona}: {query}": [m["id"] for m in front.ok(
                     "recall", {"query": query, "persona_id": persona})["results"]]
                 for query in QUERIES for persona in ("home", "work")}
@@ -193,7 +177,7 @@ def test_a_sqlite_store_moves_to_postgresql_whole_and_recalls_the_same(source, t
         assert sum(map(len, before.values())) > len(before), "the queries find memories"
 
         # The PostgreSQL store goes on from the copied ids.
-        with front_on(target) as front:
+        with front_in_process(target) as front:
             new = front.ok("memorize", {"content": "written after the move",
                                         "metadata": {"persona_id": "home"}})["id"]
         assert new == max(r[0] for r in db_rows(source, "SELECT id FROM documents")) + 1

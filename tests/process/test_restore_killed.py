@@ -256,7 +256,8 @@ def test_a_postgresql_restore_killed_while_held_leaves_the_store_as_it_was_or_wh
         process = start_restore(backup, config)
         try:
             wait_for(lambda: held_at(holder, statement), timeout=120, interval=0.01, what=f"the restore {point}")
-            psql = child(process.pid, "psql")
+            psql = wait_for(lambda: child(process.pid, "psql"), timeout=60, interval=0.01,
+                            what="the restore's psql among its children")
             # Held there, the restore backs up: psql stops reading, and the script waits in its
             # input — unless it has all been written already (the end of the script is short).
             wait_for(lambda: waiting_input(psql) >= 32 * 1024 or child(process.pid, "pg_restore") is None,

@@ -15,6 +15,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+# How often serve_forever looks for shutdown(): the time a test waits for this server to stop.
+SHUTDOWN_POLL_S = 0.02
+
 PROMPT_TOKENS = 120
 COMPLETION_TOKENS = 30
 
@@ -89,7 +92,7 @@ class FakeChatServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True)
 
     def next_reply(self, path: str, body: dict) -> Reply:
         if not path.endswith("/chat/completions"):
@@ -162,7 +165,7 @@ class TrickleServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True)
 
     def __enter__(self):
         self._thread.start()

@@ -15,6 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 
+# How often serve_forever looks for shutdown(): the time a test waits for this server to stop.
+SHUTDOWN_POLL_S = 0.02
+
 
 def hashed_embedding(text: str, dim: int) -> list[float]:
     vector = np.zeros(dim, dtype=np.float64)
@@ -67,7 +70,7 @@ class FakeEmbeddingsServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True)
 
     def __enter__(self):
         self._thread.start()

@@ -1,12 +1,14 @@
 """Every key that applies live reaches every process kind that uses it.
 
 A front, a worker and a panel are built in this process by their own packages' builders (the
-same code their `main` runs), over one data_dir and one config file, each following the file
-with its own watcher. For each live key the file is rewritten with that key changed (and every
-other key at its baseline), and the test waits until each process has taken it, then looks at
-what the process does with it: the recall the front and the panel answer, the memory their
-memory services write, the shelf life an atom is given, the worker's stage handlers, queue
-settings and periodic jobs, the tools the front lists, the upkeep each runs.
+same code their `main` runs), over one data_dir and one config file. For each live key the file
+is rewritten with that key changed (and every other key at its baseline) and each process
+applies it as its watcher does once the file has settled (`LiveConfig.reload`; that each
+process's own watcher follows the file is tested once here, and the watcher's settling in
+tests/process/test_live_reload.py), then the test looks at what the process does with it:
+the recall the front and the panel answer, the memory their memory services write, the shelf
+life an atom is given, the worker's stage handlers, queue settings and periodic jobs, the tools
+the front lists, the upkeep each runs.
 
 `test_every_live_key_has_a_probe` keeps the table whole: a new live key must say here which
 processes use it and how that shows.
@@ -109,7 +111,6 @@ def processes(tmp_path_factory):
         worker = WorkerService(open_services(loaded, queued=False))
         panel = build_context(LiveConfig(load_config(config)), PANEL_TOKEN)
         panel_app = build_app(panel, PANEL_TOKEN, PANEL_PORT)
-        watchers = [front.live.watch(), worker.live.watch(), panel.live.watch()]
         for i in range(SEEDED):
             front.memories.memorize(f"the {WORD} number {i} hangs by the door",
                                     MemoryFields(persona_id="seeded"))
@@ -118,27 +119,26 @@ def processes(tmp_path_factory):
             yield Processes(config, baseline, front, worker, panel, panel_app)
         finally:
             logging.getLogger().setLevel(level)
-            for watcher in watchers:
-                if watcher is not None:
-                    watcher.stop()
             for services in (front.services, worker.services, panel.services):
                 services.close()
 
 
 def save_with(processes: Processes, key: str, value: Any) -> None:
     """The baseline file with one key changed, saved as the panel saves (temp file + rename),
-    then wait until every process has taken the whole file."""
+    then applied by every process as its watcher applies a settled file."""
+    write_with(processes, key, value)
+    for kind, live in processes.lives().items():
+        assert live.reload() is not None, f"{kind} refused the saved file"
+        assert _current(live, key) == _as_config(value), f"{kind} did not take {key} = {value!r}"
+
+
+def write_with(processes: Processes, key: str, value: Any) -> None:
     section, name = key.split(".")
     raw = yaml.safe_load(yaml.safe_dump(processes.baseline))
     raw.setdefault(section, {})[name] = list(value) if isinstance(value, tuple) else value
     temp = processes.config.with_name(".config.yaml.saving")
     temp.write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
     temp.replace(processes.config)
-    expected = _as_config(value)
-    for kind, live in processes.lives().items():
-        # A reload applies the whole file at once: the previous test's key is back at its
-        # baseline by the time this one shows.
-        wait_for(lambda live=live: _current(live, key) == expected, RELOAD_S, 0.02, f"{kind} taking {key} = {value!r}")
 
 
 def _as_config(value: Any) -> Any:
@@ -431,6 +431,20 @@ def new_value(key: str) -> Any:
     if isinstance(default, str):
         return "changed"
     raise AssertionError(f"no new value for {key}: give one in NEW_VALUES")
+
+
+def test_each_process_follows_the_saved_file_with_its_own_watcher(processes):
+    key, value = "memory.recall_top_k", new_value("memory.recall_top_k")
+    watchers = [live.watch() for live in processes.lives().values()]
+    try:
+        write_with(processes, key, value)
+        for kind, live in processes.lives().items():
+            wait_for(lambda live=live: _current(live, key) == value, RELOAD_S, 0.02, f"{kind} taking {key} = {value}")
+    finally:
+        for watcher in watchers:
+            if watcher is not None:
+                watcher.stop()
+        save_with(processes, key, AppConfig().memory.recall_top_k)
 
 
 def test_every_live_key_has_a_probe():

@@ -60,7 +60,7 @@ def test_the_latin_dictionary_is_the_main_ones_entries_without_han():
     without_han = [line.strip() for line in open(main, encoding="utf-8") if not han.search(line.split(" ")[0])]
     from importlib import resources
 
-    from shared.text.segment import LATIN_WORDS
+    from shared.text.jieba_tables import LATIN_WORDS
 
     packaged = resources.files("shared.resources").joinpath(LATIN_WORDS).read_text(encoding="utf-8")
     assert packaged.split("\n")[:-1] == without_han

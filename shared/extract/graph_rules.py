@@ -32,6 +32,7 @@ from shared.extract.relations import Relation, find_relations
 from shared.store.model.atoms import SELF_SUBJECT
 from shared.store.model.documents import Document, unmarked
 from shared.store.model.graph import SELF_CANONICAL, EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
+from shared.text.jieba_tables import keyword_extractor
 from shared.text.segment import Segmenter
 
 MAX_ENTITIES = 8
@@ -69,13 +70,8 @@ class GraphBuilder:
     def _keywords(self) -> Any:  # jieba's TFIDF extractor (jieba has no type hints)
         with self._lock:
             if self._tfidf is None:
-                import jieba.analyse
-
                 # Our tokenizer (custom words loaded) rather than jieba's global one.
-                tfidf = jieba.analyse.TFIDF()
-                tfidf.tokenizer = self.segmenter.tokenizer()
-                tfidf.postokenizer = self.finder.posseg()
-                self._tfidf = tfidf
+                self._tfidf = keyword_extractor(self.segmenter.tokenizer(), self.finder.posseg())
         return self._tfidf
 
     def node(self, mention: Mention) -> NodeSpec:

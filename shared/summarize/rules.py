@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import re
-import threading
 from collections import Counter
 from dataclasses import dataclass
 
@@ -37,6 +36,7 @@ from shared.summarize.facts import (
     spoken_sentences,
 )
 from shared.summarize.schema import StructuredMemory
+from shared.text.jieba_tables import idf_table
 from shared.text.segment import Segmenter
 
 MAX_TOPICS = 5
@@ -80,8 +80,6 @@ class RulesSummarizer:
         self.weights = weights
         self.person_keywords = person_keywords
         self.finder = EntityFinder(segmenter)
-        self._lock = threading.Lock()
-        self._idf: tuple[dict, float] | None = None
 
     def summarize(self, turns: list[Turn], config: SummarizerConfig) -> StructuredMemory:
         return self.distil(turns, config).memory
@@ -158,22 +156,12 @@ class RulesSummarizer:
 
     def _chinese_keywords(self, tagged: list[tuple[str, str]], exclude: set[str], limit: int) -> list[str]:
         """jieba's TF-IDF over the nouns of the text."""
-        idf, median = self._idf_table()
+        idf, median = idf_table()
         nouns = [w for w, flag in tagged if flag in _NOUN_TAGS and len(w) >= 2 and _CJK.search(w)
                  and w not in self.segmenter.stop_words and w.casefold() not in exclude]
         counts = Counter(nouns)
         first = {w: i for i, w in reversed(list(enumerate(nouns)))}
         return sorted(counts, key=lambda w: (-counts[w] * idf.get(w, median), first[w]))[:limit]
-
-    def _idf_table(self) -> tuple[dict, float]:
-        with self._lock:
-            if self._idf is None:
-                import jieba.analyse
-
-                table = jieba.analyse.TFIDF()
-                self._idf = (table.idf_freq, table.median_idf)
-        return self._idf
-
 
 def _summary(facts: list[KeyFact], speakers: list[str], topics: list[str], budget: int, chinese: bool) -> str:
     """The key facts in order, as many as fit the budget; without any, who talked about what."""

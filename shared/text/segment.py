@@ -15,89 +15,45 @@ dictionary holds just those entries and the same user words: the same terms, in 
 
 from __future__ import annotations
 
-import logging
 import re
-import threading
-from importlib import resources
 
 from shared.config import TextConfig
+from shared.text.jieba_tables import full_tokenizer, latin_tokenizer, read_resource_lines
 
 # A term must hold at least one letter, digit or CJK character; punctuation, emoji and
 # whitespace never become terms, so nothing odd reaches an FTS5 query.
 _TERM_CHAR = re.compile(r"[^\W_]", re.UNICODE)
 # The characters jieba's default pattern reads as Han: the only text its dictionary shapes
-# beyond LATIN_WORDS.
+# beyond jieba_tables.LATIN_WORDS.
 _HAN = re.compile("[\u4E00-\u9FD5]")
-LATIN_WORDS = "jieba_latin_words.txt"
-
-
-def _read_resource_lines(name: str) -> list[str]:
-    text = resources.files("shared.resources").joinpath(name).read_text(encoding="utf-8")
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
 class Segmenter:
     """Turns text into a list of lower-cased index terms, Chinese and English alike."""
 
     def __init__(self, config: TextConfig):
-        self._config = config
-        self._lock = threading.Lock()
+        self._user_words = tuple(config.user_words)
+        # Set once the full dictionary is in hand: from then on it cuts everything.
         self._tokenizer = None
-        self._latin_tokenizer = None
         self.stop_words = frozenset(
-            w.lower() for w in _read_resource_lines("stopwords_en.txt")
-            + _read_resource_lines("stopwords_zh.txt") + list(config.stop_words))
+            w.lower() for w in read_resource_lines("stopwords_en.txt")
+            + read_resource_lines("stopwords_zh.txt") + list(config.stop_words))
 
     def warm_up(self) -> None:
         """Load the jieba dictionary now (about a second) instead of on the first call."""
-        self._jieba()
+        self.tokenizer()
 
     def tokenizer(self):
         """The loaded jieba tokenizer (for part-of-speech tagging and keywords)."""
-        return self._jieba()
-
-    def _jieba(self):
         if self._tokenizer is None:
-            with self._lock:
-                if self._tokenizer is None:
-                    self._tokenizer = self._load_jieba()
+            self._tokenizer = full_tokenizer(self._user_words)
         return self._tokenizer
-
-    def _load_jieba(self):
-        import jieba
-
-        jieba.setLogLevel(logging.WARNING)
-        tokenizer = jieba.Tokenizer()
-        tokenizer.initialize()
-        return self._with_user_words(tokenizer)
-
-    def _with_user_words(self, tokenizer):
-        for line in _read_resource_lines("user_words.txt"):
-            word, *rest = line.split()
-            tokenizer.add_word(word, int(rest[0]) if rest and rest[0].isdigit() else None)
-        for word in self._config.user_words:
-            tokenizer.add_word(word.strip())
-        return tokenizer
 
     def _cutter(self, text: str):
         """The full tokenizer once loaded, or for text with Han; else the Latin one."""
         if self._tokenizer is not None or _HAN.search(text):
-            return self._jieba()
-        if self._latin_tokenizer is None:
-            with self._lock:
-                if self._latin_tokenizer is None:
-                    self._latin_tokenizer = self._load_latin()
-        return self._latin_tokenizer
-
-    def _load_latin(self):
-        import jieba
-
-        jieba.setLogLevel(logging.WARNING)
-        words = resources.files("shared.resources").joinpath(LATIN_WORDS)
-        with resources.as_file(words) as path:
-            tokenizer = jieba.Tokenizer(str(path))
-            tokenizer.initialize()
-        return self._with_user_words(tokenizer)
+            return self.tokenizer()
+        return latin_tokenizer(self._user_words)
 
     def terms(self, text: str) -> list[str]:
         """Index terms of text in order, stop words and punctuation removed, duplicates kept."""

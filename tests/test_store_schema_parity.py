@@ -31,9 +31,6 @@ KNOWN_DIFFERENCES = frozenset({
     # keeps either as given, PostgreSQL needs DOUBLE PRECISION for both (postgres/work.py).
     "meta: column ('value', False, 'integer') on SQLite, not on PostgreSQL",
     "meta: column ('value', False, 'real') on PostgreSQL, not on SQLite",
-    # PostgreSQL's only index of its own: SQLite has none on the self-reference. Recorded so
-    # that a new difference stands out; giving SQLite the index is a migration of its own.
-    "memory_atoms: index on ('superseded_by',) on PostgreSQL, not on SQLite",
 })
 
 # Declared types, by the family of values they hold (SQLite's booleans are INTEGER 0/1, and so

@@ -24,7 +24,7 @@ from shared.store.interface import (
     Users,
     Vectors,
 )
-from shared.store.portable.aggregates import PortableRuntime, PortableUsage, PortableUsers
+from shared.store.portable.bookkeeping import PortableRuntime, PortableUsage, PortableUsers
 from shared.store.postgres.atoms import PostgresAtoms
 from shared.store.postgres.documents import (
     PostgresConsistency,

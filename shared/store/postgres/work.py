@@ -23,10 +23,10 @@ import numpy as np
 
 from shared.store.portable import meta, vectors
 from shared.store.portable.aggregates import (
-    PortableMeta,
     PortableStages,
     PortableVectors,
 )
+from shared.store.portable.bookkeeping import PortableMeta
 from shared.store.postgres.connection import PgConnection
 
 # -- stages --------------------------------------------------------------------------------

@@ -21,11 +21,11 @@ from shared.store.portable.aggregates import (
     PortableDocuments,
     PortableGraph,
     PortableGraphBrowse,
-    PortableMeta,
     PortableNeighbours,
     PortableStages,
     PortableVectors,
 )
+from shared.store.portable.bookkeeping import PortableMeta
 from shared.store.sqlite import (
     atoms,
     consistency,

@@ -33,7 +33,7 @@ from shared.store.interface import (
     Users,
     Vectors,
 )
-from shared.store.portable.aggregates import PortableRuntime, PortableUsage, PortableUsers
+from shared.store.portable.bookkeeping import PortableRuntime, PortableUsage, PortableUsers
 from shared.store.runners import InTransaction, PerCall, Runner, Session, write_session
 from shared.store.sqlite import fts
 from shared.store.sqlite.aggregates import (

@@ -3,7 +3,7 @@
 The model's own memorize calls (the official MCP client, the real front built in this
 process), `aokun ingest` of a session (the real CLI's main(), in this process) and `aokun
 hook prompt` / `session-start` wired as the README wires them (no --persona) meet in
-memory.default_persona, and the panel's graph opens on it; a persona named explicitly still
+memory.default_persona, and the panel's graph (its app, in this process) opens on it; a persona named explicitly still
 isolates, on writes and on reads.
 """
 
@@ -13,12 +13,11 @@ import os
 import subprocess
 from pathlib import Path
 
-import httpx
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
 from helpers import all_processed, aokun_in_process, db_rows, front_in_process, run_every_stage, write_config
-from panel_helpers import panel_process
+from panel_helpers import panel_in_process
 
 PEANUTS = "My daughter Mia is allergic to peanuts"
 BUDGET = "The quarterly budget review with Hendricks is in the big meeting room"
@@ -73,13 +72,12 @@ def test_mcp_ingest_hooks_and_the_graph_share_the_default_identity(tmp_path):
         assert "Hendricks" in work.stdout and "peanuts" not in work.stdout and "Lisbon" not in work.stdout
         assert aokun(config, "hook", "session-start", "--persona", "work").stdout == ""
 
-        with panel_process(config) as (url, token):
-            with httpx.Client(base_url=url, cookies={"aokun_panel": token}, timeout=30) as client:
-                page = client.get("/graph")
-                assert page.status_code == 200
-                assert '<option value="" selected>' in page.text, "the graph opens on the default identity"
-                drawn = client.get("/api/graph", params={"persona": ""}).json()
-                work_graph = client.get("/api/graph", params={"persona": "work"}).json()
+        with panel_in_process(config) as (client, _, _):
+            page = client.get("/graph")
+            assert page.status_code == 200
+            assert '<option value="" selected>' in page.text, "the graph opens on the default identity"
+            drawn = client.get("/api/graph", params={"persona": ""}).json()
+            work_graph = client.get("/api/graph", params={"persona": "work"}).json()
         labels = {node["label"] for node in drawn["nodes"]}
         assert {"Mia", "Lisbon"} <= labels, labels
         assert "Hendricks" not in labels

@@ -189,6 +189,19 @@ def aokun_in_process(*args, env: dict | None = None, stdin: str = "",
     return subprocess.CompletedProcess(argv, code or 0, out.getvalue(), err.getvalue())
 
 
+def aokun_as_a_host(config: Path, *args, stdin: str = "") -> subprocess.CompletedProcess:
+    """`aokun ARGS --config CONFIG` by aokun_in_process, with the environment a host gives it:
+    this one without its AOKUN_* variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AOKUN_")}
+    return aokun_in_process(*args, "--config", config, stdin=stdin, env=env)
+
+
+def last_line(result: subprocess.CompletedProcess) -> str:
+    """The last line a command printed, once it is seen to have succeeded."""
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
 @contextmanager
 def as_a_process(env: dict | None, stdin: str, cwd: Path | None):
     """Inside the block this process has the environment `env` (when given), reads `stdin`,

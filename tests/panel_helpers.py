@@ -1,4 +1,5 @@
-"""The panel under test: a real `aokun panel` process and a real headless Chromium.
+"""The panel under test: its app built in the test process (for what a page or an API answer
+says), a real `aokun panel` process and a real headless Chromium.
 
 Chromium is Debian's (`apt-get install chromium`; .ci/run installs it), driven by the
 playwright package; playwright's own browser download is not used. Without a Chromium the
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import time
@@ -42,6 +44,28 @@ def find_chromium() -> str | None:
         if path:
             return path
     return None
+
+
+PANEL_PORT = 8799  # the port the in-process app believes it serves (its gate checks Origin and Host)
+
+
+@contextmanager
+def panel_in_process(config: Path):
+    """The panel's app built in this process as `aokun panel` builds it (its services, its gate
+    and a fresh token) and served to a Starlette TestClient, which runs the app's lifespan;
+    yield (client, base_url, token), the client already holding the panel's session cookie."""
+    from starlette.testclient import TestClient
+
+    from aokun_panel.app import build_app, build_context
+    from shared.config import load_config
+    from shared.live_config import LiveConfig
+
+    token = secrets.token_urlsafe(24)
+    app = build_app(build_context(LiveConfig(load_config(config)), token), token, PANEL_PORT)
+    url = f"http://127.0.0.1:{PANEL_PORT}"
+    with TestClient(app, base_url=url) as client:
+        client.cookies.set("aokun_panel", token)
+        yield client, url, token
 
 
 @contextmanager

@@ -253,3 +253,13 @@ def own_postgres(folder: Path, port: int) -> Iterator[OwnPostgres]:
         missing_server(f"no PostgreSQL programs in {PG_BIN} to start a server of this test's own")
     with own_postgres_server(folder, port) as server:
         yield server
+
+
+@contextmanager
+def storage_of(engine: str):
+    """The storage section of a fresh store of the engine."""
+    if engine == "sqlite":
+        yield {"data_dir": "data"}
+        return
+    with pg_database() as url:
+        yield {"backend": "postgresql", "url": url, "data_dir": "data"}

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from helpers import db_rows, front_in_process, run_every_stage, write_config
 from shared.config import AtomsConfig
 from shared.extract.atomize import AtomRules, draft_atoms
 from shared.store.model.documents import Document, MemoryFields
@@ -108,7 +108,8 @@ def test_a_clock_time_already_past_is_tomorrows(rules):
 
 @pytest.mark.slow
 def test_memorized_plans_get_their_type_and_deadline(tmp_path):
-    """Through the MCP client, a real server and a real worker; said on Tuesday 8 January 2030."""
+    """Through the MCP client and the real front, the stages run by the worker's own runner; said on
+    Tuesday 8 January 2030."""
     said = "2030-01-08T10:00:00"
     expected = {
         "Caroline is taking Luna to the vet on Saturday": ("planned", end_of(2030, 1, 12)),
@@ -119,15 +120,12 @@ def test_memorized_plans_get_their_type_and_deadline(tmp_path):
     with FakeEmbeddingsServer(dim=32) as api:
         config = write_config(tmp_path, embedding={"provider": "openai", "base_url": api.base_url,
                                                    "model": "fake", "dimensions": 32})
-        worker = start_worker(config)
-        try:
-            with mcp_session(stdio_params(config)) as session:
-                ids = {session.ok("memorize", {"content": text, "metadata": {"original_time": said}})["id"]: text
-                       for text in expected}
-            wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE stage = 'atoms'"
-                                             " AND status = 'done'") == [(len(ids),)], 60, what="atoms stage")
-        finally:
-            stop(worker)
+        with front_in_process(config) as session:
+            ids = {session.ok("memorize", {"content": text, "metadata": {"original_time": said}})["id"]: text
+                   for text in expected}
+        run_every_stage(config)
+        assert db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE stage = 'atoms'"
+                               " AND status = 'done'") == [(len(ids),)]
     for memory_id, text in ids.items():
         rows = db_rows(config, "SELECT type, deadline FROM memory_atoms WHERE memory_id = ?", (memory_id,))
         due = expected[text][1]

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
 from helpers import WorkerHere, aokun_in_process, db_rows, front_in_process, run_every_stage, write_config
-from servers import pg_database
+from servers import storage_of
 from shared.search.fusion import newer_first
 
 
@@ -122,16 +121,6 @@ def test_a_replaced_memory_ranks_right_below_the_memory_that_replaced_it():
 
 
 # -- superseding follows when things were said, not the order they were processed -----------------
-
-@contextmanager
-def storage_of(engine: str):
-    """The storage section of a fresh store of the engine."""
-    if engine == "sqlite":
-        yield {"data_dir": "data"}
-        return
-    with pg_database() as url:
-        yield {"backend": "postgresql", "url": url, "data_dir": "data"}
-
 
 @pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
 def test_the_later_said_fact_wins_when_the_older_memory_is_processed_last(tmp_path, engine):

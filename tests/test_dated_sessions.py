@@ -1,12 +1,11 @@
 """Sessions that name dates, with Claude Code's "Z" timestamps, for a user in Los Angeles: the
-real `aokun ingest --from-hook` stores the memory and a real worker gives its plans their
-deadlines on the user's clock; summarize_memory over the official MCP client does the same."""
+`aokun ingest --from-hook` (its main(), in this process) stores the memory and the worker's
+stages (its own runner, here) give its plans their deadlines on the user's clock;
+summarize_memory over the official MCP client does the same."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -15,9 +14,8 @@ import pytest
 
 from claude_code import dated_transcript, z_time
 from fake_openai import FakeEmbeddingsServer
-from helpers import db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from helpers import aokun_in_process, db_rows, front_in_process, run_every_stage, write_config
 
-BIN = Path(sys.executable).parent
 LA = ZoneInfo("America/Los_Angeles")
 # 06:30 on 20 December in UTC is 22:30 on the 19th in Los Angeles: "tomorrow" is the 20th there.
 START = datetime(2025, 12, 20, 6, 30, tzinfo=timezone.utc)
@@ -60,8 +58,7 @@ def test_ingest_from_hook_of_a_dated_claude_code_session(tmp_path):
         transcript = claude_transcript(tmp_path / "session.jsonl")
         hook = json.dumps({"session_id": "berlin", "transcript_path": str(transcript), "cwd": str(tmp_path),
                            "hook_event_name": "SessionEnd", "reason": "exit"})
-        done = subprocess.run([BIN / "aokun", "ingest", "--from-hook", "--config", str(config)], input=hook,
-                              capture_output=True, text=True, timeout=120)
+        done = aokun_in_process("ingest", "--from-hook", "--config", config, stdin=hook)
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
         memory_id = int(done.stdout.strip().splitlines()[-1])
         [(text, original_time, key_facts)] = db_rows(
@@ -70,12 +67,8 @@ def test_ingest_from_hook_of_a_dated_claude_code_session(tmp_path):
         assert text.startswith("[2025-12-19 22:32]") and original_time == "2025-12-19T22:32:40-08:00"
         facts = " ".join(json.loads(key_facts))
         assert "15 January 2026" in facts and "2025年12月20日" in facts and "20 December 2025" in facts, facts
-        worker = start_worker(config)
-        try:
-            wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE stage = 'atoms'"
-                                             " AND status = 'done'") == [(1,)], 60, what="the atoms stage")
-        finally:
-            stop(worker)
+        run_every_stage(config)
+        assert db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE stage = 'atoms' AND status = 'done'") == [(1,)]
         expected_plans(deadlines_on_the_users_clock(config, memory_id))
 
 
@@ -85,15 +78,11 @@ def test_summarize_memory_with_z_times_and_a_dated_turn(tmp_path):
                      "time": z_time(START + timedelta(seconds=40 * n))} for n, (kind, text) in enumerate(TURNS)]
     with FakeEmbeddingsServer(dim=32) as api:
         config = config_in_los_angeles(tmp_path, api)
-        worker = start_worker(config)
-        try:
-            with mcp_session(stdio_params(config)) as s:
-                shown = s.ok("summarize_memory", {"conversation": conversation})
-                stored = s.ok("summarize_memory", {"conversation": conversation, "store": True, "persona_id": "sam"})
-                wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE stage = 'atoms'"
-                                                 " AND status = 'done'") == [(1,)], 60, what="the atoms stage")
-        finally:
-            stop(worker)
+        with front_in_process(config) as s:
+            shown = s.ok("summarize_memory", {"conversation": conversation})
+            stored = s.ok("summarize_memory", {"conversation": conversation, "store": True, "persona_id": "sam"})
+        run_every_stage(config)
+        assert db_rows(config, "SELECT COUNT(*) FROM memory_stages WHERE stage = 'atoms' AND status = 'done'") == [(1,)]
     assert shown["key_facts"] == stored["key_facts"]
     facts = " ".join(stored["key_facts"])
     assert "15 January 2026" in facts and "20 December 2025" in facts, facts

@@ -3,22 +3,26 @@
 The model's own memorize calls (the official MCP client, the real front built in this
 process), `aokun ingest` of a session (the real CLI's main(), in this process) and `aokun
 hook prompt` / `session-start` wired as the README wires them (no --persona) meet in
-memory.default_persona, and the panel's graph opens on it; a persona named explicitly still
+memory.default_persona, and the panel's graph (its app, in this process) opens on it; a persona named explicitly still
 isolates, on writes and on reads.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
-import httpx
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import all_processed, aokun_in_process, db_rows, front_in_process, run_every_stage, write_config
-from panel_helpers import panel_process
+from helpers import (
+    all_processed,
+    aokun_as_a_host,
+    db_rows,
+    front_in_process,
+    run_every_stage,
+    write_config,
+)
+from panel_helpers import panel_in_process
 
 PEANUTS = "My daughter Mia is allergic to peanuts"
 BUDGET = "The quarterly budget review with Hendricks is in the big meeting room"
@@ -28,16 +32,10 @@ Me: I always take the window seat on planes.
 """
 
 
-def aokun(config: Path, *args: str) -> subprocess.CompletedProcess:
-    """The real `aokun` command, as a hook runs it (no AOKUN_* variables of this shell)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AOKUN_")}
-    return aokun_in_process(*args, "--config", config, env=env)
-
-
 def ingested(config: Path, folder: Path, *persona: str) -> int:
     transcript = folder / "session.txt"
     transcript.write_text(SESSION, encoding="utf-8")
-    done = aokun(config, "ingest", str(transcript), *persona)
+    done = aokun_as_a_host(config, "ingest", str(transcript), *persona)
     assert done.returncode == 0, done.stderr
     return int(done.stdout.split()[-1])  # the id, or "already stored as N"
 
@@ -60,26 +58,25 @@ def test_mcp_ingest_hooks_and_the_graph_share_the_default_identity(tmp_path):
         run_every_stage(config)
         assert all_processed(config, 3)
 
-        prompt = aokun(config, "hook", "prompt", "peanuts Lisbon trip", "--min-score", "0", "--k", "10")
+        prompt = aokun_as_a_host(config, "hook", "prompt", "peanuts Lisbon trip", "--min-score", "0", "--k", "10")
         assert prompt.returncode == 0 and prompt.stderr == "", prompt.stderr
         assert PEANUTS in prompt.stdout and "Lisbon" in prompt.stdout, prompt.stdout
-        start = aokun(config, "hook", "session-start")
+        start = aokun_as_a_host(config, "hook", "session-start")
         assert start.returncode == 0 and start.stderr == "", start.stderr
         assert PEANUTS in start.stdout and "Lisbon" in start.stdout, start.stdout
 
         # A persona named explicitly isolates: only its own memories, and none of the default's.
-        work = aokun(config, "hook", "prompt", "peanuts Lisbon budget review", "--persona", "work",
+        work = aokun_as_a_host(config, "hook", "prompt", "peanuts Lisbon budget review", "--persona", "work",
                      "--min-score", "0", "--k", "10")
         assert "Hendricks" in work.stdout and "peanuts" not in work.stdout and "Lisbon" not in work.stdout
-        assert aokun(config, "hook", "session-start", "--persona", "work").stdout == ""
+        assert aokun_as_a_host(config, "hook", "session-start", "--persona", "work").stdout == ""
 
-        with panel_process(config) as (url, token):
-            with httpx.Client(base_url=url, cookies={"aokun_panel": token}, timeout=30) as client:
-                page = client.get("/graph")
-                assert page.status_code == 200
-                assert '<option value="" selected>' in page.text, "the graph opens on the default identity"
-                drawn = client.get("/api/graph", params={"persona": ""}).json()
-                work_graph = client.get("/api/graph", params={"persona": "work"}).json()
+        with panel_in_process(config) as (client, _, _):
+            page = client.get("/graph")
+            assert page.status_code == 200
+            assert '<option value="" selected>' in page.text, "the graph opens on the default identity"
+            drawn = client.get("/api/graph", params={"persona": ""}).json()
+            work_graph = client.get("/api/graph", params={"persona": "work"}).json()
         labels = {node["label"] for node in drawn["nodes"]}
         assert {"Mia", "Lisbon"} <= labels, labels
         assert "Hendricks" not in labels
@@ -98,14 +95,14 @@ def test_a_named_default_persona_is_where_unnamed_writes_go(tmp_path):
     assert persona_of(config, session) == "me"
     assert persona_of(config, ingested(config, tmp_path, "--persona", "work")) == "work"
     # Without --persona the hook reads every persona, the default among them; naming one keeps to it.
-    both = aokun(config, "hook", "prompt", "peanuts Hendricks", "--min-score", "0")
+    both = aokun_as_a_host(config, "hook", "prompt", "peanuts Hendricks", "--min-score", "0")
     assert "Mia" in both.stdout and "Hendricks" in both.stdout, both.stdout + both.stderr
-    mine = aokun(config, "hook", "prompt", "peanuts Hendricks", "--persona", "me", "--min-score", "0")
+    mine = aokun_as_a_host(config, "hook", "prompt", "peanuts Hendricks", "--persona", "me", "--min-score", "0")
     assert "Mia" in mine.stdout and "Hendricks" not in mine.stdout, mine.stdout + mine.stderr
 
 
 def test_a_default_persona_that_is_no_name_is_refused_in_one_line(tmp_path):
     config = write_config(tmp_path, memory={"default_persona": "  me "})
-    done = aokun(config, "stats")
+    done = aokun_as_a_host(config, "stats")
     assert done.returncode == 2
     assert "memory.default_persona must be a persona name" in done.stderr, done.stderr

@@ -1,5 +1,6 @@
 """Delete means gone: after a delete, no word of the deleted memory is readable in the database
-file, its WAL, or a backup taken afterwards.
+file, its WAL, or a backup taken afterwards (tests/process/test_deleted_words_in_files.py: the
+same through a real front, worker and `aokun backup`).
 
 FTS5 keeps terms stemmed (porter) and prefix-compressed (a term stores only what differs from
 the previous term on its page), so each rare word is chosen to stem to itself, the needle is
@@ -12,15 +13,13 @@ from __future__ import annotations
 
 import importlib.util
 import sqlite3
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
-from fake_openai import FakeEmbeddingsServer
-from helpers import BIN, all_processed, db_rows, mcp_session, start_worker, stdio_params, stop, wait_for, write_config
+from deleted_words import DOOMED, KEPT, KEPT_NEEDLE, NEEDLES, db_files, files_holding, fts_blobs_holding
+from helpers import db_rows, write_config
 from shared.config import StorageConfig, TextConfig
 from shared.errors import StorageError
 from shared.store.sqlite import fts
@@ -28,35 +27,10 @@ from shared.store.sqlite.backup import backup_database
 from shared.store.sqlite.schema import open_database
 from shared.text.segment import Segmenter
 
-DOOMED = "我的邻居养了一只叫饕餮的猫，它最喜欢吃zyxquorblat牌猫粮。"
-KEPT = "My colleague Plixomundra fixed the old printer on Monday."
-# A term after another on its page shares its leading bytes with it: "zyxquorblat" after a
-# z-term is stored as "yxquorblat", and 饕餮 (E9 A5 95 ...) after 邻居 (E9 82 BB) loses its E9.
-# No term in these texts shares more than that with either.
-NEEDLES = [b"yxquorblat", "饕餮".encode()[1:]]
-KEPT_NEEDLE = b"lixomundra"
+# Rows around the doomed and kept ones; no term here shares more than a leading byte or letter
+# with a needle (deleted_words.NEEDLES).
 FILLER = ["the zoo keeper fed the zebras at noon", "我们周末去公园散步，天气很好",
           "zany plans for the summer trip", "昨天下雨了，我在家看书"]
-
-
-def fts_blobs_holding(config_or_conn, needle: bytes) -> list[str]:
-    """The full-text tables whose index segments (the %_data blobs) contain needle."""
-    found = []
-    for table in fts.FTS_TABLES:
-        sql = f"SELECT block FROM {table}_data"
-        rows = (config_or_conn.execute(sql).fetchall() if isinstance(config_or_conn, sqlite3.Connection)
-                else db_rows(config_or_conn, sql))
-        if any(needle in bytes(r[0]) for r in rows if r[0] is not None):
-            found.append(table)
-    return found
-
-
-def files_holding(paths: list[Path], needle: bytes) -> list[str]:
-    return [p.name for p in paths if p.exists() and needle in p.read_bytes()]
-
-
-def db_files(data_dir: Path) -> list[Path]:
-    return [data_dir / "aokun.db", data_dir / "aokun.db-wal"]
 
 
 # -- store level: the SQLite engine's own functions (shared/store/fts.py) on a real Database ---
@@ -185,44 +159,6 @@ def test_in_place_secure_delete_on_a_newer_sqlite(tmp_path):
     data = path.read_bytes()
     assert b"yxquorblat" not in data and b"wompelstrix" not in data
     first.execute("INSERT INTO documents_fts (documents_fts) VALUES ('integrity-check')")
-
-
-# -- end to end: a real front and worker, the real delete tool, a real backup -------------
-
-
-@pytest.mark.slow
-def test_deleted_memory_is_gone_from_database_wal_and_backup(tmp_path):
-    """Fails until the delete path calls fts.scrub_terms and fts.flush_deleted."""
-    with FakeEmbeddingsServer(dim=32) as api:
-        config = write_config(tmp_path, embedding={"provider": "openai", "base_url": api.base_url,
-                                                   "model": "fake", "dimensions": 32},
-                              server={"exposed_tools": ["memorize", "recall", "delete_memory"]})
-        worker = start_worker(config)
-        try:
-            with mcp_session(stdio_params(config)) as s:
-                doomed = s.ok("memorize", {"content": DOOMED})["id"]
-                s.ok("memorize", {"content": KEPT})
-                wait_for(lambda: all_processed(config, 2) and db_rows(
-                    config, "SELECT COUNT(*) FROM memory_stages WHERE status != 'done'") == [(0,)],
-                    60, what="both memories embedded, atomised and in the graph")
-                stop(worker)  # no reader of the worker's may hold a snapshot across the delete
-                for needle in NEEDLES:  # indexed everywhere: the check below can fail
-                    assert fts_blobs_holding(config, needle) == list(fts.FTS_TABLES), repr(needle)
-                s.ok("delete_memory", {"id": doomed})
-                run = subprocess.run([BIN / "aokun", "backup", "--config", config],
-                                     capture_output=True, text=True, timeout=120)
-                assert run.returncode == 0, run.stderr
-                backup = Path(run.stdout.strip().splitlines()[-1])
-                files = [*db_files(tmp_path / "data"), backup]
-                # Read while the front runs: its last connection closing would checkpoint.
-                leaks = {repr(needle): files_holding(files, needle) + fts_blobs_holding(config, needle)
-                         for needle in NEEDLES}
-                recalled = s.ok("recall", {"query": "Plixomundra printer"})["results"]
-        finally:
-            stop(worker)
-    assert leaks == {repr(needle): [] for needle in NEEDLES}
-    assert KEPT_NEEDLE in backup.read_bytes()
-    assert recalled[0]["text"].endswith(KEPT)
 
 
 def test_an_edit_drops_the_old_words_by_the_next_upkeep(tmp_path):

@@ -14,9 +14,7 @@ in this process; the stages a worker would run are run here by the worker's own 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -25,7 +23,7 @@ import pytest
 
 from claude_code import dated_transcript
 from fake_openai import FakeEmbeddingsServer
-from helpers import aokun_in_process, front_in_process, run_every_stage, write_config
+from helpers import aokun_as_a_host, front_in_process, run_every_stage, write_config
 
 ZONE = "America/Los_Angeles"
 LA = ZoneInfo(ZONE)
@@ -37,13 +35,6 @@ def config_in_los_angeles(folder: Path, api) -> Path:
         embedding={"provider": "openai", "base_url": api.base_url, "model": "fake", "dimensions": 32},
         server={"exposed_tools": ["memorize", "recall"]},
         retrieval={"access_reinforcement": False, "cache_enabled": False})
-
-
-def aokun(config: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    """The real `aokun` command (its main(), in this process) with the environment a host
-    gives it (no AOKUN_* variables of this shell)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AOKUN_")}
-    return aokun_in_process(*args, "--config", config, stdin=stdin, env=env)
 
 
 def en(day: date) -> str:
@@ -97,7 +88,7 @@ def hooked_ids(config: Path, question: str) -> list[int]:
     """The memories `aokun hook prompt` prints for a question, in its order."""
     hook = json.dumps({"session_id": "s", "transcript_path": "/tmp/none.jsonl", "cwd": "/tmp",
                        "hook_event_name": "UserPromptSubmit", "prompt": question})
-    done = aokun(config, "hook", "prompt", stdin=hook)
+    done = aokun_as_a_host(config, "hook", "prompt", stdin=hook)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     return [int(found) for found in re.findall(r"^\[id (\d+) · ", done.stdout, re.MULTILINE)]
 
@@ -128,7 +119,7 @@ def test_a_dated_session_ingested_from_the_hook_gives_plans_that_are_found(tmp_p
                        "hook_event_name": "SessionEnd", "reason": "exit"})
     with FakeEmbeddingsServer(dim=32) as api:
         config = config_in_los_angeles(tmp_path, api)
-        done = aokun(config, "ingest", "--from-hook", stdin=hook)
+        done = aokun_as_a_host(config, "ingest", "--from-hook", stdin=hook)
         assert done.returncode == 0 and done.stderr == "", done.stdout + done.stderr
         memory_id = int(done.stdout.strip().splitlines()[-1])
         run_every_stage(config)
@@ -136,7 +127,7 @@ def test_a_dated_session_ingested_from_the_hook_gives_plans_that_are_found(tmp_p
         # The profile a new session starts with lists both plans on the user's day (a plan is
         # due at the end of its day in Los Angeles, which is the next day in UTC).
         started = json.dumps({"session_id": "next", "hook_event_name": "SessionStart", "source": "startup"})
-        profile = aokun(config, "hook", "session-start", stdin=started)
+        profile = aokun_as_a_host(config, "hook", "session-start", stdin=started)
         assert profile.returncode == 0 and profile.stderr == "", profile.stderr
         plans = profile.stdout.partition("Upcoming plans:\n")[2]
         assert re.search(rf"^- by {berlin.isoformat()}: .*Berlin", plans, re.MULTILINE), profile.stdout

@@ -3,16 +3,14 @@
 Every test runs the real `aokun` command (its main(), in this process, with the environment
 and stdin a host gives it) as Claude Code would (the hook's JSON on stdin) or in the plain
 form, against memories stored through the real front (or the memory service), with the
-worker's stages run here where atoms are needed and a real HTTP front where one is used.
+worker's stages run here where atoms are needed (tests/process/test_hook_front.py: the hook
+asking a real HTTP front).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
 import subprocess
-from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -20,33 +18,19 @@ import pytest
 from aokun_server.heartbeat import FrontHeartbeat
 from fake_openai import FakeEmbeddingsServer
 from helpers import (
-    aokun_in_process,
-    db_rows,
     free_port,
     front_in_process,
-    http_server,
     run_every_stage,
     seed_memories,
-    wait_for,
     write_config,
 )
+from hook_runs import hook, prompt_json
 from shared.config import load_config
 from shared.store import open_store
 
 TEA = "I love green tea with jasmine every morning"
 PEANUTS = "My daughter Mia is allergic to peanuts"
 LISBON = "My sister Alice moved to Lisbon last spring"
-
-
-def hook(config, *args: str, stdin: str | None = None, cwd=None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "AOKUN_CONFIG"}
-    given = ["--config", str(config)] if config is not None else []
-    return aokun_in_process("hook", *args, *given, stdin=stdin or "", env=env, cwd=cwd)
-
-
-def prompt_json(prompt: str) -> str:
-    return json.dumps({"session_id": "abc", "transcript_path": "/tmp/none.jsonl", "cwd": "/tmp",
-                       "hook_event_name": "UserPromptSubmit", "prompt": prompt})
 
 
 def session_start_json(source: str = "startup") -> str:
@@ -171,53 +155,8 @@ def test_session_start_prints_pinned_memories_plans_and_preferences(tmp_path):
     assert (other.returncode, other.stdout, other.stderr) == (0, "", "")
 
 
-def test_a_running_front_answers_the_prompt(tmp_path):
-    port = free_port()
-    config = write_config(tmp_path, server={"port": port, "token": "s3cret"})
-    peanuts, _ = seeded(config, PEANUTS, TEA)
-    with beating_front(config, port):
-        done = hook(config, "prompt", "--verbose", stdin=prompt_json("Is Mia allergic to peanuts?"))
-        assert done.returncode == 0, done.stderr
-        assert PEANUTS in done.stdout
-        assert f"from the front at http://127.0.0.1:{port}/mcp" in done.stderr, done.stderr
-        # The front's recall records the access; a hook reading the store itself does not.
-        wait_for(lambda: db_rows(config, "SELECT access_count FROM documents WHERE id = ?",
-                                 (peanuts,)) == [(1,)], 10, what="the access the front recorded")
-        here = hook(config, "prompt", "--no-front", "--verbose", stdin=prompt_json("Is Mia allergic to peanuts?"))
-        # The same memories; the scores differ, the front's recall having vectors as evidence too.
-        assert _unscored(here.stdout) == _unscored(done.stdout)
-        assert "from the store (" in here.stderr, here.stderr
-        assert db_rows(config, "SELECT access_count FROM documents WHERE id = ?", (peanuts,)) == [(1,)]
-
-
-def _unscored(output: str) -> str:
-    return re.sub(r" · [0-9.]+\]", "]", output)
-
-
 def seeded(config, *texts: str) -> list[int]:
     return seed_memories(config, "me", *texts)
-
-
-@contextmanager
-def beating_front(config, port: int):
-    """An HTTP front on `port`, once its heartbeat is in the store (the hook looks for it)."""
-    with http_server(config, port):
-        wait_for(lambda: db_rows(config, "SELECT COUNT(*) FROM fronts WHERE transport = 'http'")
-                 == [(1,)], 30, what="the front's heartbeat")
-        yield
-
-
-def test_the_hook_reaches_the_front_where_it_listens_not_a_port_saved_since(tmp_path):
-    """server.port saved after the front started (the panel writes it at once; the front
-    takes it at its restart): the hook asks the running front, at the port in its heartbeat."""
-    port, saved_port = free_port(), free_port()
-    config = write_config(tmp_path, server={"port": saved_port})
-    seeded(config, PEANUTS)
-    with beating_front(config, port):
-        assert db_rows(config, "SELECT endpoint FROM fronts") == [(f"http://127.0.0.1:{port}/mcp",)]
-        done = hook(config, "prompt", "--verbose", stdin=prompt_json("Is Mia allergic to peanuts?"))
-    assert done.returncode == 0 and PEANUTS in done.stdout
-    assert f"from the front at http://127.0.0.1:{port}/mcp" in done.stderr, done.stderr
 
 
 def test_a_front_that_does_not_answer_leaves_the_prompt_to_the_store(tmp_path):

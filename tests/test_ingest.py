@@ -6,50 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
-from claude_code import claude_line
-from helpers import aokun_in_process, db_rows, write_config
+from claude_code import THOUGHT_WORD, TOOL_WORD, claude_transcript
+from helpers import aokun_in_process, db_rows, last_line, write_config
 from shared.errors import InvalidInput
 from shared.summarize.transcripts import read_transcript
-
-TOOL_WORD = "quixotrellis"  # only in tool calls and results: must never reach a memory
-THOUGHT_WORD = "brambleworth"  # only in a thinking block
-
-
-def claude_transcript(path: Path) -> Path:
-    """A Claude Code session file as it writes them: messages, tool traffic, thinking, and
-    lines that are no message at all."""
-    lines = [
-        {"type": "summary", "summary": "Cat adoption chat", "leafUuid": "x"},
-        {"type": "file-history-snapshot", "messageId": "m0", "snapshot": {}, "isSnapshotUpdate": False},
-        claude_line("user", "<command-name>/clear</command-name>", "2025-03-14T09:00:00.000Z"),
-        claude_line("user", "Caveat: local command output follows.", "2025-03-14T09:00:01.000Z", isMeta=True),
-        claude_line("user", "I adopted a cat named Luna last week. I am going to take her to the vet tomorrow.",
-                    "2025-03-14T09:01:00.000Z"),
-        claude_line("assistant", [{"type": "thinking", "thinking": f"{THOUGHT_WORD} musing", "signature": "s"}],
-                    "2025-03-14T09:01:05.000Z", message_id="msg_a"),
-        claude_line("assistant", [{"type": "text", "text": "Congratulations on adopting Luna!"}],
-                    "2025-03-14T09:01:06.000Z", message_id="msg_a"),
-        claude_line("assistant", [{"type": "tool_use", "id": "toolu_1", "name": "Bash",
-                                   "input": {"command": f"grep {TOOL_WORD} notes.txt"}}],
-                    "2025-03-14T09:01:07.000Z", message_id="msg_a"),
-        claude_line("user", [{"type": "tool_result", "tool_use_id": "toolu_1",
-                              "content": f"{TOOL_WORD}: vet appointments list"}],
-                    "2025-03-14T09:01:08.000Z", toolUseResult={"stdout": TOOL_WORD}),
-        claude_line("user", "Sub-agent prompt about the vet", "2025-03-14T09:01:09.000Z", isSidechain=True),
-        claude_line("user", [{"type": "text", "text": "I prefer green tea over coffee."}],
-                    "2025-03-14T09:02:00.000Z"),
-        claude_line("assistant", [{"type": "text", "text": "Noted: green tea it is."}],
-                    "2025-03-14T09:02:03.000Z", message_id="msg_b"),
-    ]
-    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
-    return path
-
 
 TEXT_TRANSCRIPT = """Caroline: I went to a LGBTQ support group yesterday and it was so powerful.
 Melanie: That's great! What happened there?
@@ -57,15 +21,6 @@ Caroline: The transgender stories were inspiring.
 I am going to apply to counseling programs next month.
 Melanie: I love painting landscapes; I painted a lake sunrise last year.
 """
-
-
-def aokun(config: Path, *args, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return aokun_in_process(*args, "--config", config, stdin=stdin or "")
-
-
-def last_line(result: subprocess.CompletedProcess) -> str:
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout.strip().splitlines()[-1]
 
 
 # -- readers ----------------------------------------------------------------------------
@@ -110,9 +65,9 @@ def test_readers_of_our_json_turns_and_text(tmp_path):
 def test_claude_code_session_ingested_once(tmp_path):
     config = write_config(tmp_path)
     transcript = claude_transcript(tmp_path / "session.jsonl")
-    first = aokun(config, "ingest", transcript, "--persona", "me")
+    first = aokun_in_process("ingest", transcript, "--persona", "me", "--config", config)
     memory_id = int(last_line(first))
-    again = aokun(config, "ingest", transcript, "--persona", "me")
+    again = aokun_in_process("ingest", transcript, "--persona", "me", "--config", config)
     assert last_line(again) == f"already stored as {memory_id}"
     rows = db_rows(config, "SELECT id, text, persona_id, participants, key_facts, source_hash FROM documents")
     assert len(rows) == 1 and rows[0][0] == memory_id and rows[0][2] == "me"
@@ -136,15 +91,16 @@ def test_text_transcript_ingested_once_and_dry_run_stores_nothing(tmp_path):
     # A transcript without times happened when its file was last written.
     written = datetime(2024, 6, 3, 12, 0, tzinfo=timezone.utc).timestamp()
     os.utime(path, (written, written))
-    dry = aokun(config, "ingest", path, "--dry-run", "--session", "s1")
+    dry = aokun_in_process("ingest", path, "--dry-run", "--session", "s1", "--config", config)
     assert dry.returncode == 0, dry.stderr
     memory = json.loads(dry.stdout)
     assert memory["provider"] == "rules" and {"Caroline", "Melanie"} <= set(memory["participants"])
     group = [f for f in memory["key_facts"] if "Caroline" in f and "support group" in f]
     assert len(group) == 1 and ("2 June 2024" in group[0] or "2024-06-02" in group[0]), group
     assert db_rows(config, "SELECT COUNT(*) FROM documents") == [(0,)]
-    memory_id = int(last_line(aokun(config, "ingest", path, "--session", "s1")))
-    assert last_line(aokun(config, "ingest", path, "--session", "s1")) == f"already stored as {memory_id}"
+    memory_id = int(last_line(aokun_in_process("ingest", path, "--session", "s1", "--config", config)))
+    again = aokun_in_process("ingest", path, "--session", "s1", "--config", config)
+    assert last_line(again) == f"already stored as {memory_id}"
     rows = db_rows(config, "SELECT id, session_id, persona_id, substr(text, 1, 18) FROM documents")
     assert rows == [(memory_id, "s1", None, "[2024-06-03 12:00]")]
 
@@ -155,19 +111,21 @@ def test_from_hook_reads_the_transcript_path_and_session_from_stdin(tmp_path):
     transcript = claude_transcript(tmp_path / "session.jsonl")
     hook = json.dumps({"session_id": "3f2a-session", "transcript_path": str(transcript), "cwd": str(tmp_path),
                        "hook_event_name": "SessionEnd", "reason": "exit"})
-    memory_id = int(last_line(aokun(config, "ingest", "--from-hook", stdin=hook)))
+    memory_id = int(last_line(aokun_in_process("ingest", "--from-hook", "--config", config, stdin=hook)))
     assert db_rows(config, "SELECT id, session_id FROM documents") == [(memory_id, "3f2a-session")]
     # PreCompact on the same, unchanged transcript: still one memory.
     pre_compact = hook.replace("SessionEnd", "PreCompact")
-    assert last_line(aokun(config, "ingest", "--from-hook", stdin=pre_compact)) == f"already stored as {memory_id}"
+    compacted = aokun_in_process("ingest", "--from-hook", "--config", config, stdin=pre_compact)
+    assert last_line(compacted) == f"already stored as {memory_id}"
     # A session that said nothing yet is no error for a hook.
     empty = tmp_path / "empty.jsonl"
     empty.write_text(json.dumps({"type": "summary", "summary": "s", "leafUuid": "x"}) + "\n", encoding="utf-8")
-    quiet = aokun(config, "ingest", "--from-hook", stdin=json.dumps({"transcript_path": str(empty)}))
+    quiet = aokun_in_process("ingest", "--from-hook", "--config", config,
+                             stdin=json.dumps({"transcript_path": str(empty)}))
     assert quiet.returncode == 0 and "nothing to remember" in quiet.stdout
     # Bad hook input, or a FILE as well: one line, exit 2.
-    bad = aokun(config, "ingest", "--from-hook", stdin="not json")
+    bad = aokun_in_process("ingest", "--from-hook", "--config", config, stdin="not json")
     assert bad.returncode == 2 and "--from-hook" in bad.stderr and "Traceback" not in bad.stderr
-    both = aokun(config, "ingest", transcript, "--from-hook", stdin=hook)
+    both = aokun_in_process("ingest", transcript, "--from-hook", "--config", config, stdin=hook)
     assert both.returncode == 2 and "either a transcript FILE or --from-hook" in both.stderr
     assert db_rows(config, "SELECT COUNT(*) FROM documents") == [(1,)]

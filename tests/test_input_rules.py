@@ -12,7 +12,6 @@ import json
 import logging
 from datetime import datetime, timezone
 
-import httpx
 import pytest
 
 from aokun_panel.security import csrf_token
@@ -20,7 +19,7 @@ from aokun_server.reinforcer import Reinforcer
 from aokun_server.server import AokunMCPServer
 from aokun_server.tools import ToolDeps, register_tools, searching, writing
 from helpers import aokun_in_process, db_rows, front_in_process, mcp_session, write_config
-from panel_helpers import panel_process
+from panel_helpers import panel_in_process
 from shared.assembly import open_services
 from shared.config import ALL_TOOLS, load_config
 from shared.errors import InvalidInput, MemoryNotFound
@@ -144,9 +143,8 @@ def test_every_entry_point_refuses_oversized_content_with_the_same_message(confi
     [by_import] = imported.stderr.strip().splitlines()
     assert "imported 1, already present 0, skipped 1" in imported.stdout
 
-    with panel_process(config) as (url, token):
-        answer = httpx.post(f"{url}/api/memories/{target}", json={"content": OVERSIZED},
-                            cookies={"aokun_panel": token},
+    with panel_in_process(config) as (panel, url, token):
+        answer = panel.post(f"/api/memories/{target}", json={"content": OVERSIZED},
                             headers={"Origin": url, "X-CSRF-Token": csrf_token(token)})
     assert answer.status_code == 400
 
@@ -179,9 +177,8 @@ def test_every_entry_point_refuses_a_date_outside_the_years_1900_to_2200(config,
     assert refused["import"] == f"aokun import: rows.jsonl line 1: original_time: {out_of_range}; skipped"
     assert refused["ingest"] == f"aokun ingest: {transcript}: turn 1's time: {out_of_range}"
 
-    with panel_process(config) as (url, token):
-        answer = httpx.post(f"{url}/api/memories/{target}", json={"metadata": {"original_time": "9999-12-31"}},
-                            cookies={"aokun_panel": token},
+    with panel_in_process(config) as (panel, url, token):
+        answer = panel.post(f"/api/memories/{target}", json={"metadata": {"original_time": "9999-12-31"}},
                             headers={"Origin": url, "X-CSRF-Token": csrf_token(token)})
     assert (answer.status_code, answer.json()) == (400, {"error": f"original_time: {out_of_range}"})
     assert db_rows(config, "SELECT COUNT(*), COUNT(original_time) FROM documents") == [(1, 0)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import mcp_session, stdio_params, write_config
+from helpers import front_in_process, write_config
 from shared.search.focus import asks, speaker
 
 
@@ -37,7 +37,7 @@ def recall_turns(tmp_path, turns: list[str], question: str, boost: float, penalt
                                      "question_turn_penalty": penalty, "atom_type_boost": 0.0,
                                      "access_reinforcement": False, "cache_enabled": False,
                                      "min_score": 0.0})
-    with mcp_session(stdio_params(config)) as s:
+    with front_in_process(config) as s:
         if not s.ok("recall", {"query": question, "persona_id": "p"})["results"]:
             for turn in turns:
                 s.ok("memorize", {"content": turn, "metadata": {"persona_id": "p", "session_id": "s1"}})

@@ -15,9 +15,8 @@ import json
 
 import pytest
 
-from helpers import db_rows, front_in_process, run_every_stage, wait_for, write_config
+from helpers import aokun_as_a_host, db_rows, front_in_process, run_every_stage, wait_for, write_config
 from shared.config import load_config
-from test_everyday_questions import aokun
 
 MEMORIES = {
     "allergy": "I'm allergic to peanuts and shellfish, so I always carry an EpiPen.",
@@ -139,7 +138,7 @@ def prompt_hook(config, question: str) -> str:
     """What `aokun hook prompt` prints for a question; it must have recalled from the store."""
     hook = json.dumps({"session_id": "s", "transcript_path": "/tmp/none.jsonl", "cwd": "/tmp",
                        "hook_event_name": "UserPromptSubmit", "prompt": question})
-    done = aokun(config, "hook", "prompt", "--verbose", stdin=hook)
+    done = aokun_as_a_host(config, "hook", "prompt", "--verbose", stdin=hook)
     assert done.returncode == 0, done.stderr
     assert "from the store (bm25+graph_keyword)" in done.stderr, done.stderr
     return done.stdout

@@ -5,7 +5,7 @@ against it (shared/search/calibration.py).
 The grown store is seeded the way scripts/bench_recall_speed.py seeds one: 2,000 everyday
 memories with their BM25 rows, real e5 vectors (one per sentence pattern: embedding every
 memory would take minutes on two cores), graph nodes and entries, and every stage done. The
-new memories go through the real server process and the official MCP client.
+new memories go through the official MCP client to the real front, built in this process.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import itertools
 
 import pytest
 
-from helpers import db_rows, mcp_session, stdio_params, store_sql, write_config
+from helpers import db_rows, front_in_process, store_sql, write_config
 from shared.assembly import open_services
 from shared.config import AppConfig, EmbeddingConfig, StorageConfig
 from shared.embedders import build_embedder
@@ -96,7 +96,7 @@ def first_ids(session, query: str, k: int) -> list[int]:
 
 
 def test_new_memories_are_found_first_by_their_words_with_no_worker_running(grown):
-    with mcp_session(stdio_params(grown)) as s:
+    with front_in_process(grown) as s:
         new = {key: s.ok("memorize", {"content": text, "metadata": {"persona_id": "me"}})["id"]
                for key, text in PROBES.items()}
         assert first_ids(s, "Horatio", 15)[0] == new["landlord"]
@@ -118,7 +118,7 @@ def test_a_memory_is_found_at_once_whatever_stage_a_worker_has_reached(grown):
 
     worker = WorkerService(open_services(load_config(grown), queued=False))
     try:
-        with mcp_session(stdio_params(grown)) as s:
+        with front_in_process(grown) as s:
             for word, text in [("bassoon", "On Thursdays I practise the bassoon with Ottilie."),
                                ("marzipan", "Grandma Edda makes marzipan pigs every December."),
                                ("Zanzibar", "We are saving up for a trip to Zanzibar.")]:

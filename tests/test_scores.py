@@ -1,14 +1,14 @@
-"""Scores a host can act on, through the official MCP client: a probability of relevance that
-does not follow the other candidates (no 1.000 for whatever comes first)."""
+"""Scores a host can act on, through the official MCP client and the real front: a probability
+of relevance that does not follow the other candidates (no 1.000 for whatever comes first)."""
 
 from __future__ import annotations
 
-from helpers import mcp_session, stdio_params, write_config
+from helpers import front_in_process, write_config
 
 
 def test_scores_say_how_well_a_memory_answers_not_that_it_came_first(tmp_path):
     config = write_config(tmp_path, server={"exposed_tools": ["memorize", "recall"]})
-    with mcp_session(stdio_params(config)) as s:
+    with front_in_process(config) as s:
         tokyo = s.ok("memorize", {"content": "We spent a week in Tokyo in April and loved the ramen.",
                                   "metadata": {"persona_id": "me"}})["id"]
         s.ok("memorize", {"content": "My manager moved the quarterly review to Thursday.",

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from helpers import db_rows, write_config
+from claude_code import claude_line, claude_transcript
+from helpers import aokun_in_process, db_rows, last_line, write_config
 from shared.summarize.transcript_lines import MAX_FILE_BYTES, MAX_LINE_BYTES, MAX_TURN_CHARS
-from test_ingest import aokun, claude_line, claude_transcript, last_line
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +24,7 @@ def test_an_over_long_line_is_skipped_naming_it_and_the_rest_ingested(tmp_path):
     lines = path.read_text(encoding="utf-8").splitlines()
     lines.insert(5, json.dumps(pasted))  # line 6
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    result = aokun(config, "ingest", path)
+    result = aokun_in_process("ingest", path, "--config", config)
     memory_id = int(last_line(result))
     warnings = [line for line in result.stderr.splitlines() if "line 6" in line]
     assert len(warnings) == 1 and "MB long" in warnings[0] and "skipped" in warnings[0], result.stderr
@@ -39,7 +39,7 @@ def test_an_over_size_file_is_refused_in_one_line(tmp_path):
     path = tmp_path / "huge.jsonl"
     with path.open("wb") as handle:  # sparse: the size is refused before anything is read
         handle.truncate(MAX_FILE_BYTES + 1)
-    result = aokun(config, "ingest", path)
+    result = aokun_in_process("ingest", path, "--config", config)
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "64.0 MB" in result.stderr and str(path) in result.stderr
@@ -52,7 +52,7 @@ def test_a_huge_single_turn_is_summarized_from_its_start_saying_so(tmp_path):
     sentence = "I went to the market with Anna and we plan to visit Paris next month. "
     path.write_text("Ann: I adopted a cat named Luna. " + sentence * (900_000 // len(sentence))
                     + "\nBo: nice\n", encoding="utf-8")
-    result = aokun(config, "ingest", path, "--dry-run")
+    result = aokun_in_process("ingest", path, "--dry-run", "--config", config)
     assert result.returncode == 0, result.stderr
     assert f"each summarized from its first {MAX_TURN_CHARS}" in result.stderr
     assert "Luna" in result.stdout

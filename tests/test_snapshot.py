@@ -1,60 +1,46 @@
 """FAISS snapshots: a front (built in this process, as aokun-server builds it) starts from the
 snapshot and the vector changes since and recalls exactly as a front that built its index from
 SQLite; a snapshot newer than the database, one from before a restore, or a damaged one is
-refused with one log line; a real worker process writes the snapshot once vector writes
-settle. The other stages a worker would run are run here by the worker's own runner."""
+refused with one log line. The stages a worker would run are run here by the worker's own
+runner, `aokun backup` and `restore` by their main() (tests/process/test_snapshot_worker.py: a
+real worker process writes the snapshot once vector writes settle)."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import sqlite3
-import subprocess
-from contextlib import closing, contextmanager
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from aokun_worker.periodic import SettleWatch
-from aokun_worker.service import SNAPSHOT_SETTLE_S
 from helpers import (
-    BIN,
     all_processed,
+    aokun_in_process,
     db_rows,
     front_in_process,
-    logging_to,
     run_every_stage,
-    start_worker,
-    stop,
-    wait_for,
     write_config,
 )
-from shared.config import ALL_TOOLS, StorageConfig, load_config
+from shared.config import StorageConfig
 from shared.search import snapshot
 from shared.search.vectors import VectorIndex
 from shared.store import open_store
 from shared.store.model.vectors import KINDS
+from snapshot_fronts import (
+    SETTINGS,
+    TEXTS,
+    WITH_INFO,
+    data_dir,
+    front,
+    front_log,
+    loaded_from_snapshot,
+    snapshot_lines,
+    vector_seq,
+)
 
-TEXTS = [
-    "I adopted a small grey cat named Mochi last spring",
-    "My sister lives in Lisbon and works as an architect",
-    "下周三下午要和同事开项目评审会",
-    "Caroline went to an LGBTQ support group meeting on Tuesday",
-    "Melanie painted a sunrise over the lake last week",
-    "我最喜欢的茶是西湖龙井",
-    "The project review moved to Friday because the client was travelling",
-    "Jon is training for the Berlin marathon in September",
-    "我们计划明年春天去京都看樱花",
-    "The dentist said to floss every evening and come back in six months",
-    "Grandma's recipe for dumplings uses pork, cabbage and a little ginger",
-    "I switched from coffee to green tea because of my sleep",
-]
 QUERIES = ["kitten", "where does my sister live", "喝茶", "support group", "travel plans in spring"]
-# The vector channels only, so every ranking comes from the two FAISS indexes; no
-# reinforcement, so recalling changes nothing that a later recall reads.
-SETTINGS = {"retrieval": {"channels": ["vector", "graph_vector"], "access_reinforcement": False},
-            "server": {"exposed_tools": list(ALL_TOOLS)}}
-WITH_INFO = {**SETTINGS, "server": {**SETTINGS["server"], "log_level": "INFO"}}
 
 
 @pytest.fixture(scope="module")
@@ -76,36 +62,6 @@ def store(embedded, tmp_path) -> Path:
     would be refused here, so none is copied); returns its config."""
     shutil.copytree(embedded / "data", tmp_path / "data", ignore=shutil.ignore_patterns("*.snapshot*", "queue*"))
     return write_config(tmp_path, **SETTINGS)
-
-
-def data_dir(config: Path) -> Path:
-    return config.parent / "data"
-
-
-@contextmanager
-def front(config: Path):
-    """A new front on the config, built in this process; its log (at server.log_level, as the
-    process writes it to stderr) goes to front.log beside the config."""
-    with open(config.parent / "front.log", "w") as log, logging_to(log, load_config(config).server.log_level):
-        with front_in_process(config) as session:
-            yield session
-
-
-def front_log(config: Path) -> list[str]:
-    return (config.parent / "front.log").read_text().splitlines()
-
-
-def snapshot_lines(config: Path) -> list[str]:
-    return [line for line in front_log(config) if "snapshot" in line]
-
-
-def loaded_from_snapshot(config: Path) -> dict[str, tuple[int, int]]:
-    """{kind: (changes applied, vectors in the index)} from the front's log lines."""
-    found = {}
-    for line in snapshot_lines(config):
-        if match := re.search(r"(\w+) vectors: loaded snapshot .* applied (\d+) changes since: (\d+) vectors", line):
-            found[match[1]] = (int(match[2]), int(match[3]))
-    return found
 
 
 def vector_counts(config: Path) -> dict[str, int]:
@@ -133,10 +89,6 @@ def save_snapshots(config: Path) -> dict[str, snapshot.Header]:
     finally:
         store.close()
     return {kind: snapshot.read_header(snapshot.path_for(data_dir(config), kind)) for kind in KINDS}
-
-
-def vector_seq(config: Path) -> int:
-    return int(db_rows(config, "SELECT value FROM meta WHERE key = 'vector_seq'")[0][0])
 
 
 def memory_ids(config: Path) -> list[int]:
@@ -216,14 +168,15 @@ def test_a_snapshot_newer_than_the_database_is_refused(store, tmp_path):
 @pytest.mark.slow
 def test_a_snapshot_from_before_a_restore_is_refused(store):
     save_snapshots(store)  # the store gets its id, which the backup then carries
-    backup = subprocess.run([str(BIN / "aokun"), "backup", "--config", str(store)],
-                            capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+    backed_up = aokun_in_process("backup", "--config", store)
+    assert backed_up.returncode == 0, backed_up.stderr
+    backup = backed_up.stdout.strip().splitlines()[-1]
     ids = memory_ids(store)
     with front(store) as s:
         s.ok("delete_memory", {"id": ids[0]})
     header = save_snapshots(store)["document"]
-    subprocess.run([str(BIN / "aokun"), "restore", backup, "--config", str(store)], check=True,
-                   capture_output=True)
+    restored = aokun_in_process("restore", backup, "--config", store)
+    assert restored.returncode == 0, restored.stderr
     with front(store) as s:  # other deletions bring the sequence past the snapshot's
         for other in ids[1:]:
             s.ok("delete_memory", {"id": other})
@@ -256,42 +209,6 @@ def test_a_damaged_snapshot_is_refused_with_one_log_line(store, damage):
     lines = snapshot_lines(store)
     assert len(lines) == 1 and "document vectors: snapshot" in lines[0] and "damaged" in lines[0], lines
     assert "building the index from the store" in lines[0]
-
-
-@pytest.mark.slow
-def test_the_worker_writes_snapshots_once_changes_settle(tmp_path):
-    config = write_config(tmp_path, **SETTINGS)
-    document = snapshot.path_for(data_dir(config), "document")
-    worker = start_worker(config)
-    try:
-        with front(config) as s:
-            for text in TEXTS[:3]:
-                s.ok("memorize", {"content": text})
-            wait_for(lambda: all_processed(config, 3), 120, what="memories embedded")
-            seq = vector_seq(config)
-            header = wait_for(lambda: document.exists() and snapshot.read_header(document), 60,
-                              what="the document snapshot")
-            assert (header.seq, header.count) == (seq, 3)
-            # Not on every change: once vector writes have paused for SNAPSHOT_SETTLE_S.
-            last_write = db_rows(config, "SELECT MAX(create_time) FROM vectors")[0][0]
-            assert header.created - last_write >= SNAPSHOT_SETTLE_S - 1
-
-            s.ok("memorize", {"content": TEXTS[3]})
-            wait_for(lambda: all_processed(config, 4), 120, what="the fourth memory embedded")
-            seq = vector_seq(config)
-            header = wait_for(lambda: (h := snapshot.read_header(document)).seq == seq and h, 60,
-                              what="the snapshot rewritten")
-            assert header.count == 4
-            entries = snapshot.read_header(snapshot.path_for(data_dir(config), "graph_entry"))
-            assert entries.seq == seq and entries.count > 0
-    finally:
-        assert stop(worker) == 0
-    assert "snapshots: document snapshot written" in (tmp_path / "worker-test.log").read_text()
-
-    with_info = write_config(tmp_path, **WITH_INFO)
-    with front(with_info) as s:
-        assert s.ok("recall", {"query": "kitten", "k": 1})["results"]
-    assert loaded_from_snapshot(config)["document"] == (0, 4), front_log(config)
 
 
 def test_a_settle_watch_runs_once_changes_pause_or_wait_too_long():

@@ -18,9 +18,9 @@ import pytest
 
 from fake_openai import FakeEmbeddingsServer
 from helpers import front_in_process, run_every_stage, write_config
+from servers import storage_of
 from shared.config import load_config
 from shared.store import open_store
-from test_changed_facts import storage_of
 
 # The migration that re-derives atoms without subjects, per engine.
 MIGRATION = {"sqlite": 13, "postgresql": 3}

@@ -5,13 +5,12 @@ bad rows reported by line."""
 from __future__ import annotations
 
 import json
-import subprocess
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from helpers import aokun_in_process, db_rows, memory_service, write_config
+from helpers import aokun_in_process, db_rows, last_line, memory_service, write_config
 from shared.config import StorageConfig
 from shared.store import open_store
 from shared.store.model.documents import MemoryFields
@@ -23,16 +22,6 @@ DATA = Path(__file__).parent / "data" / "transfer"
 COLUMNS = ("text, content_hash, topics, participants, key_facts, sentiment, importance, pinned,"
            " archived, session_id, persona_id, original_time, original_ts, persona_summary,"
            " access_count, last_access_time, create_time, update_time")
-
-
-def transfer(config: Path, *args) -> subprocess.CompletedProcess:
-    """The export / import command as `aokun` runs it (its main(), in this process)."""
-    return aokun_in_process(*args, "--config", config)
-
-
-def ok(result: subprocess.CompletedProcess) -> str:
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout.strip().splitlines()[-1]
 
 
 def store(tmp_path: Path, name: str) -> Path:
@@ -96,15 +85,15 @@ def test_jsonl_round_trip_gives_the_same_memories_metadata_and_times(tmp_path):
     before = memories(source)
     assert len(before) == 8 and {r[8] for r in before} == {0, 1}  # one archived
     exported = tmp_path / "memories.jsonl"
-    assert ok(transfer(source, "export", exported)) == f"exported 8 memories to {exported}"
+    assert last_line(aokun_in_process("export", exported, "--config", source)) == f"exported 8 memories to {exported}"
     # One memory a line for any line reader: U+2028 in a text is written escaped.
     lines = exported.read_text(encoding="utf-8").splitlines()
     header = json.loads(lines[0])
     assert header["format"] == "aokun-export" and header["version"] == 1 and header["memories"] == 8
     assert len(lines) == 9 and "\u2028" not in exported.read_text(encoding="utf-8")
 
-    result = transfer(target, "import", exported)
-    assert ok(result).startswith("imported 8, already present 0, skipped 0 (8 rows, jsonl")
+    result = aokun_in_process("import", exported, "--config", target)
+    assert last_line(result).startswith("imported 8, already present 0, skipped 0 (8 rows, jsonl")
     assert memories(target) == before
     # The BM25 rows are the same too (conversation context included), and so is the
     # transcript's own source hash.
@@ -115,13 +104,15 @@ def test_jsonl_round_trip_gives_the_same_memories_metadata_and_times(tmp_path):
     assert db_rows(target, "SELECT COUNT(*) FROM memory_stages WHERE status = 'pending'") == [(24,)]
 
     # Again, into either store: nothing is added.
-    assert ok(transfer(target, "import", exported)).startswith("imported 0, already present 8, skipped 0")
-    assert ok(transfer(source, "import", exported)).startswith("imported 0, already present 8, skipped 0")
+    assert last_line(aokun_in_process("import", exported, "--config", target)).startswith(
+        "imported 0, already present 8, skipped 0")
+    assert last_line(aokun_in_process("import", exported, "--config", source)).startswith(
+        "imported 0, already present 8, skipped 0")
     assert len(memories(target)) == 8 and len(memories(source)) == 8
 
     # And the imported store exports the same records (but for the hashes imports gave).
     again = tmp_path / "again.jsonl"
-    ok(transfer(target, "export", again))
+    last_line(aokun_in_process("export", again, "--config", target))
 
     def strip(path):
         return [{k: v for k, v in json.loads(line).items() if k not in ("id", "source_hash")}
@@ -135,22 +126,26 @@ def test_export_of_one_persona_with_its_atoms_and_import_into_another(tmp_path):
     source, target = store(tmp_path, "source"), store(tmp_path, "target")
     seed(source)
     exported = tmp_path / "alice.jsonl"
-    assert ok(transfer(source, "export", "--persona", "alice", "--atoms", exported)).startswith("exported 6 memories")
+    done = aokun_in_process("export", "--persona", "alice", "--atoms", exported, "--config", source)
+    assert last_line(done).startswith("exported 6 memories")
     records = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()[1:]]
     assert {r["persona_id"] for r in records} == {"alice"} and all(r["atoms"] == [] for r in records)
-    assert ok(transfer(target, "import", exported, "--persona", "carol")).startswith("imported 6,")
+    assert last_line(aokun_in_process("import", exported, "--persona", "carol", "--config", target)).startswith(
+        "imported 6,")
     assert db_rows(target, "SELECT DISTINCT persona_id FROM documents") == [("carol",)]
     # The transcript's memory moved to another persona: another memory, another source hash.
     assert db_rows(target, "SELECT COUNT(*) FROM documents WHERE source_hash = ?", ("f" * 64,)) == [(0,)]
-    assert ok(transfer(target, "import", exported, "--persona", "dave")).startswith("imported 6,")
-    assert ok(transfer(target, "import", exported, "--persona", "carol")).startswith("imported 0, already present 6")
+    assert last_line(aokun_in_process("import", exported, "--persona", "dave", "--config", target)).startswith(
+        "imported 6,")
+    assert last_line(aokun_in_process("import", exported, "--persona", "carol", "--config", target)).startswith(
+        "imported 0, already present 6")
 
 
 def test_markdown_export_is_one_readable_file_per_persona(tmp_path):
     source = store(tmp_path, "source")
     ids = seed(source)
     folder = tmp_path / "md"
-    assert ok(transfer(source, "export", "--format", "markdown", folder)) == \
+    assert last_line(aokun_in_process("export", "--format", "markdown", folder, "--config", source)) == \
         f"exported 8 memories of 3 persona(s) to {folder}"
     names = sorted(p.name for p in folder.iterdir())
     assert names == sorted(["alice.md", "no-persona.md", render.file_name("bob/会议")])
@@ -166,7 +161,7 @@ def test_markdown_export_is_one_readable_file_per_persona(tmp_path):
     # A file where the folder should be is refused in one line.
     clash = tmp_path / "file"
     clash.write_text("x")
-    result = transfer(source, "export", "--format", "markdown", clash)
+    result = aokun_in_process("export", "--format", "markdown", clash, "--config", source)
     assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
     assert "is a file: the Markdown export writes a folder" in result.stderr
 
@@ -174,7 +169,7 @@ def test_markdown_export_is_one_readable_file_per_persona(tmp_path):
 @pytest.mark.slow
 def test_markdown_notes_become_memories_by_note_or_heading_section(tmp_path):
     config = store(tmp_path, "notes")
-    result = transfer(config, "import", DATA / "notes")
+    result = aokun_in_process("import", DATA / "notes", "--config", config)
     assert result.returncode == 1, result.stderr  # broken.md was skipped
     assert result.stdout.strip().endswith(
         f"imported 8, already present 0, skipped 1 (9 rows, markdown, from {DATA / 'notes'})")
@@ -201,7 +196,7 @@ def test_markdown_notes_become_memories_by_note_or_heading_section(tmp_path):
     assert json.loads(alice[1]) == ["friends", "climbing"] and json.loads(alice[2]) == ["Alice"]
     assert not any("Obsidian settings" in t for t in texts)
     # Imported again: nothing new.
-    again = transfer(config, "import", DATA / "notes")
+    again = aokun_in_process("import", DATA / "notes", "--config", config)
     assert again.stdout.strip().endswith("imported 0, already present 8, skipped 1 (9 rows, markdown, "
                                          f"from {DATA / 'notes'})")
     assert db_rows(config, "SELECT COUNT(*) FROM documents") == [(8,)]
@@ -210,8 +205,8 @@ def test_markdown_notes_become_memories_by_note_or_heading_section(tmp_path):
 @pytest.mark.slow
 def test_mcp_memory_file_one_memory_per_observation_and_relation(tmp_path):
     config = store(tmp_path, "mcp")
-    assert ok(transfer(config, "import", DATA / "memory.jsonl", "--persona", "me")).startswith(
-        "imported 6, already present 0, skipped 0 (6 rows, mcp-memory")
+    done = aokun_in_process("import", DATA / "memory.jsonl", "--persona", "me", "--config", config)
+    assert last_line(done).startswith("imported 6, already present 0, skipped 0 (6 rows, mcp-memory")
     rows = db_rows(config, "SELECT text, participants, topics, key_facts, persona_id FROM documents ORDER BY id")
     assert [(r[0].split("] ", 1)[1], json.loads(r[1]), json.loads(r[2]), json.loads(r[3]), r[4]) for r in rows] == [
         ("John_Smith: Speaks fluent Spanish", ["John_Smith"], ["person"], [], "me"),
@@ -223,13 +218,14 @@ def test_mcp_memory_file_one_memory_per_observation_and_relation(tmp_path):
          ["Maria_Garcia mentors John_Smith"], "me"),
     ]
     # The progress bar shows on a terminal or with --progress only.
-    assert transfer(config, "import", DATA / "memory.jsonl", "--persona", "me").stderr == ""
-    again = transfer(config, "import", DATA / "memory.jsonl", "--persona", "me", "--progress")
-    assert ok(again).startswith("imported 0, already present 6") and "6/6" in again.stderr
-    empty = transfer(config, "import", DATA / "memory.jsonl", "--persona", " ")
+    assert aokun_in_process("import", DATA / "memory.jsonl", "--persona", "me", "--config", config).stderr == ""
+    again = aokun_in_process("import", DATA / "memory.jsonl", "--persona", "me", "--progress", "--config", config)
+    assert last_line(again).startswith("imported 0, already present 6") and "6/6" in again.stderr
+    empty = aokun_in_process("import", DATA / "memory.jsonl", "--persona", " ", "--config", config)
     assert empty.returncode == 2 and "--persona is empty" in empty.stderr
     # For another persona the same file is other memories.
-    assert ok(transfer(config, "import", DATA / "memory.jsonl")).startswith("imported 6, already present 0")
+    assert last_line(aokun_in_process("import", DATA / "memory.jsonl", "--config", config)).startswith(
+        "imported 6, already present 0")
 
 
 def test_bad_rows_are_reported_by_line_and_skipped(tmp_path):
@@ -251,7 +247,7 @@ def test_bad_rows_are_reported_by_line_and_skipped(tmp_path):
     ]
     path = tmp_path / "rows.jsonl"
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    result = transfer(config, "import", path)
+    result = aokun_in_process("import", path, "--config", config)
     assert result.returncode == 1
     assert result.stdout.strip() == f"imported 2, already present 0, skipped 8 (10 rows, jsonl, from {path})"
     errors = result.stderr.strip().splitlines()
@@ -281,7 +277,7 @@ def test_bad_lines_of_an_mcp_memory_file(tmp_path):
         "not json",
         json.dumps({"type": "relation", "from": "Ann", "to": "Ben", "relationType": "is_friends_with"}),
     ]), encoding="utf-8")
-    result = transfer(config, "import", path, "--format", "mcp-memory")
+    result = aokun_in_process("import", path, "--format", "mcp-memory", "--config", config)
     assert result.returncode == 1
     assert result.stdout.strip().startswith("imported 2, already present 0, skipped 4")
     assert result.stderr.strip().splitlines() == [
@@ -304,8 +300,8 @@ def test_files_that_cannot_be_imported_are_refused_in_one_line(tmp_path, content
     config = store(tmp_path, "s")
     path = tmp_path / "x.jsonl"
     path.write_text(content, encoding="utf-8")
-    result = transfer(config, "import", path)
+    result = aokun_in_process("import", path, "--config", config)
     assert result.returncode == 2 and message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
-    missing = transfer(config, "import", tmp_path / "nothing.jsonl")
+    missing = aokun_in_process("import", tmp_path / "nothing.jsonl", "--config", config)
     assert missing.returncode == 2 and "not found: give the file" in missing.stderr

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeEmbeddingsServer
-from helpers import all_processed, db_rows, run_every_stage, write_config
-from test_transfer import DATA, ok, transfer
+from helpers import all_processed, aokun_in_process, db_rows, last_line, run_every_stage, write_config
+
+DATA = Path(__file__).parent / "data" / "transfer"
 
 
 @pytest.fixture
@@ -48,7 +49,7 @@ def linked(found: set, a: str, b: str) -> bool:
 @pytest.mark.slow
 def test_mcp_memory_relations_become_graph_facts(system, tmp_path):
     config = system
-    ok(transfer(config, "import", DATA / "memory.jsonl", "--persona", "me"))
+    last_line(aokun_in_process("import", DATA / "memory.jsonl", "--persona", "me", "--config", config))
     settle(config, 6)
     graph = nodes(config, "me")
     # The MCP memory server's entity types are kept: Anthropic is an organisation, Kyoto a place.
@@ -74,13 +75,13 @@ def test_mcp_memory_relations_become_graph_facts(system, tmp_path):
 
     # The export carries each memory's atoms, in JSONL and in Markdown.
     exported = tmp_path / "with-atoms.jsonl"
-    ok(transfer(config, "export", "--atoms", exported))
+    last_line(aokun_in_process("export", "--atoms", exported, "--config", config))
     records = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()[1:]]
     assert len(records) == 6 and all(r["atoms"] and r["atoms"][0]["state"] == "active" for r in records)
     relation = next(r for r in records if r["text"].endswith("John_Smith works at Anthropic"))
     assert [a["text"] for a in relation["atoms"]] == ["John_Smith works at Anthropic"]
     folder = tmp_path / "md"
-    ok(transfer(config, "export", "--format", "markdown", "--atoms", folder))
+    last_line(aokun_in_process("export", "--format", "markdown", "--atoms", folder, "--config", config))
     page = (folder / "me.md").read_text(encoding="utf-8")
     assert "- atoms:\n  - John_Smith works at Anthropic (" in page
 
@@ -88,7 +89,7 @@ def test_mcp_memory_relations_become_graph_facts(system, tmp_path):
 @pytest.mark.slow
 def test_markdown_tags_and_people_become_graph_nodes(system):
     config = system
-    result = transfer(config, "import", DATA / "notes")
+    result = aokun_in_process("import", DATA / "notes", "--config", config)
     assert "imported 8," in result.stdout
     settle(config, 8)
     graph = nodes(config, "")

@@ -10,8 +10,7 @@ import sys
 
 import pytest
 
-from helpers import db_rows, wait_for, write_config
-from test_transfer import ok, transfer
+from helpers import aokun_in_process, db_rows, last_line, wait_for, write_config
 
 ENTITIES = 300  # two observations each: 600 rows, far more than the kill lets through
 
@@ -45,11 +44,12 @@ def test_import_killed_mid_way_then_run_again_stores_each_row_exactly_once(tmp_p
     committed = count()[0][0]
     assert 50 <= committed < len(expected), "the kill came after the import had finished"
 
-    result = transfer(config, "import", path)
-    assert ok(result).startswith(f"imported {len(expected) - committed}, already present {committed}, skipped 0")
+    result = aokun_in_process("import", path, "--config", config)
+    assert last_line(result).startswith(f"imported {len(expected) - committed}, already present {committed}, skipped 0")
     texts = [t.split("] ", 1)[1] for (t,) in db_rows(config, "SELECT text FROM documents")]
     assert len(texts) == len(expected) and set(texts) == expected
     assert db_rows(config, "SELECT COUNT(DISTINCT source_hash) FROM documents") == [(len(expected),)]
     assert db_rows(config, "SELECT COUNT(*) FROM memory_stages") == [(3 * len(expected),)]
     assert db_rows(config, "PRAGMA integrity_check") == [("ok",)]
-    assert ok(transfer(config, "import", path)).startswith(f"imported 0, already present {len(expected)}")
+    assert last_line(aokun_in_process("import", path, "--config", config)).startswith(
+        f"imported 0, already present {len(expected)}")

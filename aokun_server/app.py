@@ -135,7 +135,7 @@ def build_front(config: AppConfig) -> Front:
     live = services.live
     _warn_foreign_vectors(services)
     reinforcer = Reinforcer(services.memories, live)
-    index, _ = services.vector_indexes
+    index = services.vector_indexes.document
     identity = Identity.from_environment(services.store, live.at_start.server.token)
     deps = ToolDeps(memories=services.memories, recaller=services.recaller, index=index,
                     principal=identity.current, reinforcer=reinforcer, atom_search=services.atom_search,
@@ -153,7 +153,7 @@ def build_front(config: AppConfig) -> Front:
 
 
 def _warn_foreign_vectors(services: Services) -> None:
-    index, _ = services.vector_indexes
+    index = services.vector_indexes.document
     if index.dim:
         message = services.store.vectors.foreign_space_warning(index.model, index.dim)
         if message:

@@ -8,8 +8,11 @@ the other way round.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any, Protocol
+
+import numpy as np
 
 from shared.atom_life import store_atoms
 from shared.config import AtomsConfig
@@ -20,7 +23,8 @@ from shared.extract.graph_rules import GraphBuilder, StoredFact
 from shared.store.interface import Session, Store
 from shared.store.model.atoms import AtomOwner, AtomRow
 from shared.store.model.documents import Document
-from shared.store.model.vectors import VectorRow
+from shared.store.model.vectors import VectorRow, passage_owner
+from shared.text.passages import passages
 from shared.text.segment import Segmenter
 
 # Atom states whose fact still belongs in the graph.
@@ -47,14 +51,35 @@ EMBED_CONTEXT_TURNS = 1
 
 
 def embedding_text(document: Document, context: Sequence[str] = ()) -> str:
-    """What a memory is embedded as: its nearest context neighbours (oldest first;
+    """What a short memory is embedded as: its nearest context neighbours (oldest first;
     shared/store/portable/neighbours.py), then its stored text, time marker and speaker included
     (who said it is much of what a question asks about: docs/performance.md)."""
     return "\n".join([*context, document.text])
 
 
+@dataclass(frozen=True)
+class Embedded:
+    """A memory's vectors: the memory's own (of its first passage, with its context) and, for a
+    long memory, one per further passage."""
+
+    document: np.ndarray
+    passages: np.ndarray
+
+
+def embedding_texts(document: Document, context: Sequence[str] = ()) -> list[str]:
+    """What a memory is embedded as: one text when it fits a passage; else its first passage
+    with the context (the memory's own vector) and every further passage alone. A long context
+    neighbour gives only its end: the memory's own words come first in what the model reads."""
+    parts = passages(document.text)
+    context = [c if len(passages(c)) == 1 else passages(c)[-1].text for c in context]
+    if len(parts) == 1:
+        return [embedding_text(document, context)]
+    return ["\n".join([*context, parts[0].text]), *(p.text for p in parts[1:])]
+
+
 class EmbedHandler:
-    """Embeds documents in batches into the configured vector space."""
+    """Embeds documents into the configured vector space, a long one as passages; the
+    passages of a whole batch of memories go to the embedder in one call."""
 
     stage = "embed"
 
@@ -63,16 +88,25 @@ class EmbedHandler:
         self.batch_size = batch_size
         self._store = store  # where the context is read; without it memories are embedded alone
 
-    def compute(self, documents: Sequence[Document]):
+    def compute(self, documents: Sequence[Document]) -> list[Embedded]:
         contexts = (self._store.neighbours.texts_of([d.id for d in documents])
                     if self._store is not None else {})
-        return self.embedder.embed_passages(
-            [embedding_text(d, contexts.get(d.id, [])[:EMBED_CONTEXT_TURNS][::-1]) for d in documents])
+        texts = [embedding_texts(d, contexts.get(d.id, [])[:EMBED_CONTEXT_TURNS][::-1]) for d in documents]
+        matrix = self.embedder.embed_passages([t for of_one in texts for t in of_one])
+        results, start = [], 0
+        for of_one in texts:
+            results.append(Embedded(matrix[start], matrix[start + 1:start + len(of_one)]))
+            start += len(of_one)
+        return results
 
-    def store(self, tx: Session, document: Document, result, now: float) -> None:
-        tx.vectors.upsert(VectorRow(
-            kind="document", owner_id=document.id, memory_id=document.id,
-            model=self.embedder.model, vector=result, content_hash=document.content_hash), now)
+    def store(self, tx: Session, document: Document, result: Embedded, now: float) -> None:
+        model, content_hash = self.embedder.model, document.content_hash
+        tx.vectors.upsert(VectorRow("document", document.id, document.id, model, result.document, content_hash), now)
+        # An edited memory may have fewer passages than before: none of the old ones stays.
+        tx.vectors.delete_for_memory(document.id, now, kind="passage")
+        for number, vector in enumerate(result.passages, start=1):
+            tx.vectors.upsert(VectorRow("passage", passage_owner(document.id, number), document.id, model,
+                                        vector, content_hash), now)
 
 
 class AtomsHandler:

@@ -157,7 +157,7 @@ def store_api_latency(config_path: Path, questions: list[str], unscoped: bool = 
     from aokun_server.app import build_front
 
     front = build_front(load_config(config_path))
-    front.services.vector_indexes[0].sync()
+    front.services.vector_indexes.document.sync()
     from shared.search.recall import RecallRequest
 
     front.recaller.recall(RecallRequest("warm up", 10, DocumentFilter()))

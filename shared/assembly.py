@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from shared.search.cache import RecallCache
     from shared.search.channels import ChannelParts
     from shared.search.recall import Hit, Recaller, RecallRequest
-    from shared.search.vectors import VectorIndex
+    from shared.search.vectors import VectorIndexes
     from shared.summarize.summarizer import Summarizer
     from shared.tasks import Enqueuer
     from shared.text.segment import Segmenter
@@ -137,22 +137,21 @@ class Services:
                               recorded=recorded_models(self.store))
 
     @part
-    def vector_indexes(self) -> tuple[VectorIndex, VectorIndex]:
-        """The FAISS indexes of memories and of graph entries, in the embedder's space."""
+    def vector_indexes(self) -> VectorIndexes:
+        """The FAISS indexes of memories, their passages and graph entries, in the embedder's space."""
         from shared.embedders import space_dim
-        from shared.search.vectors import VectorIndex
+        from shared.search.vectors import VectorIndex, VectorIndexes
 
         embedder = self.embedder
         dim = space_dim(self.live.at_start.embedding, embedder)  # never asks an API at start
-        return (VectorIndex(self.store, "document", embedder.model, dim),
-                VectorIndex(self.store, "graph_entry", embedder.model, dim))
+        return VectorIndexes(*(VectorIndex(self.store, kind, embedder.model, dim)
+                               for kind in ("document", "passage", "graph_entry")))
 
     @part
     def recaller(self) -> LiveRecaller:
         from shared.search.channels import ChannelParts
 
-        index, entry_index = self.vector_indexes
-        parts = ChannelParts(self.store, self.live.now.retrieval, index, entry_index, self.live.at_start.graph)
+        parts = ChannelParts(self.store, self.live.now.retrieval, self.vector_indexes, self.live.at_start.graph)
         return LiveRecaller(self.store, self.segmenter, parts,
                             self.embedder.embed_query, self.live)
 
@@ -172,7 +171,7 @@ class Services:
                               "without a running front needs")
         retrieval = replace(retrieval, channels=channels, cache_enabled=False)
         # No vector index: the channels kept above use none.
-        parts = ChannelParts(self.store, retrieval, None, None, self.live.at_start.graph)  # pyright: ignore[reportArgumentType]
+        parts = ChannelParts(self.store, retrieval, None, self.live.at_start.graph)  # pyright: ignore[reportArgumentType]
         return Recaller(self.store, self.segmenter, build_channels(parts), None, retrieval)
 
     @part
@@ -240,7 +239,7 @@ class LiveRecaller:
 
         config = self.live.now.retrieval
         channels = build_channels(replace(self.parts, config=config))
-        space = self.parts.document_index.model if self.parts.document_index is not None else None
+        space = self.parts.indexes.document.model if self.parts.indexes is not None else None
         return Recaller(self.store, self.segmenter, channels, self.embed, config, self.executor, space=space)
 
     def _settings_changed(self, old: AppConfig, new: AppConfig) -> None:

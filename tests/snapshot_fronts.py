@@ -25,6 +25,10 @@ TEXTS = [
     "The dentist said to floss every evening and come back in six months",
     "Grandma's recipe for dumplings uses pork, cabbage and a little ginger",
     "I switched from coffee to green tea because of my sleep",
+    # Long enough to be embedded as several passages: its passage vectors are snapshotted too.
+    " ".join(f"On day {day} of the hike we walked along the ridge, ate bread and cheese at noon and"
+             " counted the birds we saw before the light went." for day in range(1, 15))
+    + " On the last evening the ranger told us the old lighthouse keeper had kept bees on the cliff.",
 ]
 # The vector channels only, so every ranking comes from the two FAISS indexes; no
 # reinforcement, so recalling changes nothing that a later recall reads.

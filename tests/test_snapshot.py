@@ -40,7 +40,8 @@ from snapshot_fronts import (
     vector_seq,
 )
 
-QUERIES = ["kitten", "where does my sister live", "喝茶", "support group", "travel plans in spring"]
+QUERIES = ["kitten", "where does my sister live", "喝茶", "support group", "travel plans in spring",
+           "who kept honey bees by the sea"]
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +81,14 @@ def recall_all(config: Path) -> list[list[tuple]]:
 
 
 def save_snapshots(config: Path) -> dict[str, snapshot.Header]:
-    """Write both snapshots as the worker does (VectorIndex.save_snapshot), in this process."""
+    """Bring every snapshot up to date as the worker does (VectorIndex.save_snapshot), in this
+    process: written, or serving already when nothing of its kind changed since."""
     store = open_store(StorageConfig(data_dir=data_dir(config)), migrate=False)
     try:
         _kind, model, dim, _count = store.vectors.space_figures()[0]
         for kind in KINDS:
-            assert "written" in VectorIndex(store, kind, model, dim).save_snapshot()
+            said = VectorIndex(store, kind, model, dim).save_snapshot()
+            assert "written" in said or "serves (0 changes behind" in said, said
     finally:
         store.close()
     return {kind: snapshot.read_header(snapshot.path_for(data_dir(config), kind)) for kind in KINDS}
@@ -119,6 +122,9 @@ def test_changes_after_the_snapshot_are_applied(store):
         for gone in ids[:3]:
             s.ok("delete_memory", {"id": gone})
         s.ok("edit_memory", {"id": ids[3], "content": "Caroline now runs the Thursday book club"})
+        # The long memory, shorter but still long: its passages are replaced, one fewer at least.
+        s.ok("edit_memory", {"id": ids[-1], "content": TEXTS[-1][len(TEXTS[-1]) // 2:]})
+    passages_before = vector_counts(store)["passage"]
     run_every_stage(store)
     assert all_processed(store, len(TEXTS) - 2)
     assert {kind: snapshot.path_for(data_dir(store), kind).read_bytes() for kind in KINDS} == old
@@ -132,6 +138,7 @@ def test_changes_after_the_snapshot_are_applied(store):
     assert {kind: n for kind, (_, n) in loaded.items()} == counts, front_log(store)
     assert all(changes > 0 for changes, _ in loaded.values())
     assert counts["document"] == len(TEXTS) - 2
+    assert 0 < counts["passage"] < passages_before
     found = {i for ranking in from_snapshot for i, *_ in ranking}
     assert not found & set(ids[:3])  # deleted after the snapshot: tombstones honoured
     assert added in found and ids[3] in found
@@ -186,7 +193,7 @@ def test_a_snapshot_from_before_a_restore_is_refused(store):
 
     rankings = recall_all(store)
     lines = snapshot_lines(store)
-    assert len(lines) == 2 and all("made from another database" in line for line in lines), lines
+    assert len(lines) == len(KINDS) and all("made from another database" in line for line in lines), lines
     assert ids[0] in {i for ranking in rankings for i, *_ in ranking}
 
 

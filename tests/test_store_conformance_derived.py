@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from shared.store.model.atoms import AtomOwner, AtomRow
+from shared.store.model.documents import DocumentFilter
 from shared.store.model.graph import EdgeSpec, EntrySpec, MemoryGraph, NodeSpec
-from shared.store.model.vectors import VectorRow
+from shared.store.model.vectors import PASSAGE_SLOTS, VectorRow, passage_of, passage_owner
 from store_conformance import DAY, NOW, add, opened, store  # noqa: F401 (the fixtures)
 
 # -- graph -------------------------------------------------------------------------------
@@ -218,6 +219,24 @@ def test_vectors_put_replace_delete_and_read_a_space(store):
     with store.write() as tx:
         assert tx.vectors.delete_for_memory(a, NOW, kind="document") == {"vectors": 1}
     assert space(store) == {} and store.vectors.stored_dim("document", "m") == 0
+
+
+def test_passage_vectors_of_a_memory_are_scoped_by_their_memory_and_replaced_with_it(store):
+    alice, bob = add(store, "alice's long note", persona_id="alice"), add(store, "bob's long note", persona_id="bob")
+    owners = {m: [passage_owner(m, n) for n in (1, 2, 3)] for m in (alice, bob)}
+    for memory_id, of_memory in owners.items():
+        for owner in of_memory:
+            put(store, owner, unit(1, 0, 0), kind="passage", memory_id=memory_id)
+    assert [passage_of(o) for o in owners[alice]] == [(alice, 1), (alice, 2), (alice, 3)]
+    assert sorted(store.vectors.owners_in_scope("passage", DocumentFilter(persona_id="alice"))) == owners[alice]
+    assert sorted(store.vectors.owners_in_scope("passage", DocumentFilter())) == sorted(owners[alice] + owners[bob])
+    assert store.vectors.owners_in_scope("document", DocumentFilter(persona_id="alice")) == []
+    with store.write() as tx:
+        assert tx.vectors.delete_for_memory(alice, NOW, kind="passage") == {"vectors": 3}
+    assert store.vectors.owners_in_scope("passage", DocumentFilter(persona_id="alice")) == []
+    assert sorted(store.vectors.owners_changed_since("passage", 0)) == sorted(owners[alice] + owners[bob])
+    with pytest.raises(ValueError):
+        passage_owner(alice, PASSAGE_SLOTS)
 
 
 def test_the_vector_change_sequence_shows_additions_replacements_and_deletions_in_order(store):

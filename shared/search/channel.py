@@ -12,12 +12,22 @@ embedding lane). Recall never looks at a channel's name or class to decide anyth
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from shared.search.query import Query
 from shared.store.model.documents import DocumentFilter
 
 DOCUMENT_ROUTE, GRAPH_ROUTE = "document", "graph"
+
+# Query.derived's name for what channels note about a memory they found, for explain:
+# {channel name: {memory id: {detail: value}}}.
+NOTES = "channel_notes"
+Notes = dict[str, dict[int, dict[str, Any]]]
+
+
+def note(query: Query, channel: str, memory_id: int, **detail: Any) -> None:
+    """Record, for explain, a detail of how `channel` found a memory in this recall."""
+    query.derived(NOTES, Notes).setdefault(channel, {})[memory_id] = detail
 
 Ranking = Sequence[tuple[int, float]]
 

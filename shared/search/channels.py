@@ -10,7 +10,7 @@ from shared.config import GraphConfig, RetrievalConfig
 from shared.search.bm25 import Bm25Channel
 from shared.search.channel import Channel
 from shared.search.graph import GraphKeywordChannel, GraphVectorChannel
-from shared.search.vectors import VectorChannel, VectorIndex
+from shared.search.vectors import VectorChannel, VectorIndexes
 from shared.store.interface import Store
 
 
@@ -20,16 +20,15 @@ class ChannelParts:
 
     store: Store
     config: RetrievalConfig
-    document_index: VectorIndex
-    entry_index: VectorIndex
+    indexes: VectorIndexes
     graph: GraphConfig = field(default_factory=GraphConfig)  # aliases, for names in questions
 
 
 BUILDERS: dict[str, Callable[[ChannelParts], Channel]] = {
     "bm25": lambda p: Bm25Channel(p.store, p.config.bm25_weight, p.config.bm25_context_weight),
-    "vector": lambda p: VectorChannel(p.store, p.document_index, p.config.vector_weight),
+    "vector": lambda p: VectorChannel(p.store, p.indexes.document, p.indexes.passage, p.config.vector_weight),
     "graph_keyword": lambda p: GraphKeywordChannel(p.store, p.config, p.graph.alias_map()),
-    "graph_vector": lambda p: GraphVectorChannel(p.store, p.entry_index, p.config.graph_vector_weight),
+    "graph_vector": lambda p: GraphVectorChannel(p.store, p.indexes.graph_entry, p.config.graph_vector_weight),
 }
 
 

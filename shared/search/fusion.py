@@ -36,7 +36,7 @@ from typing import Any
 from shared.config import RetrievalConfig
 from shared.decay import recency
 from shared.search import calibration, happening, timeframe
-from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel
+from shared.search.channel import DOCUMENT_ROUTE, GRAPH_ROUTE, Channel, Notes
 from shared.search.focus import asks, speaker
 from shared.search.fuse import SCORE_FUSIONS, Ranking, fuse_routes, normalise, ordered, rrf, spread
 from shared.search.intent import RouteWeights, has_cue, route_weights
@@ -44,6 +44,7 @@ from shared.search.mmr import mmr
 from shared.search.request import Hit, RecallRequest
 from shared.store.model.documents import Document, unmarked
 from shared.text.overlap import jaccard
+from shared.text.passages import describe_passage
 from shared.units import DAY
 
 # The store's terms_of: {memory: its indexed terms} (what MMR compares memories by).
@@ -56,6 +57,7 @@ class Found:
 
     rankings: dict[str, list[tuple[int, float]]] = field(default_factory=dict[str, list[tuple[int, float]]])
     channels: dict[str, Channel] = field(default_factory=dict[str, Channel])
+    notes: Notes = field(default_factory=Notes)  # channel.note's, for explain
 
     def route(self, route: str) -> list[tuple[Channel, list[tuple[int, float]]]]:
         return [(self.channels[n], r) for n, r in self.rankings.items() if self.channels[n].route == route]
@@ -208,9 +210,14 @@ class Fusion:
         return [i for i, _ in picked]
 
     def _explain(self, doc_id: int, weights: RouteWeights, final: float) -> dict[str, Any]:
-        channels: dict[str, dict[str, float]] = {}
+        channels: dict[str, dict[str, Any]] = {}
         for name, ranking in self.found.rankings.items():
             channels.update(_rank_of(name, ranking, doc_id))
+            detail = self.found.notes.get(name, {}).get(doc_id)
+            if detail and name in channels:
+                if "passage" in detail:  # which part of a long memory matched, and what it says
+                    detail = describe_passage(self.documents[doc_id].text, detail["passage"])
+                channels[name].update(detail)
         parts = dict(self.parts[doc_id])
         parts["routes"] = {"document_weight": round(weights.document, 6),
                            "graph_weight": round(weights.graph, 6), "intents": list(weights.intents),

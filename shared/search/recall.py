@@ -27,7 +27,7 @@ from shared.errors import AokunError
 from shared.search import answer, calibration, happening, mentions, timeframe
 from shared.search.atom_search import holding_types
 from shared.search.cache import RecallCache
-from shared.search.channel import Channel
+from shared.search.channel import NOTES, Channel, Notes
 from shared.search.focus import focus
 from shared.search.fusion import Found, Fusion
 from shared.search.graph import GraphKeywordChannel
@@ -190,6 +190,7 @@ class Recaller:
                 continue
             found.rankings[channel.name] = outcome
             found.channels[channel.name] = channel
+        found.notes = query.derived(NOTES, Notes)
         return found
 
     def _run(self, channels: Sequence[Channel], query: Query, scope: DocumentFilter, depth: int) -> list[Outcome]:

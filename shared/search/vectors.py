@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,10 +22,11 @@ from numpy.typing import NDArray
 
 from shared import platform
 from shared.search import snapshot
-from shared.search.channel import DOCUMENT_ROUTE
+from shared.search.channel import DOCUMENT_ROUTE, note
 from shared.search.query import Query
 from shared.store.interface import Session, Store
 from shared.store.model.documents import DocumentFilter
+from shared.store.model.vectors import passage_of
 
 log = logging.getLogger("aokun.vectors")
 
@@ -226,16 +228,32 @@ def is_scoped(scope: DocumentFilter) -> bool:
     return scope.persona_id is not None or scope.session_id is not None
 
 
+@dataclass(frozen=True)
+class VectorIndexes:
+    """The indexes of one embedder's space: memories, long memories' further passages, graph
+    entries."""
+
+    document: VectorIndex
+    passage: VectorIndex
+    graph_entry: VectorIndex
+
+    def __iter__(self) -> Iterator[VectorIndex]:
+        return iter((self.document, self.passage, self.graph_entry))
+
+
 class VectorChannel:
-    """The document space's nearest neighbours of the query, within the recall's scope."""
+    """The document space's nearest neighbours of the query, within the recall's scope. A long
+    memory scores by its best passage: its own vector (its first passage) or a further one."""
 
     name, route, needs_vector = "vector", DOCUMENT_ROUTE, True
 
-    def __init__(self, store: Store, index: VectorIndex, weight: float):
+    def __init__(self, store: Store, index: VectorIndex, passages: VectorIndex, weight: float):
         self.store = store
         self.index = index
+        self.passages = passages
         self.weight = weight
         self.scope_ids = ScopeIds(store, store.documents.ids_in_scope)
+        self.passage_scope_ids = ScopeIds(store, lambda scope: store.vectors.owners_in_scope("passage", scope))
 
     def search(self, query: Query, scope: DocumentFilter, depth: int) -> list[tuple[int, float]]:
         """(id, cosine mapped to [0, 1]) best first; nothing (and no embedding) while the
@@ -244,13 +262,17 @@ class VectorChannel:
         if not len(self.index):
             return []
         vector = query.vector()
-        if is_scoped(scope):
-            hits = self.index.search(vector, depth, allowed=self.scope_ids.get(scope))
-        else:
-            # Archived or out-of-range hits are dropped afterwards: fetch a margin more.
-            hits = self.index.search(vector, depth * 3 + 20)
-        admitted = self.store.documents.filter_ids([i for i, _ in hits], scope)
-        return [(i, cosine_to_unit(c)) for i, c in hits if i in admitted][:depth]
+        best = dict(_nearest(self.index, self.scope_ids, vector, scope, depth))
+        self.passages.sync()
+        if len(self.passages):
+            for owner, cosine in _nearest(self.passages, self.passage_scope_ids, vector, scope, depth):
+                memory_id, number = passage_of(owner)
+                if cosine > best.get(memory_id, -2.0):
+                    best[memory_id] = cosine
+                    note(query, self.name, memory_id, passage=number)
+        ranked = sorted(best.items(), key=lambda hit: -hit[1])
+        admitted = self.store.documents.filter_ids([i for i, _ in ranked], scope)
+        return [(i, cosine_to_unit(c)) for i, c in ranked if i in admitted][:depth]
 
     def strength(self, query: Query, ranking: Sequence[tuple[int, float]]) -> float | None:
         """The best cosine (the embedder's own scale; the calibration knows its range). None
@@ -261,3 +283,12 @@ class VectorChannel:
     def indexed(self, ids: Sequence[int]) -> set[int]:
         """Memories with a vector in this space (the others wait for a worker)."""
         return self.store.vectors.owners_with_vectors("document", self.index.model, ids)
+
+
+def _nearest(index: VectorIndex, scope_ids: ScopeIds, vector: NDArray[Any], scope: DocumentFilter,
+             depth: int) -> list[tuple[int, float]]:
+    """(owner id, cosine) best first: within the scope's owners when it narrows to few,
+    else a margin more than `depth` (archived or out-of-range hits are dropped afterwards)."""
+    if is_scoped(scope):
+        return index.search(vector, depth, allowed=scope_ids.get(scope))
+    return index.search(vector, depth * 3 + 20)

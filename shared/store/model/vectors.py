@@ -8,7 +8,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-KINDS = ("document", "graph_entry")
+KINDS = ("document", "graph_entry", "passage")
+
+# A long memory's passages after its first (whose vector is the memory's "document" one) are
+# "passage" vectors owned by memory_id * PASSAGE_SLOTS + their number: the owner says whose and
+# which passage it is without a table of its own, and FAISS ids stay unique 64-bit integers.
+PASSAGE_SLOTS = 1 << 16
+
+
+def passage_owner(memory_id: int, number: int) -> int:
+    """The owner id of a memory's passage `number` (1 .. PASSAGE_SLOTS - 1)."""
+    if not 0 < number < PASSAGE_SLOTS:
+        raise ValueError(f"passage number {number} is outside 1..{PASSAGE_SLOTS - 1}")
+    return memory_id * PASSAGE_SLOTS + number
+
+
+def passage_of(owner_id: int) -> tuple[int, int]:
+    """(memory id, passage number) of a passage vector's owner."""
+    return divmod(owner_id, PASSAGE_SLOTS)
 
 
 @dataclass(frozen=True)

@@ -232,6 +232,9 @@ class PortableVectors(Aggregate):
     def space_count(self, kind: str, model: str, dim: int) -> int:
         return self._run.read(vectors.space_count, kind, model, dim)
 
+    def owners_in_scope(self, kind: str, scope: DocumentFilter) -> list[int]:
+        return self._run.read(vectors.owners_in_scope, kind, scope)
+
     def stored_dim(self, kind: str, model: str) -> int:
         return self._run.read(vectors.stored_dim, kind, model)
 

@@ -12,10 +12,12 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from shared.store.model.documents import DocumentFilter
 from shared.store.model.meta import VECTOR_TOMBSTONE_FLOOR
 from shared.store.model.vectors import VectorRow, foreign_spaces_from
 from shared.store.portable import meta
 from shared.store.portable.connection import BatchCursor, Connection
+from shared.store.portable.documents import filter_sql
 
 
 def next_seq(conn: Connection) -> int:
@@ -71,6 +73,14 @@ def batches(cursor: BatchCursor, dim: int, batch: int) -> Iterator[tuple[np.ndar
         # numpy's stubs leave part of reshape's overloads untyped.
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)  # pyright: ignore[reportUnknownMemberType]
         yield ids, matrix
+
+
+def owners_in_scope(conn: Connection, kind: str, scope: DocumentFilter) -> list[int]:
+    """The owners of `kind` whose memory the filter admits (for restricting a vector search)."""
+    where, params = filter_sql(scope, alias="d")
+    return [r[0] for r in conn.execute(
+        f"SELECT v.owner_id FROM vectors v JOIN documents d ON d.id = v.memory_id WHERE v.kind = ? AND {where}",
+        (kind, *params))]
 
 
 def space_count(conn: Connection, kind: str, model: str, dim: int) -> int:

@@ -257,6 +257,18 @@ MIGRATIONS = [
         " WHERE stage = 'atoms' AND memory_id IN (SELECT memory_id FROM memory_atoms"
         " WHERE needs_repair = 0 AND (subject IS NULL OR attribute IS NOT NULL))",
     ]),
+    # As SQLite's migrations 14 and 15: the index on superseding atoms it had already; passage
+    # vectors, and the memories that may be longer than a passage embedded again.
+    Migration(4, "passage vectors", [
+        "ALTER TABLE vectors DROP CONSTRAINT vectors_kind_check",
+        "ALTER TABLE vectors ADD CONSTRAINT vectors_kind_check"
+        " CHECK (kind IN ('document', 'graph_entry', 'passage'))",
+        "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
+        " enqueued_time = NULL, lease_owner = NULL, lease_until = NULL, last_error = NULL,"
+        " update_time = extract(epoch FROM clock_timestamp())"
+        " WHERE stage = 'embed' AND status = 'done'"
+        " AND memory_id IN (SELECT id FROM documents WHERE length(text) >= 160)",
+    ]),
 ]
 
 _MIGRATIONS_DDL = """

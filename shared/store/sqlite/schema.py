@@ -222,6 +222,37 @@ MIGRATIONS = [
     Migration(14, "index on superseding atoms", [
         "CREATE INDEX memory_atoms_superseded_by ON memory_atoms (superseded_by)",
     ]),
+    # A long memory is embedded as passages ("passage" vectors beside its own): the kind check
+    # widens (SQLite rebuilds a table to change one), and every memory that may be longer than
+    # a passage (160 estimated tokens: never fewer than 160 characters) is embedded again.
+    Migration(15, "passage vectors", [
+        """
+        CREATE TABLE vectors_new (
+            kind TEXT NOT NULL CHECK (kind IN ('document', 'graph_entry', 'passage')),
+            owner_id INTEGER NOT NULL,
+            memory_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            model TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            content_hash TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            create_time REAL NOT NULL,
+            PRIMARY KEY (kind, owner_id)
+        ) WITHOUT ROWID
+        """,
+        "INSERT INTO vectors_new SELECT kind, owner_id, memory_id, model, dim, vector, content_hash, seq,"
+        " create_time FROM vectors",
+        "DROP TABLE vectors",
+        "ALTER TABLE vectors_new RENAME TO vectors",
+        "CREATE INDEX vectors_memory ON vectors (memory_id)",
+        "CREATE INDEX vectors_seq ON vectors (seq)",
+        "CREATE INDEX vectors_space ON vectors (kind, model, dim)",
+        "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
+        " enqueued_time = NULL, lease_owner = NULL, lease_until = NULL, last_error = NULL,"
+        " update_time = (julianday('now') - 2440587.5) * 86400.0"
+        " WHERE stage = 'embed' AND status = 'done'"
+        " AND memory_id IN (SELECT id FROM documents WHERE length(text) >= 160)",
+    ]),
 ]
 
 

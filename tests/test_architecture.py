@@ -11,6 +11,9 @@
   top-level module of `shared/` is one node.
 - An import of the project's own modules inside a function is there for start-up time, and
   the module says so: it holds a comment starting "# Lazy imports:" that gives the reason.
+- No module under tests/ imports a test module (one whose name starts with `test_`): what
+  tests share lives in helper modules, so importing one test file never runs another's
+  module code or drags its fixtures and constants along.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ LAZY_MARKER = "# Lazy imports:"
 ENGINES = ("shared.store.sqlite", "shared.store.postgres")
 ENGINE_DRIVERS = ("sqlite3", "psycopg", "psycopg_pool")
 ENGINE_FREE = ("shared.store.model", "shared.store.portable")
+TESTS = ROOT / "tests"
 
 
 @dataclass(frozen=True)
@@ -212,3 +216,38 @@ def _source_of(module: str) -> str:
     base = ROOT.joinpath(*module.split("."))
     path = base.with_suffix(".py") if base.with_suffix(".py").exists() else base / "__init__.py"
     return path.read_text(encoding="utf-8")
+
+
+def _names_a_test_module(name: str) -> bool:
+    return any(part.startswith("test_") for part in name.split("."))
+
+
+def _test_modules_imported(path: Path) -> list[str]:
+    """The test modules (a name part starting with "test_") a file imports, at any level."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            # The module, else what is taken from it (`from x import test_y` may name a module
+            # as well as a function: either counts).
+            base = "." * node.level + (node.module or "")
+            names = [base] if _names_a_test_module(base) else \
+                [f"{base}.{alias.name}" if node.module else base + alias.name for alias in node.names]
+        else:
+            continue
+        found += [f"{name}:{node.lineno}" for name in names if _names_a_test_module(name)]
+    return found
+
+
+def test_no_test_module_imports_another():
+    wrong = [f"{path.relative_to(ROOT)} imports {name}"
+             for path in sorted(TESTS.rglob("*.py")) for name in _test_modules_imported(path)]
+    assert wrong == [], "shared test code belongs in a helper module, not in a test file"
+
+
+def test_the_test_import_rule_sees_a_wrong_import(tmp_path):
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text("import helpers\nfrom helpers import wait_for\nimport test_access\n\n"
+                     "def f():\n    from test_bad_input import RawStdio\n    from . import test_cli\n")
+    assert _test_modules_imported(wrong) == ["test_access:3", "test_bad_input:6", ".test_cli:7"]

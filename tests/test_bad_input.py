@@ -6,17 +6,14 @@ the client as one line; unreadable stdio lines get a JSON-RPC error instead of s
 
 from __future__ import annotations
 
-import json
-import queue
 import sqlite3
-import subprocess
-import threading
 
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aokun_server.server import AokunMCPServer
-from helpers import BIN, db_rows, front_in_process, mcp_session, write_config
+from helpers import db_rows, front_in_process, mcp_session, write_config
+from raw_stdio import INITIALIZE, RawStdio
 from shared.config import ALL_TOOLS
 from shared.store.model.documents import unmarked
 
@@ -264,10 +261,6 @@ def test_lone_surrogates_are_refused(tmp_path):
 
 # -- stdio lines the server cannot read ----------------------------------------------------
 
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {},
-    "clientInfo": {"name": "raw-test", "version": "0"}}}
-
 # (raw line, expected error code, expected reply id, text the message must contain)
 UNREADABLE_LINES = [
     (b'"\\ud800"', -32700, None, "lone UTF-16 surrogate"),
@@ -282,45 +275,6 @@ UNREADABLE_LINES = [
     (b'{"jsonrpc": "2.0", "id": 5, "method": 5}', -32600, 5, "Invalid Request"),
     (b"[1, 2, 3]", -32600, None, "Invalid Request"),
 ]
-
-
-class RawStdio:
-    """aokun-server over stdio, spoken to line by line without any client library."""
-
-    def __init__(self, config_path):
-        self.proc = subprocess.Popen([str(BIN / "aokun-server"), "--config", str(config_path)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
-        self.lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(b"")
-
-    def send(self, raw: bytes | dict) -> None:
-        if isinstance(raw, dict):
-            raw = json.dumps(raw).encode()
-        self.proc.stdin.write(raw + b"\n")
-        self.proc.stdin.flush()
-
-    def reply(self, timeout: float = 60) -> dict:
-        try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"no reply within {timeout:.0f} s") from None
-        assert line, "the server closed stdout"
-        return json.loads(line)
-
-    def close(self) -> int:
-        self.proc.stdin.close()
-        try:
-            return self.proc.wait(timeout=30)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
 
 
 @pytest.mark.slow

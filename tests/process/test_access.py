@@ -7,49 +7,29 @@ front at once; tokens are shown once and stored only as hashes."""
 from __future__ import annotations
 
 import hashlib
-import subprocess
 from pathlib import Path
 
 import httpx
-import httpx2
 import pytest
-from mcp.client.streamable_http import streamable_http_client
 
 from helpers import (
-    BIN,
     all_processed,
+    aokun_in_process,
     db_rows,
     free_port,
     front_in_process,
     http_server,
-    mcp_session,
     run_every_stage,
     write_config,
 )
 from shared.access import ADMIN, Principal, memorize_persona, new_token, read_personas, view_persona
 from shared.config import ALL_TOOLS, LOCAL_TOKEN_ENV
 from shared.errors import AccessDenied
+from users_helpers import add_user, session
 
 ADMIN_TOKEN = "admin-secret-token"
 BOB_SECRETS = ("4711", "vault", "Berlin", "green tea")  # words only Bob's memories hold
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-
-
-def aokun(config: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "aokun"), *args, "--config", str(config)],
-                          capture_output=True, text=True, timeout=120)
-
-
-def add_user(config: Path, name: str, personas: str) -> str:
-    done = aokun(config, "users", "add", name, "--personas", personas)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
-def session(url: str, token: str):
-    client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
-                                timeout=httpx2.Timeout(30, read=300))
-    return mcp_session(streamable_http_client(url, http_client=client))
 
 
 class Team:
@@ -198,7 +178,7 @@ def test_a_revoked_token_is_refused_at_once_on_a_running_front(team):
     carol = add_user(team.config, "carol", "carol")
     with session(team.url, carol) as s:
         s.ok("memorize", {"content": "carol was here"})
-        revoked = aokun(team.config, "users", "revoke", "carol")
+        revoked = aokun_in_process("users", "revoke", "carol", "--config", team.config)
         assert revoked.returncode == 0, revoked.stderr
         with pytest.raises(Exception):  # noqa: B017 - however the client words a refused token
             s.ok("recall", {"query": "carol"})
@@ -210,12 +190,12 @@ def test_a_revoked_token_is_refused_at_once_on_a_running_front(team):
 
 def test_users_commands_show_a_token_once_and_store_only_its_hash(tmp_path):
     config = write_config(tmp_path)
-    added = aokun(config, "users", "add", "dora", "--personas", "d1, d2")
+    added = aokun_in_process("users", "add", "dora", "--personas", "d1, d2", "--config", config)
     assert added.returncode == 0, added.stderr
     token = added.stdout.strip()
     assert len(token) >= 40 and "\n" not in token
     assert "shown only now" in added.stderr
-    listed = aokun(config, "users", "list")
+    listed = aokun_in_process("users", "list", "--config", config)
     assert listed.returncode == 0 and "dora" in listed.stdout and "d1,d2" in listed.stdout
     digest = hashlib.sha256(token.encode()).hexdigest()
     assert token not in listed.stdout + listed.stderr and digest not in listed.stdout
@@ -224,12 +204,12 @@ def test_users_commands_show_a_token_once_and_store_only_its_hash(tmp_path):
     assert files and not any(token.encode() in p.read_bytes() for p in files)
     for bad in (["add", "two words", "--personas", "x"], ["add", "eve"], ["add", "dora", "--personas", "x"],
                 ["revoke", "nobody"], ["add", "eve", "--personas", ","]):
-        refused = aokun(config, "users", *bad)
+        refused = aokun_in_process("users", *bad, "--config", config)
         assert refused.returncode == 2, bad
         assert len(refused.stderr.strip().splitlines()) == 1 and "Traceback" not in refused.stderr, refused.stderr
-    assert aokun(config, "users", "revoke", "dora").returncode == 0
-    assert "revoked" in aokun(config, "users", "revoke", "dora").stderr
-    row = aokun(config, "users", "list").stdout.splitlines()[1]
+    assert aokun_in_process("users", "revoke", "dora", "--config", config).returncode == 0
+    assert "revoked" in aokun_in_process("users", "revoke", "dora", "--config", config).stderr
+    row = aokun_in_process("users", "list", "--config", config).stdout.splitlines()[1]
     assert row.startswith("dora") and row.rstrip().endswith("UTC") and row.count("UTC") == 2
 
 
@@ -258,7 +238,7 @@ def test_a_local_front_is_the_admins_unless_aokun_token_names_a_user(tmp_path, m
         assert gus.ok("memorize", {"content": "gus's note"})["persona_id"] == "gus"
         assert "may not use it" in gus.error("recall", {"query": "own", "persona_id": "other"})
         assert "no memory with id" in gus.error("delete_memory", {"id": other})
-        assert aokun(config, "users", "revoke", "gus").returncode == 0
+        assert aokun_in_process("users", "revoke", "gus", "--config", config).returncode == 0
         assert "AOKUN_TOKEN" in gus.error("list_memories")
     monkeypatch.setenv(LOCAL_TOKEN_ENV, "")
     with front_in_process(config) as nobody:

@@ -20,9 +20,9 @@ import pytest
 
 from aokun_admin.commands import build_parser
 from helpers import BIN, aokun_in_process, free_port, mcp_session, stdio_params, write_config
+from run_helpers import PANEL_URL, Run, all_gone
 from shared import __version__
 from shared.platform import pid_alive
-from test_run_command import PANEL_URL, Run, all_gone
 
 COMMANDS = ("aokun", "aokun-server", "aokun-worker", "aokun-panel")
 

@@ -7,7 +7,8 @@ import httpx2
 import pytest
 from mcp.client.streamable_http import streamable_http_client
 
-from helpers import free_port, http_server, leaves, mcp_session, write_config
+from helpers import aokun_in_process, free_port, http_server, leaves, mcp_session, write_config
+from users_helpers import add_user
 
 
 def test_http_tools_roundtrip(tmp_path):
@@ -77,11 +78,9 @@ def test_the_bearer_scheme_is_case_insensitive(token_server):
 
 
 def test_a_refused_token_is_told_why(tmp_path):
-    from test_access import add_user, aokun
-
     config = write_config(tmp_path, server={"token": "s3cret-token"})
     carol = add_user(config, "carol", "carol")
-    revoked = aokun(config, "users", "revoke", "carol")
+    revoked = aokun_in_process("users", "revoke", "carol", "--config", config)
     assert revoked.returncode == 0, revoked.stderr
     with http_server(config, free_port()) as url:
         told = refusal(url, {"Authorization": f"Bearer {carol}"})

@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from helpers import free_port, http_server, leaves, mcp_session, wait_for, write_config
-from test_access import add_user
+from users_helpers import add_user
 
 pytestmark = pytest.mark.slow
 

@@ -20,8 +20,7 @@ from panel_helpers import panel_process
 from shared.assembly import open_services
 from shared.config import ALL_TOOLS, AppConfig, MemoryConfig, StorageConfig
 from shared.store.model.documents import DocumentFilter, MemoryFields
-from test_access import add_user, session
-from test_panel_access import as_user
+from users_helpers import add_user, as_user, session
 
 ADMIN_TOKEN = "moved-admin-secret"
 SHARED, PRIVATE = "team", "alice-own"

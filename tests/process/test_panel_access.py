@@ -12,7 +12,6 @@ import html
 import json
 import os
 import re
-import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,10 +22,10 @@ from starlette.routing import Mount, Route
 from aokun_panel.access import ADMIN_ROUTES, PERSONA_FREE_ROUTES, SCOPED_ROUTES, guarded
 from aokun_panel.app import build_app
 from aokun_panel.i18n import translate
-from aokun_panel.security import csrf_token
 from fake_openai import FakeEmbeddingsServer
-from helpers import BIN, all_processed, db_rows, run_every_stage, seed_memories, write_config
+from helpers import all_processed, aokun_in_process, db_rows, run_every_stage, seed_memories, write_config
 from panel_helpers import chromium_page, collect_problems, panel_process, screenshot
+from users_helpers import add_user, as_user
 
 pytestmark = pytest.mark.slow
 
@@ -37,17 +36,6 @@ BEN_TEXTS = ("Ben keeps the marmalade recipe in the Zanzibar safe, code 8812",
 BEN_WORDS = ("marmalade", "Zanzibar", "8812", "Quixote", "Carla")
 AMY_TEXTS = {"amy-home": ("Amy plays the violin in Porto", "Amy grows tomatoes on the balcony"),
              "amy-work": ("Amy works at the Lisbon observatory",)}
-
-
-def aokun(config: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "aokun"), *args, "--config", str(config)], capture_output=True,
-                          text=True, timeout=120, env=env)
-
-
-def add_user(config: Path, name: str, personas: str) -> str:
-    done = aokun(config, "users", "add", name, "--personas", personas)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -70,13 +58,6 @@ def site(tmp_path_factory):
         with panel_process(config) as (url, start_token):
             yield SimpleNamespace(url=url, start_token=start_token, config=config, amy=amy,
                                   ben_ids=ben_ids, amy_ids=amy_ids)
-
-
-def as_user(site, token: str, method: str, path: str, **kwargs) -> httpx.Response:
-    headers = {"X-Aokun-Token": token, "Origin": site.url, "X-CSRF-Token": csrf_token(token),
-               **kwargs.pop("headers", {})}
-    return httpx.request(method, f"{site.url}{path}", headers=headers, timeout=60,
-                         follow_redirects=False, **kwargs)
 
 
 def served_routes() -> list[Route]:
@@ -243,7 +224,7 @@ def test_a_user_sees_and_edits_its_own_memories(site):
 def test_a_revoked_token_is_refused_at_its_next_request(site):
     token = add_user(site.config, "dora", "amy-work")
     assert as_user(site, token, "GET", "/memories").status_code == 200
-    done = aokun(site.config, "users", "revoke", "dora")
+    done = aokun_in_process("users", "revoke", "dora", "--config", site.config)
     assert done.returncode == 0, done.stderr
     refused = as_user(site, token, "GET", "/memories")
     assert refused.status_code == 401 and "Lisbon" not in refused.text
@@ -257,8 +238,8 @@ def exported(path: Path) -> tuple[dict, list[dict]]:
 
 
 def test_export_with_a_users_token_holds_only_its_personas(site, tmp_path):
-    mine = tmp_path / "amy.jsonl"
-    done = aokun(site.config, "export", str(mine), f"--token={site.amy}")
+    config, mine = site.config, tmp_path / "amy.jsonl"
+    done = aokun_in_process("export", str(mine), f"--token={site.amy}", "--config", config)
     assert done.returncode == 0, done.stderr
     _, rows = exported(mine)
     assert {row["persona_id"] for row in rows} == {"amy-home", "amy-work"}
@@ -266,21 +247,21 @@ def test_export_with_a_users_token_holds_only_its_personas(site, tmp_path):
     # The same through AOKUN_TOKEN, one persona at a time, and as Markdown.
     env = {**os.environ, "AOKUN_TOKEN": site.amy}
     work = tmp_path / "work.jsonl"
-    assert aokun(site.config, "export", str(work), "--persona", "amy-work", env=env).returncode == 0
+    assert aokun_in_process("export", str(work), "--persona", "amy-work", "--config", config, env=env).returncode == 0
     assert {row["persona_id"] for row in exported(work)[1]} == {"amy-work"}
     folder = tmp_path / "notes"
-    assert aokun(site.config, "export", str(folder), "--format", "markdown", env=env).returncode == 0
+    assert aokun_in_process("export", str(folder), "--format", "markdown", "--config", config, env=env).returncode == 0
     text = "".join(p.read_text(encoding="utf-8") for p in folder.iterdir())
     assert "Porto" in text and not any(word in text for word in BEN_WORDS)
     # Ben's persona named with Amy's token: refused, nothing written.
     theirs = tmp_path / "ben.jsonl"
-    refused = aokun(site.config, "export", str(theirs), "--persona", BEN, f"--token={site.amy}")
+    refused = aokun_in_process("export", str(theirs), "--persona", BEN, f"--token={site.amy}", "--config", config)
     assert refused.returncode != 0 and not theirs.exists() and "amy-home" in refused.stderr
-    bad = aokun(site.config, "export", str(theirs), "--token", "not-a-token")
+    bad = aokun_in_process("export", str(theirs), "--token", "not-a-token", "--config", config)
     assert bad.returncode != 0 and not theirs.exists()
     # Without a token the export is the admin's, every persona, as before.
     everything = tmp_path / "all.jsonl"
-    assert aokun(site.config, "export", str(everything)).returncode == 0
+    assert aokun_in_process("export", str(everything), "--config", config).returncode == 0
     assert BEN in {row["persona_id"] for row in exported(everything)[1]}
 
 

@@ -1,12 +1,12 @@
-"""The stdio front answers every malformed line with a JSON-RPC error and keeps serving (issue
-21, item 4): an id it cannot echo (a lone surrogate), invalid JSON, invalid UTF-8 and NULs,
-through a real `aokun-server` process spoken to raw on stdin."""
+"""The stdio front answers every malformed line with a JSON-RPC error and keeps serving: an
+id it cannot echo (a lone surrogate), invalid JSON, invalid UTF-8 and NULs, through a real
+`aokun-server` process spoken to raw on stdin."""
 
 from __future__ import annotations
 
 import pytest
 
-from test_bad_input import INITIALIZE, RawStdio
+from raw_stdio import INITIALIZE, RawStdio
 
 MALFORMED = [  # (raw line, expected id of the error reply)
     (rb'{"jsonrpc":"2.0","id":"\ud800","method":"ping"}', None),  # an id it cannot echo

@@ -12,6 +12,7 @@ from itertools import pairwise
 import pytest
 
 from helpers import db_rows, front_in_process, run_every_stage, write_config
+from shared.extract.atomize import MAX_FACTS, AtomRules, chosen
 from shared.text.passages import OVERLAP_SHARE, PASSAGE_TOKENS, estimated_tokens, passages
 
 FILLER_EN = [
@@ -162,3 +163,18 @@ def test_editing_or_deleting_a_long_memory_replaces_every_passage(tmp_path):
         # Every passage vector removed left a tombstone: fronts drop them from their indexes.
         tombstoned = {r[0] for r in db_rows(config, "SELECT owner_id FROM vector_tombstones WHERE kind = 'passage'")}
         assert tombstoned >= set(before) | set(after) | set(others)
+
+
+# -- facts of a long memory ----------------------------------------------------------------------
+
+
+def test_a_long_memorys_facts_are_capped_and_chosen_over_the_whole_text():
+    rules = AtomRules.load()
+    plan = "Next Friday I have a dentist appointment at three in the afternoon."
+    statements = [f"On day {i}: {FILLER_EN[i % len(FILLER_EN)]}" for i in range(30)]  # each its own
+    statements.insert(26, plan)
+    facts = chosen(statements, rules)
+    assert len(facts) == MAX_FACTS and plan in facts  # the typed statement, deep in the text
+    assert facts == sorted(facts, key=statements.index)  # in their order
+    assert statements.index(facts[-2]) > len(statements) // 2  # not only the first lines
+    assert chosen(statements[:MAX_FACTS], rules) == statements[:MAX_FACTS]

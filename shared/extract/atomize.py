@@ -24,6 +24,9 @@ from shared.time_zone import machine_zone, on_clock
 # The types rules can give (ATOM_TYPES without "unknown", which is what no rule gives).
 TYPES = tuple(t for t in ATOM_TYPES if t != "unknown")
 MAX_FACTS = 8
+# Types of statements that tell what happened rather than what holds: a long memory's facts
+# are chosen among the others first.
+PASSING_TYPES = ("episodic", "unknown")
 MIN_FACT_WORDS = 4
 # Words for the size of a statement: Latin words, or Chinese characters two to a word.
 _WORDS = re.compile(r"[A-Za-z0-9']+|[\u4e00-\u9fff]{2}")
@@ -191,7 +194,30 @@ def split_facts(document: Document, rules: AtomRules | None = None) -> tuple[str
     # Questions and small talk ("Hey Mel!", "Good to see you!") state nothing to remember.
     statements = [s for s in sentences(text) if not s.endswith(("?", "？")) and len(s) >= 4
                   and (word_count(s) >= MIN_FACT_WORDS or (rules and rules.classify(s)[0] != "unknown"))]
-    return speaker, (statements or [text.strip()])[:MAX_FACTS]
+    return speaker, chosen(statements, rules) if statements else [text.strip()]
+
+
+def chosen(statements: list[str], rules: AtomRules | None) -> list[str]:
+    """At most MAX_FACTS of a memory's statements, in their order. A long memory has more:
+    those the rules give a lasting type (a plan, a preference, a relation, a fact) first, the
+    rest (what happened, or untyped) spread evenly over the text, so its middle and end count
+    as much as its first lines."""
+    if len(statements) <= MAX_FACTS:
+        return statements
+    typed = [i for i, s in enumerate(statements) if rules and rules.classify(s)[0] not in PASSING_TYPES]
+    picked = set(_spread(typed, MAX_FACTS))
+    rest = [i for i in range(len(statements)) if i not in picked]
+    picked |= set(_spread(rest, MAX_FACTS - len(picked)))
+    return [statements[i] for i in sorted(picked)]
+
+
+def _spread(items: list[int], count: int) -> list[int]:
+    """`count` of the items (all when fewer), evenly spaced from the first on."""
+    if count <= 0:
+        return []
+    if len(items) <= count:
+        return items
+    return [items[i * len(items) // count] for i in range(count)]
 
 
 def sentences(text: str) -> list[str]:

@@ -23,7 +23,7 @@ from shared.config import QueueConfig
 from shared.errors import AokunError, EmbeddingError, StorageError
 from shared.logs import RateLimitedWarnings
 from shared.store.interface import Session, Store
-from shared.store.model.stages import STAGES, StageKey, dependents
+from shared.store.model.stages import EMBED, STAGES, StageKey, dependents
 from shared.tasks import DRAIN, Enqueuer
 
 log = logging.getLogger("aokun.worker")
@@ -69,10 +69,26 @@ class StageRunner:
         for stage in STAGES:
             if stage not in named:
                 continue
+            if stage != EMBED and EMBED in self.parts.handlers:
+                self.embed_waiting()
             if memory_id == DRAIN:
                 self.run_next(stage)
             else:
                 self.run(StageKey(memory_id, stage, content_hash))
+
+    def embed_waiting(self) -> int:
+        """Embed every memory waiting for it before any later stage runs: a memory is
+        searchable by meaning once its own vectors are written, and its facts and graph
+        entries can follow (a burst of memories is all found by meaning in the time the
+        embedder takes, not after everything else). Only due rows: one that failed waits for
+        its retry time, and a batch that finished nothing ends the round (the rest wait for
+        their messages). Returns how many were done."""
+        done = 0
+        while True:
+            claimed, finished = self.run_next(EMBED)
+            done += finished
+            if not claimed or not finished:
+                return done
 
     def run(self, key: StageKey) -> int:
         """Run one stage (plus whatever else of that stage is waiting); return stages done."""

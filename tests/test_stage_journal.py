@@ -7,7 +7,8 @@ import socket
 
 import pytest
 
-from helpers import store_sql
+from fake_openai import FakeEmbeddingsServer
+from helpers import WorkerHere, store_sql, write_config
 from shared.assembly import open_services
 from shared.config import AppConfig, StorageConfig
 from shared.store.model.documents import MemoryFields
@@ -190,3 +191,27 @@ def test_graph_waits_for_the_atoms_of_its_version_and_runs_again_after_them(serv
         assert tx.stages.complete(atoms_key, "w", 22.0)
     graph_row = rows(service, doc.id)["graph"]
     assert (graph_row["status"], graph_row["attempts"], graph_row["enqueued_time"]) == ("pending", 0, None)
+
+
+
+def test_a_worker_embeds_every_waiting_memory_before_any_later_stage(tmp_path):
+    """A burst of memories is found by meaning once the embedder has been through them; their
+    facts and graph entries follow. The first queue message, for the first memory, leaves no
+    memory waiting to be embedded (in batches of queue.embed_batch_size) before its own atoms
+    and graph stages run."""
+    with FakeEmbeddingsServer(dim=8) as api:
+        config = write_config(tmp_path, queue={"embed_batch_size": 4}, embedding={
+            "provider": "openai", "base_url": api.base_url, "model": "fake", "dimensions": 8})
+        worker = WorkerHere(config)
+        try:
+            memories = worker.service.services.memories
+            docs = [memories.memorize(f"note {n} about the garden shed", MemoryFields()) for n in range(10)]
+            first = docs[0]
+            worker.service.runner.process(first.id, first.content_hash, ["embed", "atoms", "graph"])
+            status = {(r["memory_id"], r["stage"]): r["status"] for r in store_sql(
+                memories.store, "SELECT memory_id, stage, status FROM memory_stages")}
+        finally:
+            worker.close()
+    assert {status[(d.id, "embed")] for d in docs} == {"done"}
+    assert (status[(first.id, "atoms")], status[(first.id, "graph")]) == ("done", "done")
+    assert api.requests >= 3  # ten memories in batches of four

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 # Stage names, in the order a memory's stages run; the schema's CHECK lists the same.
 STAGES = ("embed", "atoms", "graph")
+# The stage that writes a memory's own vectors: once it is done the memory is found by meaning.
+EMBED = STAGES[0]
 
 # A stage row's status (the memory_stages CHECK constraint in sqlite/schema.py and
 # postgres/schema.py lists the same four).

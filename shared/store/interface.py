@@ -128,6 +128,9 @@ class Stages(Protocol):
     def queue_figures(self, now: float) -> dict[str, Any]:
         """{pending, running, failed, done, oldest_pending_age_s, stuck, retrying}."""
         ...
+    def waiting_by_stage(self) -> dict[str, int]:
+        """{stage: rows pending or running}, every stage named."""
+        ...
     def failed_stages(self, limit: int = 50) -> list[Record]:
         """(memory_id, stage, attempts, last_error)."""
         ...

@@ -131,6 +131,9 @@ class PortableStages(Aggregate):
     def queue_figures(self, now: float) -> dict[str, Any]:
         return self._run.read(stages.queue_figures, now)
 
+    def waiting_by_stage(self) -> dict[str, int]:
+        return self._run.read(stages.waiting_by_stage)
+
     def failed_stages(self, limit: int = 50) -> list[Record]:
         return self._run.rows(stages.failed_stages, limit)
 

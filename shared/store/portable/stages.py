@@ -233,6 +233,13 @@ def queue_figures(conn: Connection, now: float) -> dict[str, Any]:
             "stuck": stuck, "retrying": retrying}
 
 
+def waiting_by_stage(conn: Connection) -> dict[str, int]:
+    """{stage: rows not done yet (pending or running)}, every stage named."""
+    counts = dict(conn.execute("SELECT stage, COUNT(*) FROM memory_stages WHERE status IN ('pending', 'running')"
+                               " GROUP BY stage").fetchall())
+    return {stage: counts.get(stage, 0) for stage in STAGES}
+
+
 def failed_stages(conn: Connection, limit: int = 50) -> list[Any]:
     """(memory_id, stage, attempts, last_error) of failed stages, for doctor and repair."""
     return conn.execute(

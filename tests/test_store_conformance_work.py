@@ -130,6 +130,23 @@ def test_queue_figures_count_stages_by_status(store):
     assert store.stages.waiting_by_stage() == {"embed": 1, "atoms": 2, "graph": 2}
 
 
+def test_done_since_counts_a_stage_done_from_a_time_on(store):
+    ids = [add(store, f"m{n}") for n in range(4)]
+    for memory_id, done_at in zip(ids[:3], (NOW + 10, NOW + 20, NOW + 30)):
+        assert store.stages.claim(key(store, memory_id), "w", NOW, 60)
+        assert store.stages.complete(key(store, memory_id), "w", done_at)
+    assert store.stages.claim(key(store, ids[3]), "w", NOW + 40, 60)  # running, not done
+    atoms = key(store, ids[0], "atoms")
+    assert store.stages.claim(atoms, "w", NOW, 60) and store.stages.complete(atoms, "w", NOW + 50)
+    assert [store.stages.done_since("embed", since) for since in (NOW, NOW + 20, NOW + 30.5)] == [3, 2, 0]
+    assert store.stages.done_since("atoms", NOW + 20) == 1 and store.stages.done_since("graph", NOW) == 0
+    # An edit puts a done row back to pending: it no longer counts.
+    with store.write() as tx:
+        tx.documents.update(ids[2], "m2 edited", "m2 edited", MemoryFields(), NOW + 60)
+        tx.stages.reset_for_memory(ids[2], tx.documents.get(ids[2]).content_hash, NOW + 60)
+    assert store.stages.done_since("embed", NOW) == 2
+
+
 # -- meta, runtime, usage ----------------------------------------------------------------
 
 

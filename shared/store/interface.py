@@ -131,6 +131,9 @@ class Stages(Protocol):
     def waiting_by_stage(self) -> dict[str, int]:
         """{stage: rows pending or running}, every stage named."""
         ...
+    def done_since(self, stage: str, since: float) -> int:
+        """Rows of `stage` done at or after `since` (update_time is when one was done)."""
+        ...
     def failed_stages(self, limit: int = 50) -> list[Record]:
         """(memory_id, stage, attempts, last_error)."""
         ...

@@ -134,6 +134,9 @@ class PortableStages(Aggregate):
     def waiting_by_stage(self) -> dict[str, int]:
         return self._run.read(stages.waiting_by_stage)
 
+    def done_since(self, stage: str, since: float) -> int:
+        return self._run.read(stages.done_since, stage, since)
+
     def failed_stages(self, limit: int = 50) -> list[Record]:
         return self._run.rows(stages.failed_stages, limit)
 

@@ -240,6 +240,13 @@ def waiting_by_stage(conn: Connection) -> dict[str, int]:
     return {stage: counts.get(stage, 0) for stage in STAGES}
 
 
+def done_since(conn: Connection, stage: str, since: float) -> int:
+    """Rows of `stage` done at or after `since` (a done row's update_time is when it was
+    completed): the recent pace of that stage."""
+    return conn.execute("SELECT COUNT(*) FROM memory_stages WHERE stage = ? AND status = 'done'"
+                        " AND update_time >= ?", (stage, since)).fetchone()[0]
+
+
 def failed_stages(conn: Connection, limit: int = 50) -> list[Any]:
     """(memory_id, stage, attempts, last_error) of failed stages, for doctor and repair."""
     return conn.execute(

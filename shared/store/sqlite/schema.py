@@ -253,6 +253,13 @@ MIGRATIONS = [
         " WHERE stage = 'embed' AND status = 'done'"
         " AND memory_id IN (SELECT id FROM documents WHERE length(text) >= 160)",
     ]),
+    # How fast a stage is getting done (`aokun status`, the panel's queue page, refreshed every
+    # few seconds) counts its rows done in the last minutes: without this index that is a scan
+    # of every done row (1.3 s at a million memories). Partial: only done rows are in it, so
+    # the other status changes of a stage row do not maintain it.
+    Migration(16, "index on recently done stages", [
+        "CREATE INDEX memory_stages_done ON memory_stages (stage, update_time) WHERE status = 'done'",
+    ]),
 ]
 
 

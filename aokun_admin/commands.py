@@ -46,7 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     _with_config(commands.add_parser("config", help="print the effective configuration"))
     _with_config(commands.add_parser("stats", help="print memory and table counts as JSON"))
     _with_config(commands.add_parser("doctor", help="check consistency; exit 0 only when consistent"))
-    _with_config(commands.add_parser("status", help="list live workers and fronts, and the queue"))
+    status = _with_config(commands.add_parser(
+        "status", help="list live workers and fronts, the queue, and how long until every memory "
+                       "is searchable by meaning"))
+    status.add_argument("--follow", action="store_true",
+                        help="then show a progress bar of memories becoming searchable by meaning "
+                             "until none waits (Ctrl-C stops following)")
     stop = _with_config(commands.add_parser("stop", help="stop this data_dir's workers on this host, gracefully"))
     stop.add_argument("--timeout", type=float, default=60.0,
                       help="seconds to wait for running jobs to finish (default 60)")

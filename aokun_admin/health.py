@@ -10,12 +10,20 @@ import time
 from pathlib import Path
 
 from shared import platform
+from shared.catch_up import catch_up, read_catch_up
 from shared.config import AppConfig
 from shared.embedders import build_embedder, recorded_models, space_dim
 from shared.pipeline_warnings import format_age, pipeline_warnings
 from shared.queue import describe_queue, queue_file_problem, redis_problem
 from shared.store.model.runtime import ProcessRow
+from shared.store.model.stages import EMBED
 from shared.worker_pid_files import read_pid_files
+
+# Lazy imports: tqdm loads only for `aokun status --follow`.
+
+# How often `aokun status --follow` reads the stage rows: the bar moves about as often as a
+# worker finishes a batch, and two cheap reads a second cost the store nothing.
+FOLLOW_POLL_S = 0.5
 
 
 def cmd_doctor(admin, args) -> int:
@@ -101,8 +109,40 @@ def cmd_status(admin, args) -> int:
     queue = pipeline["queue"]
     print(f"queue: {queue['pending']} pending, {queue['running']} running, {queue['failed']} failed, "
           f"{queue['done']} done; oldest pending {format_age(queue['oldest_pending_age_s'])}")
+    print(catch_up(admin.store, admin.config.worker.heartbeat_timeout_s).line())
     for warning in pipeline["warnings"]:
         print(f"WARNING: {warning}")
+    return follow(admin) if args.follow else 0
+
+
+def follow(admin) -> int:
+    """A progress bar on stderr of memories becoming searchable by meaning, from the
+    start: the memories embedded since then out of those and the ones still waiting (new
+    memories raise the total), with the estimate beside it; then the line of `aokun status`.
+    0 once none waits; 130 when stopped with Ctrl-C."""
+    from tqdm import tqdm
+
+    timeout = admin.config.worker.heartbeat_timeout_s
+    started = time.time()
+    found = catch_up(admin.store, timeout, started)
+    bar = tqdm(desc="searchable by meaning", total=found.embed.waiting, unit="memory", file=sys.stderr,
+               mininterval=0, postfix=found.estimate())
+    try:
+        while found.embed.waiting:
+            time.sleep(FOLLOW_POLL_S)  # the pace of the reads, not a wait for a state
+            now = time.time()
+            with admin.store.read() as s:
+                found = read_catch_up(s, now, timeout)
+                done = s.stages.done_since(EMBED, started)
+            bar.total, bar.n = done + found.embed.waiting, done
+            bar.set_postfix_str(found.estimate(), refresh=False)
+            bar.refresh()
+    except KeyboardInterrupt:
+        bar.close()
+        print(catch_up(admin.store, timeout).line())
+        return 130
+    bar.close()
+    print(found.line())
     return 0
 
 

@@ -97,7 +97,7 @@ class CatchUp:
     def as_dict(self) -> dict[str, Any]:
         """The figures as JSON (the panel's queue page)."""
         return {"workers": self.workers,
-                "stages": [{"stage": p.stage, "waiting": p.waiting, "done": p.done, "window_s": round(p.window_s, 1),
+                "stages": [{"stage": p.stage, "waiting": p.waiting, "done": p.done, "window_s": p.window_s,
                             "per_s": p.per_s, "eta_s": p.eta_s} for p in self.stages]}
 
 

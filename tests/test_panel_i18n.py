@@ -1,6 +1,7 @@
 """The panel's two catalogues and its templates, without a browser: every key in both
 languages with the same placeholders, no visible English left in a template, the language and
-zone choices, and the pipeline's warnings as shared/pipeline_warnings.py says them."""
+zone choices, the pipeline's warnings as shared/pipeline_warnings.py says them, and how long until
+every memory is searchable by meaning as shared/catch_up.py says it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from aokun_panel import words, zones
 from aokun_panel.i18n import LANGS, catalogue, choose_language, js_strings, translate
+from shared.catch_up import CatchUp, StagePace, pace
 from shared.pipeline_warnings import format_age, pipeline_warnings
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "aokun_panel" / "templates"
@@ -94,6 +96,30 @@ def test_the_english_warnings_are_shared_healths(queue, workers, newest):
     chinese = words.pipeline_warnings("zh", queue, workers, newest, 10_000.0)
     assert len(chinese) == len(pipeline_warnings(queue, workers, newest, 10_000.0))
     assert all(re.search(r"[\u4e00-\u9fff]", line) for line in chinese)
+
+
+def caught_up(workers: int, *stages: tuple[int, int, float]) -> CatchUp:
+    """(waiting, done, window_s) of embed, atoms and graph."""
+    return CatchUp(tuple(StagePace(name, *figures) for name, figures in zip(("embed", "atoms", "graph"), stages)),
+                   workers)
+
+
+@pytest.mark.parametrize("found", [
+    caught_up(1, (0, 0, 300.0), (0, 0, 300.0), (0, 0, 300.0)),
+    caught_up(0, (1234, 5, 300.0), (1300, 0, 300.0), (1300, 0, 300.0)),
+    caught_up(2, (1, 0, 300.0), (4, 0, 300.0), (4, 2, 300.0)),
+    caught_up(1, (940, 300, 300.0), (1294, 6, 300.0), (1300, 0, 300.0)),
+    caught_up(1, (666, 1234, 59.96), (2000, 0, 59.96), (0, 0, 59.96)),
+    caught_up(1, (5, 100_000, 300.0), (5, 1, 300.0), (5, 0, 300.0)),
+])
+def test_the_english_catch_up_is_the_clis(found):
+    english = words.catch_up("en", found.as_dict())
+    assert english["line"] == found.line()
+    assert [(p["stage"], p["waiting"], p["pace"]) for p in english["stages"]] == [
+        (p.stage, p.waiting, pace(p.per_s) if p.per_s else "") for p in found.stages]
+    chinese = words.catch_up("zh", found.as_dict())
+    assert re.search(r"[\u4e00-\u9fff]", chinese["line"]) and chinese["line"] != english["line"]
+    assert all(re.search(r"[\u4e00-\u9fff]", p["estimate"]) for p in chinese["stages"])
 
 
 @pytest.mark.parametrize("seconds", [0, 40, 89, 90, 3000, 5399, 5400, 7200, 172_799, 172_800, 900_000])

@@ -1,4 +1,5 @@
-"""Queue: stages in trouble (failed, stuck, retrying) with their errors, the workers and fronts
+"""Queue: how long until every memory is searchable by meaning (per stage: waiting, pace, time
+left), stages in trouble (failed, stuck, retrying) with their errors, the workers and fronts
 alive, and the repair buttons (the `aokun repair --apply` path, through the memory service)."""
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from aokun_panel import words
 from aokun_panel.i18n import language_of
 from aokun_panel.pages.overview import with_warnings
 from aokun_panel.render import Page, render
+from shared.catch_up import read_catch_up
 from shared.embedders import build_embedder, recorded_models
 from shared.errors import AokunError
 
@@ -36,6 +39,7 @@ def queue_view(s, heartbeat_timeout_s: float, now: float) -> dict:
                     "heartbeat_age_s": round(now - f.heartbeat_time, 1)}
                    for f in s.runtime.live_fronts(alive_since)],
         "newest_heartbeat": s.runtime.newest_heartbeat(), "now": now,
+        "catch_up": read_catch_up(s, now, heartbeat_timeout_s).as_dict(),
     }
 
 
@@ -57,7 +61,8 @@ def refused(exc: AokunError) -> JSONResponse:
 def routes(ctx) -> list[Route]:
     async def view(request: Request) -> dict:
         found = await ctx.reader.run(queue_view, ctx.live.now.worker.heartbeat_timeout_s, time.time())
-        return with_warnings(found, language_of(request))
+        lang = language_of(request)
+        return {**with_warnings(found, lang), "catch_up_texts": words.catch_up(lang, found["catch_up"])}
 
     async def find_missing() -> dict[str, list[int]]:
         return await ctx.reader.run(

@@ -1,5 +1,6 @@
 """The panel's queue page in a real browser: a stage that really failed, retried from the page
-(the `aokun repair --apply` path), then done by a real worker; missing outputs found and redone."""
+(the `aokun repair --apply` path), then done by a real worker, and what that means for the time
+until every memory is searchable by meaning; missing outputs found and redone."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 from fake_openai import FakeEmbeddingsServer
 from helpers import all_processed, db_rows, seed_memories, start_worker, stop, wait_for, write_config
 from panel_helpers import chromium_page, panel_process, screenshot
+
+ALL_SEARCHABLE = "every memory is searchable by words; none waits to be searchable by meaning"
 
 pytestmark = pytest.mark.slow
 
@@ -75,6 +78,9 @@ def test_a_failed_stage_is_shown_with_its_error_and_retried_until_done(tmp_path,
             workers = page.locator("#workers tbody tr")
             assert workers.count() == 1 and workers.first.locator("td").first.inner_text() == str(worker.pid)
             assert "by hand" in workers.first.inner_text()
+            # A memory whose embed stage failed for good waits for nothing: only a retry helps.
+            assert page.locator("#catch-up").inner_text() == ALL_SEARCHABLE
+            assert catch_up_row(page, "embed") == ["embed", "0", "", "none waits"]
             screenshot(page, "queue")
 
             # No worker now: the retried stages wait, pending with fresh attempts.
@@ -89,14 +95,36 @@ def test_a_failed_stage_is_shown_with_its_error_and_retried_until_done(tmp_path,
                                    " AND status = 'failed'") == [(0,)]
             page.wait_for_function("document.querySelector('#queue-failed').innerText === '0'")
             assert page.locator("#problems tbody").inner_text().strip() == "no failed or stuck stage"
+            assert page.locator("#catch-up").inner_text() == (
+                "searchable by words: all; by meaning: 1 memory waits and no worker is running "
+                "(start one: aokun run, or aokun-worker)")
+            # (The pace column: the other memory's stages, done minutes ago at most.)
+            assert [catch_up_row(page, stage)[::3] for stage in ("embed", "graph")] == [
+                ["embed", "no worker running"], ["graph", "no worker running"]]
+            assert [catch_up_row(page, stage)[1] for stage in ("embed", "atoms", "graph")] == ["1", "0", "1"]
 
             # A worker takes them from the queue the panel filled.
             worker = start_worker(config)
             wait_for(lambda: all_processed(config, 2), 60, what="the retried stages done")
             page.wait_for_function("document.querySelector('#queue-done').innerText === '6'", timeout=15_000)
             assert page.locator("#workers tbody tr").first.locator("td").first.inner_text() == str(worker.pid)
+            page.wait_for_function(f"document.querySelector('#catch-up').innerText === {ALL_SEARCHABLE!r}",
+                                   timeout=15_000)
+
+            # The same in Chinese.
+            page.evaluate("document.cookie = 'aokun_lang=zh; Path=/'")
+            page.reload()
+            assert page.locator("#catch-up").inner_text() == "所有记忆都可按字词搜索；没有记忆在等待按语义搜索"
+            assert catch_up_row(page, "embed")[1:] == ["0", "", "无等待"]
     finally:
         stop(worker)
+
+
+def catch_up_row(page, stage: str) -> list[str]:
+    """The cells of a stage's row in the table of what waits to be searchable."""
+    index = ["embed", "atoms", "graph"].index(stage)
+    cells = page.locator("#catch-up-stages tbody tr").nth(index).locator("td")
+    return [cell.strip() for cell in cells.all_inner_texts()]
 
 
 def test_missing_outputs_are_found_and_their_stages_redone(tmp_path, fake_api):

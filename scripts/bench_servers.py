@@ -99,18 +99,35 @@ class OwnPostgres:
             "-o", f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off",
             "start"]), check=True, capture_output=True)
 
-    def stop(self, mode: str = "fast") -> None:
-        subprocess.run(_as_postgres_user([str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-w", "-m", mode,
-                                          "stop"]), capture_output=True)
+    def stop(self, mode: str = "fast", if_running: bool = False) -> None:
+        """Stop the server; return once it has (pg_ctl -w). A stop that fails raises with
+        pg_ctl's words; with if_running, a server that was not running is no failure."""
+        done = subprocess.run(_as_postgres_user([str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-w", "-t", "60",
+                                                 "-m", mode, "stop"]), capture_output=True, text=True)
+        if done.returncode == 0 or (if_running and not self.running()):
+            return
+        raise RuntimeError(f"pg_ctl stop -m {mode} failed for {self.data} (exit {done.returncode}): "
+                           f"{(done.stderr or done.stdout).strip()}")
+
+    def running(self) -> bool:
+        """Whether a server runs on the data directory (pg_ctl status: 0 running, 3 not);
+        a data directory pg_ctl cannot read raises with its words."""
+        done = subprocess.run(_as_postgres_user([str(PG_BIN / "pg_ctl"), "-D", str(self.data), "status"]),
+                              capture_output=True, text=True)
+        if done.returncode in (0, 3):
+            return done.returncode == 0
+        raise RuntimeError(f"pg_ctl status failed for {self.data} (exit {done.returncode}): "
+                           f"{(done.stderr or done.stdout).strip()}")
 
 
 @contextmanager
 def own_postgres_server(folder: Path, port: int) -> Iterator[OwnPostgres]:
-    """A PostgreSQL server of one's own in folder, started; stopped at the end."""
+    """A PostgreSQL server of one's own in folder, started; stopped at the end (whether or not
+    it was still running)."""
     server = OwnPostgres(folder, port)
     server.init()
     server.start()
     try:
         yield server
     finally:
-        server.stop("immediate")
+        server.stop("immediate", if_running=True)

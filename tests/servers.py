@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import sys
 import tempfile
 import uuid
@@ -247,12 +248,24 @@ def redis_queue_name() -> Iterator[tuple]:
 # -- a PostgreSQL server of a test's own (to restart it): scripts/bench_servers.py ---------------
 
 @contextmanager
-def own_postgres(folder: Path, port: int) -> Iterator[OwnPostgres]:
-    """A PostgreSQL server of this test's own, started; stopped at the end."""
+def own_postgres(log_folder: Path, port: int) -> Iterator[OwnPostgres]:
+    """A PostgreSQL server of this test's own, started; stopped at the end, when its log is
+    left in log_folder and its own folder removed. That folder is made here, outside pytest's:
+    a pytest run starting meanwhile makes /tmp/pytest-of-<user> private again and prunes old
+    runs' folders there, which would shut the `postgres` user out of a data directory inside."""
     if not OwnPostgres.available():
         missing_server(f"no PostgreSQL programs in {PG_BIN} to start a server of this test's own")
-    with own_postgres_server(folder, port) as server:
-        yield server
+    folder = Path(tempfile.mkdtemp(prefix="aokun-test-pg-"))
+    try:
+        with own_postgres_server(folder, port) as server:
+            yield server
+    finally:
+        log_folder.mkdir(parents=True, exist_ok=True)
+        if (folder / "pg.log").exists():
+            shutil.copyfile(folder / "pg.log", log_folder / "pg.log")
+        # A server that could not be stopped keeps its folder (and says so in the error).
+        if not (folder / "pgdata" / "postmaster.pid").exists():
+            shutil.rmtree(folder)
 
 
 @contextmanager

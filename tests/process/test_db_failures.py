@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, db_rows, free_port, http_server, mcp_session, stdio_params, write_config
+from helpers import BIN, db_rows, free_port, http_server, mcp_session, stdio_params, wait_for, write_config
 from shared.errors import StorageError
 from shared.store.sqlite.db import Database
 
@@ -432,34 +432,59 @@ WorkerThread.MAX_IDLE_TIME = {ANYIO_IDLE_S}
 def test_http_front_closes_the_connections_of_retired_pool_threads(tmp_path):
     """The SDK runs tools on anyio's thread pool, which retires threads idle past its limit
     when the next call comes. Bursts of calls separated by idle time must not pile up connections."""
-    config = write_config(tmp_path)
-    wal = tmp_path / "data" / "aokun.db-wal"
+    # Threads other than the pool's hold connections too: the heartbeat thread opens its own
+    # at its first beat after start-up and keeps it as long as the front runs, so the test
+    # waits for that beat (every 0.5 s here) before counting. The long busy timeout lets a
+    # burst's calls wait for the test's write lock rather than fail.
+    config = write_config(tmp_path, worker={"heartbeat_interval_s": 0.5},
+                          storage={"busy_timeout_ms": 120_000})
+    db = tmp_path / "data" / "aokun.db"
+    wal = db.with_name("aokun.db-wal")
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "sitecustomize.py").write_text(SHORT_IDLE, encoding="utf-8")
 
-    def burst(session, size: int) -> None:
-        failures = []
-
+    def calls(session, size: int, failures: list[str]) -> None:
         def one(i: int) -> None:
             result = session.call("memorize", {"content": f"burst call {i} at {time.time()}"})
             if result.is_error:
                 failures.append(result.content[0].text)
 
         run_threads(size, one)
+
+    def burst(session, pid: str, size: int, held: bool) -> None:
+        """`size` calls at once. When `held`, the test holds the database's write lock until
+        the front has `size` connections open, each call waiting for the lock in a pool
+        thread of its own: the burst takes that many threads however the calls are scheduled."""
+        failures: list[str] = []
+        if not held:
+            calls(session, size, failures)
+        else:
+            lock = sqlite3.connect(db, isolation_level=None)
+            sending = threading.Thread(target=calls, args=(session, size, failures))
+            try:
+                lock.execute("BEGIN IMMEDIATE")
+                sending.start()
+                wait_for(lambda: open_fds(wal, pid) >= size, 60, what=f"{size} calls waiting in the front")
+            finally:
+                lock.close()  # rolls the empty transaction back: the calls go on
+                if sending.is_alive():
+                    sending.join()
         assert not failures, failures
 
     with http_server(config, free_port(), env={"PYTHONPATH": str(tmp_path / "site")}) as url, \
             mcp_session(url) as session:
         pid = server_pid(config)
+        wait_for(lambda: db_rows(config, "SELECT 1 FROM fronts WHERE pid = ? AND heartbeat_time > started_time",
+                                 (int(pid),)), 60, what="the heartbeat thread's first beat")
 
         def idle_then_call(allowed_after: Callable[[int], int]) -> tuple[int, int]:
             """(descriptors after a burst, after an idle spell and one more call), the latter
-            polled for up to 10 s until it is down to allowed_after(the former)."""
-            burst(session, 12)
+            polled for up to 30 s until it is down to allowed_after(the former)."""
+            burst(session, pid, 12, held=True)
             peak = open_fds(wal, pid)
             time.sleep(ANYIO_IDLE_S + 0.5)  # the idle spell itself: past anyio's limit
-            burst(session, 1)  # retires the idle threads
-            deadline = time.monotonic() + 10
+            burst(session, pid, 1, held=False)  # retires the idle threads
+            deadline = time.monotonic() + 30
             while (rest := open_fds(wal, pid)) > allowed_after(peak) and time.monotonic() < deadline:
                 time.sleep(0.1)
             return peak, rest
@@ -467,5 +492,5 @@ def test_http_front_closes_the_connections_of_retired_pool_threads(tmp_path):
         first = idle_then_call(lambda peak: peak - 5)
         counts = [first, idle_then_call(lambda _: first[1])]
     (peak1, rest1), (_peak2, rest2) = counts
-    assert peak1 >= 6, f"a burst of 12 calls left {peak1} connections: the count is wrong"
+    assert peak1 >= 12, f"a burst of 12 calls waiting at once left {peak1} connections: the count is wrong"
     assert rest1 <= peak1 - 5 and rest2 <= rest1, f"WAL descriptors (peak, after idle): {counts}"

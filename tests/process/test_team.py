@@ -169,7 +169,7 @@ def test_a_postgresql_restart_loses_no_acknowledged_memory(tmp_path, fake_api):
                     acknowledged.append(front.ok("memorize", {"content": f"before the restart {i}"})["id"])
                 wait_for(lambda: processed(url, 4), 60, what="four memories processed")
                 server.stop("fast")
-                # pg_ctl's exit status is not checked: the server being gone is.
+                # stop raises if pg_ctl fails; that the server is gone is checked as well.
                 assert not listening(server.port), "the test's PostgreSQL server still listens after pg_ctl stop"
                 # While the database is down a memorize is refused, never acknowledged: the
                 # front cannot check the token and answers 503 in one line, which the client

@@ -24,6 +24,7 @@ from chat_exports import (
     write_export,
 )
 from helpers import aokun_in_process, db_rows, last_line, run_every_stage, write_config
+from shared.transfer.json_array import CHUNK, array_items
 
 KINDS = {"chatgpt": (chatgpt_conversation, "ChatGPT"), "claude": (claude_conversation, "Claude")}
 
@@ -36,6 +37,7 @@ def reports(result) -> list[str]:
     return [line for line in result.stderr.splitlines() if line.startswith("aokun import:")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_export_imported_twice_gives_each_conversation_once(tmp_path, kind):
     make, assistant = KINDS[kind]
@@ -181,3 +183,18 @@ def test_an_import_stopped_by_a_storage_failure_resumes_where_it_stopped(tmp_pat
     assert [t.split("] ", 1)[1].split("\n")[0] for t in texts] == [f"Conversation {i} (Claude)" for i in range(6)]
     assert last_line(aokun_in_process("import", export, "--config", config)).startswith(
         "imported 0, already present 6, skipped 0")
+
+
+def test_an_export_larger_than_a_read_is_read_whole_and_from_any_conversation_on(tmp_path):
+    """Conversations (Chinese ones too: characters of three bytes) cut by the reads, and a
+    reading started at a conversation's end offset, as a resumed import starts."""
+    conversations = many_conversations("chatgpt", 400)
+    export = write_export(tmp_path / "conversations.json", conversations)
+    assert export.stat().st_size > 3 * CHUNK
+    with export.open("rb") as handle:
+        items = list(array_items(handle))
+        assert [i.value for i in items] == conversations and [i.index for i in items] == list(range(400))
+        for k in (0, 57, 211, 398, 399):
+            rest = list(array_items(handle, items[k].end, k + 1))
+            assert [i.value for i in rest] == conversations[k + 1:]
+            assert [i.index for i in rest] == list(range(k + 1, 400))

@@ -1,4 +1,5 @@
-"""`aokun export` and `aokun import`: your memories in and out (shared/transfer/).
+"""`aokun export` and `aokun import`: your memories in and out (shared/transfer/). A chat
+export (ChatGPT's or Claude's conversations.json) is imported by aokun_admin/chat_import.py.
 
 Imports write through the memory service, each row checked by the service's rules — the same
 as memorize's, the panel's and ingest's (shared/memory_rules.py) — and are queued for the
@@ -17,15 +18,17 @@ import time
 from pathlib import Path
 
 from aokun_admin.caller import token_principal
+from aokun_admin.chat_import import cmd_import_chats
 from shared.access import ADMIN, Principal, read_personas
 from shared.config import LOCAL_TOKEN_ENV
 from shared.errors import AokunError, InvalidInput
+from shared.transfer import chats
 from shared.transfer.export import export_jsonl, export_markdown
 from shared.transfer.importer import Importer
 from shared.transfer.sources import detect_format, read_rows
 
 EXPORT_FORMATS = ("jsonl", "markdown")
-IMPORT_FORMATS = ("auto", "jsonl", "mcp-memory", "markdown")
+IMPORT_FORMATS = ("auto", "jsonl", "mcp-memory", "markdown", *chats.FORMATS)
 
 
 def add_parsers(commands, with_config) -> None:
@@ -41,12 +44,14 @@ def add_parsers(commands, with_config) -> None:
     export.add_argument("--token", help=f"export as this user's token: its personas only "
                                         f"(default: ${LOCAL_TOKEN_ENV}; without either, every persona)")
     imported = with_config(commands.add_parser(
-        "import", help="memorize an export, an MCP memory.jsonl or a folder of Markdown notes, each row once"))
+        "import", help="memorize an export, an MCP memory.jsonl, a folder of Markdown notes or a ChatGPT or "
+                       "Claude conversations.json, each row (conversation) once"))
     imported.add_argument("file", type=Path, help="the file, or a folder of Markdown notes")
     imported.add_argument("--format", choices=IMPORT_FORMATS, default="auto",
                           help="jsonl: an Aokun export; mcp-memory: the MCP memory server's memory.jsonl; "
-                               "markdown: notes (default: auto)")
-    imported.add_argument("--persona", help="persona_id of every imported memory (default: each row's own)")
+                               "markdown: notes; chatgpt, claude: their conversations.json (default: auto)")
+    imported.add_argument("--persona", help="persona_id of every imported memory (default: each row's own; "
+                                            "for conversations, memory.default_persona)")
     imported.add_argument("--progress", action="store_true",
                           help="show the progress bar even when stderr is not a terminal")
 
@@ -82,6 +87,11 @@ def cmd_import(admin, args) -> int:
     if args.persona is not None and not args.persona.strip():
         raise InvalidInput("--persona is empty: give a persona id, or leave it out to keep each row's own")
     fmt = detect_format(args.file) if args.format == "auto" else args.format
+    if fmt in chats.FORMATS:
+        if not args.file.is_file():
+            raise InvalidInput(f"{args.file} not found: give the conversations.json to import" if not
+                               args.file.exists() else f"{args.file} is a folder: give its conversations.json")
+        return cmd_import_chats(admin, args, fmt)
     bar = tqdm(unit="row", file=sys.stderr, disable=not (args.progress or sys.stderr.isatty()))
     progress = Progress(bar, args.file.stat().st_size if fmt != "markdown" and args.file.is_file() else None)
     try:

@@ -7,7 +7,7 @@ from itertools import chain, islice
 from pathlib import Path
 
 from shared.errors import InvalidInput
-from shared.transfer import jsonl, markdown, mcp_memory
+from shared.transfer import chats, json_array, jsonl, markdown, mcp_memory
 from shared.transfer.rows import BadRow, Row, parse_json
 
 FORMATS = ("jsonl", "mcp-memory", "markdown")
@@ -15,11 +15,15 @@ _SNIFF_LINES = 20
 
 
 def detect_format(path: Path) -> str:
-    """markdown for a folder or a .md file; for JSON lines, what their first objects look
-    like. InvalidInput when nothing tells."""
+    """markdown for a folder or a .md file; chatgpt or claude for a JSON array of their
+    conversations; for JSON lines, what their first objects look like. InvalidInput when
+    nothing tells."""
     _exists(path)
     if path.is_dir() or path.suffix.lower() in markdown.SUFFIXES:
         return "markdown"
+    chat = _chat_format(path)
+    if chat is not None:
+        return chat
     for raw in islice(_lines(path), _SNIFF_LINES):
         try:
             item = parse_json(raw)
@@ -32,7 +36,19 @@ def detect_format(path: Path) -> str:
         if item.get("type") in mcp_memory.TYPES:
             return "mcp-memory"
     raise InvalidInput(f"cannot tell what {path} holds: give --format jsonl (an Aokun export), "
-                       "mcp-memory (the MCP memory server's memory.jsonl) or markdown")
+                       "mcp-memory (the MCP memory server's memory.jsonl), markdown, chatgpt or claude "
+                       "(their conversations.json)")
+
+
+def _chat_format(path: Path) -> str | None:
+    """chatgpt or claude for a JSON array whose first item is one of their conversations
+    (only that item is read); None for anything else, whose lines then tell."""
+    with _opened(path) as handle:
+        try:
+            first = next(json_array.array_items(handle), None)
+        except json_array.NotAnArray:
+            return None
+    return None if first is None else chats.detect(first.value)
 
 
 def read_rows(path: Path, fmt: str, advance: Callable[[int], object] = lambda n: None) -> Iterator[Row | BadRow]:

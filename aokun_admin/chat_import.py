@@ -20,6 +20,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from aokun_admin.import_end import finish_import
 from aokun_admin.ingest import ingest_persona
 from shared.errors import AokunError, InvalidInput
 from shared.summarize.transcript_lines import MAX_FILE_BYTES, to_summarize
@@ -74,14 +75,8 @@ def cmd_import_chats(admin, args, fmt: str) -> int:
     position.clear()
     counts = conversations.counts
     total = counts.imported + counts.present + counts.skipped
+    finish_import(admin, counts.imported)
     print(f"{counts.summary()} ({total} conversations, {fmt}, from {path})")
-    if counts.imported:
-        admin.store.refresh_statistics()  # as the row import: plans from the store's new size
-        try:
-            admin.requeue()
-        except AokunError as exc:
-            print(f"aokun import: the memories are stored but could not be queued ({exc}); a worker's "
-                  "reconciler queues them when it starts", file=sys.stderr)
     return 1 if counts.skipped else 0
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from aokun_admin.caller import token_principal
 from aokun_admin.chat_import import cmd_import_chats
+from aokun_admin.import_end import finish_import
 from shared.access import ADMIN, Principal, read_personas
 from shared.config import LOCAL_TOKEN_ENV
 from shared.errors import AokunError, InvalidInput
@@ -118,12 +119,8 @@ def cmd_import(admin, args) -> int:
               "(rows already imported are not imported twice)")
         raise
     total = counts.imported + counts.present + counts.skipped
+    finish_import(admin, counts.imported)
     print(f"{counts.summary()} ({total} rows, {fmt}, from {args.file})")
-    if counts.imported:
-        # A store that grew at once is planned from its new size now, not at the next hourly
-        # housekeeping: stale planner statistics slow recall severalfold (docs/performance.md).
-        admin.store.refresh_statistics()
-    queue_imported(admin)
     return 1 if counts.skipped else 0
 
 
@@ -145,12 +142,3 @@ class Progress:
     def done(self) -> None:
         self.bar.total = self.bar.n
         self.bar.refresh()
-
-
-def queue_imported(admin) -> None:
-    """Queue the imported memories' stages for the workers (the reconciler's pass)."""
-    try:
-        admin.requeue()
-    except AokunError as exc:
-        print(f"aokun import: the memories are stored but could not be queued ({exc}); a worker's "
-              "reconciler queues them when it starts", file=sys.stderr)

@@ -249,7 +249,10 @@ def test_bad_rows_are_reported_by_line_and_skipped(tmp_path):
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     result = aokun_in_process("import", path, "--config", config)
     assert result.returncode == 1
-    assert result.stdout.strip() == f"imported 2, already present 0, skipped 8 (10 rows, jsonl, from {path})"
+    assert result.stdout.splitlines() == [
+        "searchable by words: all; by meaning: 2 memories wait and no worker is running (start one: aokun run,"
+        " or aokun-worker) (aokun status --follow shows it as it goes)",
+        f"imported 2, already present 0, skipped 8 (10 rows, jsonl, from {path})"]
     errors = result.stderr.strip().splitlines()
     assert [e.split(": ", 2)[1] for e in errors] == [f"rows.jsonl line {n}" for n in (3, 4, 5, 6, 7, 10, 11, 12)]
     assert all(e.startswith("aokun import: ") and e.endswith("; skipped") for e in errors)
@@ -279,7 +282,7 @@ def test_bad_lines_of_an_mcp_memory_file(tmp_path):
     ]), encoding="utf-8")
     result = aokun_in_process("import", path, "--format", "mcp-memory", "--config", config)
     assert result.returncode == 1
-    assert result.stdout.strip().startswith("imported 2, already present 0, skipped 4")
+    assert result.stdout.splitlines()[-1].startswith("imported 2, already present 0, skipped 4")
     assert result.stderr.strip().splitlines() == [
         "aokun import: memory.jsonl line 1 observation 2: an observation must be a non-empty string; skipped",
         "aokun import: memory.jsonl line 2: a relation needs from, to and relationType, each a non-empty string;"

@@ -2,10 +2,10 @@
 """Recall quality on a benchmark from ../shared/bench, through the real MCP client.
 
 Ingests every memory row with memorize (content; metadata participants, original_time from
-`time`, session_id from `session` for conversation turns, key_facts = [content], persona_id =
-the row's group), waits until the workers have processed everything, recalls every question with
-persona_id = its group and k = 10, writes a rankings file and scores it with
-../shared/bench/score.py.
+`time`, session_id from `session` for conversation turns, key_facts = [content] where it fits
+a key fact, persona_id = the row's group), waits until the workers have processed everything,
+recalls every question with persona_id = its group and k = 10, writes a rankings file and
+scores it with ../shared/bench/score.py.
 
     .venv/bin/python scripts/bench_recall.py locomo_dev
     .venv/bin/python scripts/bench_recall.py madial_zh_dev --channels bm25
@@ -40,6 +40,8 @@ import yaml
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from shared.store.model.documents import MAX_KEY_FACT_CHARS
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import folds  # noqa: E402  (scripts/folds.py)
@@ -73,7 +75,11 @@ def write_config(work: Path, channels: list[str], options: list[str] = (), url: 
 
 
 def memorize_metadata(row: dict) -> dict:
-    metadata = {"persona_id": row["group"], "key_facts": [row["content"]]}
+    metadata = {"persona_id": row["group"]}
+    if len(row["content"]) <= MAX_KEY_FACT_CHARS:
+        # A turn or an event is one fact. A longer memory (a whole session, a fact deep in
+        # filler) is past a key fact's limit: its atoms come from its own statements.
+        metadata["key_facts"] = [row["content"]]
     if row.get("participants"):
         metadata["participants"] = [p for p in row["participants"] if p.strip()]
     if row.get("time"):

@@ -2,15 +2,20 @@
 """Recall quality on a benchmark from ../shared/bench, through the real MCP client.
 
 Ingests every memory row with memorize (content; metadata participants, original_time from
-`time`, session_id from `session` for conversation turns, key_facts = [content], persona_id =
-the row's group), waits until the workers have processed everything, recalls every question with
-persona_id = its group and k = 10, writes a rankings file and scores it with
-../shared/bench/score.py.
+`time`, session_id from `session` for conversation turns, key_facts = [content] where it fits
+a key fact, persona_id = the row's group), waits until the workers have processed everything,
+recalls every question with persona_id = its group and k = 10, writes a rankings file and
+scores it with ../shared/bench/score.py.
 
     .venv/bin/python scripts/bench_recall.py locomo_dev
     .venv/bin/python scripts/bench_recall.py madial_zh_dev --channels bm25
     .venv/bin/python scripts/bench_recall.py locomo_dev --work bench_out/locomo  # reuse an ingest
     .venv/bin/python scripts/bench_recall.py locomo_dev --backend postgresql  # the store on PostgreSQL
+    .venv/bin/python scripts/bench_recall.py --data bench_out/deep_facts deep_facts  # a set of our own
+    .venv/bin/python scripts/bench_recall.py bench_out/deep_facts/deep_facts  # the same
+
+A dataset is NAME.memories.jsonl and NAME.queries.jsonl in ../shared/bench/data, or in the
+folder given by --data, or at a path prefix (DIR/NAME); score.py scores it from that folder.
 
 With --work DIR the ingested store is kept in DIR and reused by later runs (any channels).
 Every run also prints the figure per fold (scripts/folds.py: leave one LoCoMo conversation out;
@@ -34,6 +39,8 @@ import anyio
 import yaml
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+
+from shared.store.model.documents import MAX_KEY_FACT_CHARS
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -68,7 +75,11 @@ def write_config(work: Path, channels: list[str], options: list[str] = (), url: 
 
 
 def memorize_metadata(row: dict) -> dict:
-    metadata = {"persona_id": row["group"], "key_facts": [row["content"]]}
+    metadata = {"persona_id": row["group"]}
+    if len(row["content"]) <= MAX_KEY_FACT_CHARS:
+        # A turn or an event is one fact. A longer memory (a whole session, a fact deep in
+        # filler) is past a key fact's limit: its atoms come from its own statements.
+        metadata["key_facts"] = [row["content"]]
     if row.get("participants"):
         metadata["participants"] = [p for p in row["participants"] if p.strip()]
     if row.get("time"):
@@ -115,18 +126,18 @@ async def wait_drained(client: Client) -> None:
         await anyio.sleep(2)
 
 
-async def run(work: Path, dataset: str, config: Path, out: Path) -> dict:
+async def run(work: Path, data: Path, dataset: str, config: Path, out: Path) -> dict:
     ids_file = work / "ids.json"
     # The client's default environment drops PYTHONPATH: pass ours, so the server runs the
     # same code as this script and its worker (a checkout other than the installed one).
     server = StdioServerParameters(command=str(BIN / "aokun-server"), args=["--config", str(config)],
                                    env=dict(os.environ))
-    queries = read_jsonl(BENCH / "data" / f"{dataset}.queries.jsonl")
+    queries = read_jsonl(data / f"{dataset}.queries.jsonl")
     async with Client(server) as client:
         if ids_file.exists():
             ids = {int(k): v for k, v in json.loads(ids_file.read_text()).items()}
         else:
-            memories = read_jsonl(BENCH / "data" / f"{dataset}.memories.jsonl")
+            memories = read_jsonl(data / f"{dataset}.memories.jsonl")
             started = time.perf_counter()
             ids = await ingest(client, memories)
             print(f"  ingested {len(ids)} memories in {time.perf_counter() - started:.1f} s",
@@ -153,7 +164,10 @@ async def run(work: Path, dataset: str, config: Path, out: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("dataset", help="locomo_dev, madial_zh_dev or madial_en_dev")
+    parser.add_argument("dataset", help="locomo_dev, madial_zh_dev, madial_en_dev, ... (a name in the data"
+                                        " folder), or a path prefix DIR/NAME")
+    parser.add_argument("--data", type=Path, default=BENCH / "data",
+                        help="folder holding NAME.memories.jsonl and NAME.queries.jsonl (default: %(default)s)")
     parser.add_argument("--channels", nargs="+", choices=CHANNELS, default=CHANNELS)
     parser.add_argument("--work", type=Path, help="keep (and reuse) the ingested store here")
     parser.add_argument("--out", type=Path, help="rankings file (default: WORK/rankings-CHANNELS.jsonl)")
@@ -165,6 +179,11 @@ def main() -> None:
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--pg", default=DEFAULT_SERVER, help="PostgreSQL server for --backend postgresql")
     args = parser.parse_args()
+    if "/" in args.dataset:  # a path prefix: DIR/NAME
+        args.data, args.dataset = Path(args.dataset).parent, Path(args.dataset).name
+    for kind in ("memories", "queries"):
+        if not (args.data / f"{args.dataset}.{kind}.jsonl").is_file():
+            parser.error(f"no {args.data / f'{args.dataset}.{kind}.jsonl'}")
     temp = None if args.work else tempfile.TemporaryDirectory()
     work = args.work or Path(temp.name)
     work.mkdir(parents=True, exist_ok=True)
@@ -188,15 +207,16 @@ def bench(args, work: Path, url: str) -> None:
             config = write_config(work, args.channels, args.options + extra, url)
             suffix = f"-{label.replace('=', '_').replace('/', '_')}" if label != "as configured" else ""
             out = args.out or work / f"rankings-{'+'.join(args.channels)}{suffix}.jsonl"
-            figures = anyio.run(run, work, args.dataset, config, out)
+            figures = anyio.run(run, work, args.data, args.dataset, config, out)
             print(f"{args.dataset} channels={'+'.join(args.channels)} {' '.join(args.options + extra)}  "
                   f"recall p50 {figures['recall_p50_ms']:.1f} ms, p95 {figures['recall_p95_ms']:.1f} ms")
-            subprocess.run([sys.executable, str(BENCH / "score.py"), args.dataset, str(out)], check=True)
-            scored[label] = _per_query(args.dataset, out)
+            subprocess.run([sys.executable, str(BENCH / "score.py"), args.dataset, str(out),
+                            "--data-dir", str(args.data)], check=True)
+            scored[label] = _per_query(args.data, args.dataset, out)
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=60)
-    _fold_report(args.dataset, scored)
+    _fold_report(args.data, args.dataset, scored)
 
 
 def _candidates(tune: str | None) -> list[tuple[str, list[str]]]:
@@ -207,17 +227,17 @@ def _candidates(tune: str | None) -> list[tuple[str, list[str]]]:
     return [(f"{name}={value}", [f"{name}={value}"]) for value in values.split(",")]
 
 
-def _per_query(dataset: str, rankings_file: Path) -> dict[str, float]:
+def _per_query(data: Path, dataset: str, rankings_file: Path) -> dict[str, float]:
     sys.path.insert(0, str(BENCH))
     import score  # ../shared/bench/score.py (stdlib only)
 
-    queries = read_jsonl(BENCH / "data" / f"{dataset}.queries.jsonl")
+    queries = read_jsonl(data / f"{dataset}.queries.jsonl")
     rankings = {r["id"]: r["ranked"] for r in read_jsonl(rankings_file)}
     return folds.per_query(queries, rankings, score.score_one)
 
 
-def _fold_report(dataset: str, scored: dict[str, dict[str, float]]) -> None:
-    queries = read_jsonl(BENCH / "data" / f"{dataset}.queries.jsonl")
+def _fold_report(data: Path, dataset: str, scored: dict[str, dict[str, float]]) -> None:
+    queries = read_jsonl(data / f"{dataset}.queries.jsonl")
     fold_ids = folds.folds(dataset, queries)
     if len(scored) > 1:
         print(folds.report(dataset, "tuned on the other folds", folds.held_out(fold_ids, scored)))

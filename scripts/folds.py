@@ -3,6 +3,7 @@
 - locomo_dev: leave one conversation out (5 folds; a fold's queries are one conversation's).
 - madial_zh_dev / madial_en_dev: two halves by dialogue number modulo 4 (q0, q1, q4, q5, ... in
   one half; q2, q3, q6, q7, ... in the other), so both halves hold both users' dialogues.
+- any other set (e.g. deep_facts): one fold per group.
 
 Pure functions over score.py's per-query scores; bench_recall.py uses them.
 """
@@ -18,7 +19,7 @@ Scores = Mapping[str, float]  # query id -> R@5 (or any per-query figure)
 
 def fold_of(dataset: str, query: dict) -> str:
     """The fold a query belongs to."""
-    if dataset.startswith("locomo"):
+    if not dataset.startswith("madial"):
         return query["group"]
     number = int(query["id"].rsplit(":q", 1)[1])
     return "half-a" if number % 4 < 2 else "half-b"

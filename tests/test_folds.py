@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import folds
 
 
-def test_folds_split_locomo_by_conversation_and_madial_by_dialogue_number_mod_4():
+def test_folds_split_locomo_by_conversation_madial_by_dialogue_number_mod_4_and_others_by_group():
     locomo = [{"id": f"conv-{g}:q{i}", "group": f"conv-{g}"} for g in (26, 30) for i in range(2)]
     assert folds.folds("locomo_dev", locomo) == {"conv-26": ["conv-26:q0", "conv-26:q1"],
                                                  "conv-30": ["conv-30:q0", "conv-30:q1"]}
@@ -19,6 +19,9 @@ def test_folds_split_locomo_by_conversation_and_madial_by_dialogue_number_mod_4(
     assert folds.folds("madial_zh_dev", madial) == {
         "half-a": ["madial-zh:q0", "madial-zh:q1", "madial-zh:q4", "madial-zh:q5"],
         "half-b": ["madial-zh:q2", "madial-zh:q3", "madial-zh:q6", "madial-zh:q7"]}
+    # Any other set (ours, e.g. deep_facts) folds by group, whatever its ids look like.
+    deep = [{"id": f"q:{lang}-0{i}", "group": lang} for lang in ("zh", "en") for i in (1, 2)]
+    assert folds.folds("deep_facts", deep) == {"en": ["q:en-01", "q:en-02"], "zh": ["q:zh-01", "q:zh-02"]}
 
 
 def test_a_value_that_only_wins_where_it_is_scored_is_a_fit():

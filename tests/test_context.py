@@ -125,7 +125,7 @@ def test_a_memory_is_embedded_with_its_context_and_again_when_a_neighbour_goes(s
     # the nearest neighbour only (EMBED_CONTEXT_TURNS), though BM25 carries both
     together = embedder.embed_passages([docs[first].text + "\n" + docs[second].text])[0]
     alone = embedder.embed_passages([docs[second].text])[0]
-    assert float(np.dot(got, together)) > 0.999 > float(np.dot(got, alone))
+    assert float(np.dot(got.document, together)) > 0.999 > float(np.dot(got.document, alone))
     assert len(service.store.neighbours.of(second)) == 2
     with service.store.write() as tx:
         handler.store(tx, docs[second], got, 0.0)
@@ -136,7 +136,7 @@ def test_a_memory_is_embedded_with_its_context_and_again_when_a_neighbour_goes(s
     assert [r["status"] for r in service.store.stages.of_memory(second) if r["stage"] == "embed"] == ["pending"]
     # what is left of its context: the turn before the deleted one
     after = embedder.embed_passages([docs[zeroth].text + "\n" + docs[second].text])[0]
-    assert handler.compute([service.store.documents.get(second)])[0] @ after > 0.999
+    assert handler.compute([service.store.documents.get(second)])[0].document @ after > 0.999
 
 
 def test_bm25_ranks_only_the_recalls_persona_and_session(service):

@@ -296,6 +296,28 @@ def wait_for(predicate, timeout: float = 60.0, interval: float = 0.1, what: str 
         time.sleep(interval)
 
 
+def import_killed(config: Path, file: Path, after_memories: int) -> int:
+    """`aokun import FILE` as a process, killed -9 once at least `after_memories` memories are
+    committed; the memories committed then."""
+    import signal
+
+    def count() -> int:
+        rows = db_rows(config, "SELECT COUNT(*) FROM documents")
+        return rows[0][0] if rows else 0
+
+    proc = subprocess.Popen([sys.executable, "-m", "aokun_admin.main", "import", str(file), "--config", str(config)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: count() >= after_memories, timeout=120, interval=0.02, what="the first memories committed")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    return count()
+
+
 def start_worker(config: Path, env: dict | None = None) -> subprocess.Popen:
     """A real aokun-worker process; its log goes to data_dir/test-worker-<pid>.log."""
     log = open(config.parent / "worker-test.log", "ab")

@@ -3,15 +3,10 @@ stores each conversation exactly once."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-
 import pytest
 
 from chat_exports import many_conversations, write_export
-from helpers import aokun_in_process, db_rows, last_line, wait_for, write_config
+from helpers import aokun_in_process, db_rows, import_killed, last_line, write_config
 
 CONVERSATIONS = 300  # far more than the kill lets through
 
@@ -22,21 +17,7 @@ def test_chat_import_killed_mid_way_then_run_again_stores_each_conversation_exac
     export = write_export(tmp_path / "conversations.json", many_conversations("chatgpt", CONVERSATIONS))
     expected = [f"Conversation {i} (ChatGPT)" for i in range(CONVERSATIONS)]
 
-    def count() -> int:
-        rows = db_rows(config, "SELECT COUNT(*) FROM documents")
-        return rows[0][0] if rows else 0
-
-    proc = subprocess.Popen([sys.executable, "-m", "aokun_admin.main", "import", str(export),
-                             "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_for(lambda: count() >= 20, timeout=120, interval=0.02, what="the first conversations committed")
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == -signal.SIGKILL
-    committed = count()
+    committed = import_killed(config, export, 20)
     assert 20 <= committed < CONVERSATIONS, "the kill came after the import had finished"
 
     result = aokun_in_process("import", export, "--config", config)

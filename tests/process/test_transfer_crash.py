@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 
 import pytest
 
-from helpers import aokun_in_process, db_rows, last_line, wait_for, write_config
+from helpers import aokun_in_process, db_rows, import_killed, last_line, write_config
 
 ENTITIES = 300  # two observations each: 600 rows, far more than the kill lets through
 
@@ -27,21 +23,7 @@ def test_import_killed_mid_way_then_run_again_stores_each_row_exactly_once(tmp_p
     expected = {f"Person_{i}: {what}" for i in range(ENTITIES)
                 for what in (f"Was born in town number {i}", f"Keeps {i} books on the shelf")}
 
-    def count():
-        return db_rows(config, "SELECT COUNT(*) FROM documents")
-
-    proc = subprocess.Popen([sys.executable, "-m", "aokun_admin.main", "import", str(path),
-                             "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_for(lambda: count() and count()[0][0] >= 50, timeout=120, interval=0.02,
-                 what="the first rows committed")
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == -signal.SIGKILL
-    committed = count()[0][0]
+    committed = import_killed(config, path, 50)
     assert 50 <= committed < len(expected), "the kill came after the import had finished"
 
     result = aokun_in_process("import", path, "--config", config)

@@ -19,6 +19,7 @@ from shared.extract.timeparse import deadline as find_deadline
 from shared.memory_rules import EARLIEST_YEAR, LATEST_YEAR
 from shared.store.model.atoms import ATOM_TYPES
 from shared.store.model.documents import Document, unmarked
+from shared.text.passages import passages
 from shared.time_zone import machine_zone, on_clock
 
 # The types rules can give (ATOM_TYPES without "unknown", which is what no rule gives).
@@ -194,14 +195,16 @@ def split_facts(document: Document, rules: AtomRules | None = None) -> tuple[str
     # Questions and small talk ("Hey Mel!", "Good to see you!") state nothing to remember.
     statements = [s for s in sentences(text) if not s.endswith(("?", "？")) and len(s) >= 4
                   and (word_count(s) >= MIN_FACT_WORDS or (rules and rules.classify(s)[0] != "unknown"))]
-    return speaker, chosen(statements, rules) if statements else [text.strip()]
+    if not statements:
+        return speaker, [text.strip()]
+    # A memory within one passage keeps its first statements, as people write what matters first.
+    return speaker, chosen(statements, rules) if len(passages(text)) > 1 else statements[:MAX_FACTS]
 
 
 def chosen(statements: list[str], rules: AtomRules | None) -> list[str]:
-    """At most MAX_FACTS of a memory's statements, in their order. A long memory has more:
-    those the rules give a lasting type (a plan, a preference, a relation, a fact) first, the
-    rest (what happened, or untyped) spread evenly over the text, so its middle and end count
-    as much as its first lines."""
+    """At most MAX_FACTS of a long memory's statements, in their order: those the rules give a
+    lasting type (a plan, a preference, a relation, a fact) first, the rest (what happened, or
+    untyped) spread evenly over the text, so its middle and end count as much as its start."""
     if len(statements) <= MAX_FACTS:
         return statements
     typed = [i for i, s in enumerate(statements) if rules and rules.classify(s)[0] not in PASSING_TYPES]

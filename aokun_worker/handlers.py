@@ -71,7 +71,7 @@ def embedding_texts(document: Document, context: Sequence[str] = ()) -> list[str
     with the context (the memory's own vector) and every further passage alone. A long context
     neighbour gives only its end: the memory's own words come first in what the model reads."""
     parts = passages(document.text)
-    context = [c if len(passages(c)) == 1 else passages(c)[-1].text for c in context]
+    context = [passages(c)[-1].text for c in context]  # a short one is its only passage, whole
     if len(parts) == 1:
         return [embedding_text(document, context)]
     return ["\n".join([*context, parts[0].text]), *(p.text for p in parts[1:])]

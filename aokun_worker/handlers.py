@@ -23,8 +23,9 @@ from shared.extract.graph_rules import GraphBuilder, StoredFact
 from shared.store.interface import Session, Store
 from shared.store.model.atoms import AtomOwner, AtomRow
 from shared.store.model.documents import Document
+from shared.store.model.graph import MemoryGraph
 from shared.store.model.vectors import VectorRow, passage_owner
-from shared.text.passages import passages
+from shared.text.passages import passage_holding, passages
 from shared.text.segment import Segmenter
 
 # Atom states whose fact still belongs in the graph.
@@ -134,43 +135,52 @@ class AtomsHandler:
         return ttl_days(atom_type, importance, reinforcements, self.config)
 
 
-class AtomsNotReady(AokunError):
-    """The graph stage ran before the atoms stage finished for this version of the memory."""
+class StageNotReady(AokunError):
+    """A stage ran before a stage whose output it reads finished for this version of the memory."""
 
 
 class GraphHandler:
-    """Builds a memory's graph output from its stored atoms and embeds its entries into the
-    graph-entry space."""
+    """Builds a memory's graph output from its stored atoms. An entry's vector is the vector of
+    the passage that holds its fact (a short memory's own vector): the fact in the context of
+    the memory around it, at no embedding cost of its own."""
 
     stage = "graph"
     batch_size = 16
 
-    def __init__(self, store: Store, builder: GraphBuilder, embedder: Embedder):
-        self._store, self.builder, self.embedder = store, builder, embedder  # store() is the method
+    def __init__(self, store: Store, builder: GraphBuilder, model: str):
+        self._store, self.builder, self.model = store, builder, model  # store() is the method
 
     def compute(self, documents: Sequence[Document]):
-        graphs = [self.builder.build(doc, speaker_of(doc), self._facts(doc)) for doc in documents]
-        texts = [entry.text for g in graphs for entry in g.entries]
-        matrix = self.embedder.embed_passages(texts)
-        results, start = [], 0
-        for g in graphs:
-            results.append((g, matrix[start:start + len(g.entries)]))
-            start += len(g.entries)
-        return results
+        return [self._built(doc) for doc in documents]
+
+    def _built(self, document: Document) -> tuple[MemoryGraph, list[np.ndarray]]:
+        """The memory's graph and, per entry (one per fact, in order), its vector."""
+        facts = self._facts(document)
+        vectors = self._vectors(document)
+        parts = passages(document.text)
+        return (self.builder.build(document, speaker_of(document), facts),
+                [vectors.get(passage_holding(parts, document.text, f.text), vectors[0]) for f in facts])
 
     def _facts(self, document: Document) -> list[StoredFact]:
         """The memory's stored atoms, read by id (never re-derived from the text)."""
         if not self._store.stages.is_done(document.id, "atoms", document.content_hash):
-            raise AtomsNotReady(f"memory {document.id}: the atoms stage has not finished for this "
+            raise StageNotReady(f"memory {document.id}: the atoms stage has not finished for this "
                                 "version yet; the graph stage waits for it")
         return [StoredFact(row["id"], row["text"], row["confidence"], row["subject"])
                 for row in self._store.atoms.of_memory(document.id) if row["state"] in _GRAPHED_STATES]
+
+    def _vectors(self, document: Document) -> dict[int, np.ndarray]:
+        vectors = self._store.vectors.of_memory(document.id, self.model, document.content_hash)
+        if 0 not in vectors:
+            raise StageNotReady(f"memory {document.id}: its own vector in {self.model} is not stored "
+                                "for this version yet; the graph stage waits for it")
+        return vectors
 
     def store(self, tx: Session, document: Document, result, now: float) -> None:
         memory_graph, entry_vectors = result
         tx.vectors.delete_for_memory(document.id, now, kind="graph_entry")
         entry_ids = tx.graph.replace_for_memory(document.id, document.fields.persona_id,
                                                 memory_graph, document.content_hash, now)
-        for entry_id, vector in zip(entry_ids, entry_vectors):
-            tx.vectors.upsert(VectorRow("graph_entry", entry_id, document.id, self.embedder.model,
+        for entry_id, vector in zip(entry_ids, entry_vectors, strict=True):
+            tx.vectors.upsert(VectorRow("graph_entry", entry_id, document.id, self.model,
                                         vector, document.content_hash), now)

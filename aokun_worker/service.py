@@ -62,7 +62,7 @@ class WorkerService:
         self.embedder = services.embedder
         self.segmenter = services.segmenter
         self.atom_rules = AtomRules.load(start.atoms.rules_file)
-        graph = GraphHandler(self.store, GraphBuilder(self.segmenter, start.graph), self.embedder)
+        graph = GraphHandler(self.store, GraphBuilder(self.segmenter, start.graph), self.embedder.model)
         parts = RunnerParts(store=self.store, handlers={**self._handlers(), "graph": graph},
                             queue=self.live.now.queue, owner=self.heartbeat.worker_id)
         self.runner = StageRunner(parts)

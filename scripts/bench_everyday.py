@@ -121,7 +121,7 @@ def load_user(services, memories: list[dict], now: datetime, persona: str = PERS
         "atoms": AtomsHandler(AtomRules.load(config.atoms.rules_file), services.segmenter, config.atoms,
                               user_zone(config.memory.time_zone)),
         "embed": EmbedHandler(services.embedder, config.queue.embed_batch_size, services.store),
-        "graph": GraphHandler(services.store, GraphBuilder(services.segmenter, config.graph), services.embedder)}
+        "graph": GraphHandler(services.store, GraphBuilder(services.segmenter, config.graph), services.embedder.model)}
     runner = StageRunner(RunnerParts(store=services.store, handlers=handlers, queue=config.queue,
                                      owner="bench-everyday"))
     for stage in ("atoms", "embed", "graph"):

@@ -64,4 +64,8 @@ def test_doctor_repair_and_rebuild_index(tmp_path):
         assert doctor.returncode == 1 and "do not match the configured embedder openai:other" in doctor.stdout
         assert aokun(config, "rebuild-index").returncode == 0
         assert db_rows(config, "SELECT DISTINCT model, dim FROM vectors") == [("openai:other", 8)]
+        # The graph's entries take the new vectors too (the graph stages ran after the embed ones).
+        entries = db_rows(config, "SELECT COUNT(*) FROM graph_entries")
+        entry_vectors = db_rows(config, "SELECT COUNT(*) FROM vectors WHERE kind = 'graph_entry'")
+        assert entries[0][0] > 0 and entry_vectors == entries
         assert aokun(config, "doctor").returncode == 0

@@ -68,8 +68,6 @@ def answerable(model, question: str) -> float:
     return recalled(model, question, min_score=0, explain=True)[0][0]["explain"]["parts"]["answerable"]
 
 
-@pytest.mark.xfail(strict=True, reason="e5 gives a Chinese question higher cosines to every memory, "
-                   "and the answerable model does not know the question's language (P 0.11)")
 def test_a_chinese_question_never_told_is_less_answerable_than_any_told(store):
     model, _, _ = store
     assert answerable(model, "我的血型是什么？") < min(answerable(model, q) for q in TOLD)

@@ -14,7 +14,8 @@ import pytest
 from helpers import db_rows, front_in_process, run_every_stage, write_config
 from long_memories import DEEP, FILLER_EN, long_text, passage_owners, stored_text
 from shared.extract.atomize import MAX_FACTS, AtomRules, chosen
-from shared.text.passages import OVERLAP_SHARE, PASSAGE_TOKENS, estimated_tokens, passages
+from shared.store.model.vectors import passage_owner
+from shared.text.passages import OVERLAP_SHARE, PASSAGE_TOKENS, estimated_tokens, passage_holding, passages
 
 TOOLS = {"server": {"exposed_tools": ["memorize", "recall", "edit_memory", "delete_memory"]}}
 
@@ -59,6 +60,17 @@ def test_a_conversation_is_cut_between_turns_and_a_sentence_longer_than_a_passag
 # -- finding by meaning ------------------------------------------------------------------------
 
 
+def test_the_passage_holding_a_part_is_the_first_that_holds_it_whole():
+    text = " ".join(f"Sentence number {n} of a long and otherwise uneventful diary." for n in range(80))
+    parts = passages(text)
+    late = "Sentence number 77 of a long"
+    assert passage_holding(parts, text, late) == len(parts) - 1
+    assert passage_holding(parts, text, "Sentence number 3 of") == 0
+    assert passage_holding(parts, text, "a sentence that is not there") == 0
+    across = text[parts[0].end - 20:parts[0].end + 20]  # passage 0 holds its beginning only
+    assert passage_holding(parts, text, across) == 1 and across in parts[1].text
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_a_fact_deep_in_a_long_memory_is_found_by_meaning_and_explain_names_its_passage(tmp_path, language):
@@ -92,6 +104,33 @@ def test_short_memories_stay_one_vector_and_long_ones_get_one_per_further_passag
     assert len(passage_owners(config, long)) == len(passages(stored_text(config, long))) - 1 > 2
     assert db_rows(config, "SELECT memory_id, COUNT(*) FROM vectors WHERE kind = 'document' GROUP BY memory_id"
                    " ORDER BY memory_id") == [(short, 1), (long, 1)]
+
+
+@pytest.mark.slow
+def test_a_graph_entry_takes_the_vector_of_the_passage_holding_its_fact(tmp_path):
+    config = write_config(tmp_path, **TOOLS)
+    # Every sentence once: a fact repeated in a text is taken where it first appears.
+    text = " ".join(f"{sentence[:-1]} on day {n}." for n, sentence in enumerate(FILLER_EN * 5))
+    with front_in_process(config) as s:
+        short = s.ok("memorize", {"content": "I adopted a small grey cat named Mochi last spring"})["id"]
+        long = s.ok("memorize", {"content": text})["id"]
+    run_every_stage(config)
+
+    def vector(kind: str, owner: int) -> bytes:
+        return db_rows(config, "SELECT vector FROM vectors WHERE kind = ? AND owner_id = ?", (kind, owner))[0][0]
+
+    def entries(memory_id: int) -> list[tuple[int, str]]:
+        return db_rows(config, "SELECT e.id, a.text FROM graph_entries e JOIN memory_atoms a ON a.id = e.atom_id"
+                       " WHERE e.source_memory_id = ?", (memory_id,))
+
+    assert entries(short) and all(vector("graph_entry", e) == vector("document", short) for e, _ in entries(short))
+    text = stored_text(config, long)
+    parts = passages(text)
+    held = [(e, passage_holding(parts, text, t)) for e, t in entries(long)]
+    assert any(number > 0 for _, number in held)  # facts are chosen over the whole text
+    for entry, number in held:
+        assert vector("graph_entry", entry) == (
+            vector("passage", passage_owner(long, number)) if number else vector("document", long))
 
 
 @pytest.mark.slow

@@ -74,8 +74,10 @@ def test_failures_back_off_then_fail_for_good(service):
     assert delays == [5.0, 10.0, None]
     row = rows(service, doc.id)["embed"]
     assert (row["status"], row["attempts"], row["last_error"]) == ("failed", 3, "boom")
+    # The graph stage reads the memory's vectors: it fails with the embed stage, and is retried with it.
+    assert rows(service, doc.id)["graph"]["status"] == "failed"
     with service.store.write() as tx:
-        assert tx.stages.retry_failed(5000.0) == 1
+        assert tx.stages.retry_failed(5000.0) == 2
         assert tx.stages.claim(key, "w", 5000.0, 30)
 
 
@@ -161,14 +163,17 @@ def test_queue_figures_and_stage_problems_show_stuck_failed_and_retrying(service
         tx.stages.claim(key, "w", 100.0, 30)
         tx.stages.fail(key, "w", "EmbeddingError: down", 101.0, 8, lambda n: 5.0)  # retrying
     figures = service.store.stages.queue_figures(200.0)
-    assert (figures["running"], figures["stuck"], figures["failed"], figures["retrying"]) == (2, 1, 1, 1)
-    assert figures["pending"] == 4 * 3 - 4 + 1
+    # c's graph stage, which reads its vectors, failed with its embed stage.
+    assert (figures["running"], figures["stuck"], figures["failed"], figures["retrying"]) == (2, 1, 2, 1)
+    assert figures["pending"] == 4 * 3 - 5 + 1
     problems = service.store.stages.stage_problems(200.0, 10)
     assert [(p["memory_id"], p["stage"], p["status"], p["attempts"]) for p in problems] == [
-        (c.id, "embed", "failed", 1), (a.id, "embed", "stuck", 1)]  # oldest trouble first
+        (c.id, "embed", "failed", 1), (c.id, "graph", "failed", 0), (a.id, "embed", "stuck", 1)]  # oldest first
     assert problems[0]["last_error"] == "ValueError: bad" and problems[0]["age_s"] == 99.0
-    assert problems[1]["last_error"] == "lease held by w expired 70 s ago" and problems[1]["age_s"] == 70.0
-    assert [tuple(r) for r in service.store.stages.failed_stages()] == [(c.id, "embed", 1, "ValueError: bad")]
+    assert problems[1]["last_error"] == "waits for the embed stage, which failed"
+    assert problems[2]["last_error"] == "lease held by w expired 70 s ago" and problems[2]["age_s"] == 70.0
+    assert [tuple(r) for r in service.store.stages.failed_stages()] == [
+        (c.id, "embed", 1, "ValueError: bad"), (c.id, "graph", 0, "waits for the embed stage, which failed")]
     assert len(service.store.stages.stage_problems(200.0, 1)) == 1
 
 
@@ -176,7 +181,9 @@ def test_graph_waits_for_the_atoms_of_its_version_and_runs_again_after_them(serv
     doc = service.memorize("I moved to Lisbon last year", MemoryFields())
     atoms_key = StageKey(doc.id, "atoms", doc.content_hash)
     graph_key = StageKey(doc.id, "graph", doc.content_hash)
+    embed_key = StageKey(doc.id, "embed", doc.content_hash)
     with service.store.write() as tx:
+        assert tx.stages.claim(embed_key, "w", 10.0, 30) and tx.stages.complete(embed_key, "w", 10.0)
         assert not tx.stages.claim(graph_key, "w", 10.0, 30)  # atoms not done yet
         assert tx.stages.claim_more("graph", "w", 10.0, 30, 10) == []
         assert tx.stages.claim(atoms_key, "w", 10.0, 30)

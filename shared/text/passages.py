@@ -16,6 +16,7 @@ letters, each other symbol one.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # Estimated tokens a passage holds: well inside what e5 reads (512), where attention costs
@@ -62,6 +63,17 @@ def passages(text: str, budget: int = PASSAGE_TOKENS) -> list[Passage]:
         overlap = last > first and units[last][2] <= OVERLAP_SHARE * budget
         first = last if overlap else last + 1
     return out
+
+
+def passage_holding(parts: Sequence[Passage], text: str, part: str) -> int:
+    """The number of the first of a text's passages (`parts`, passages(text)) that holds `part`
+    whole; 0 when none does or `part` is not in the text (the memory's own vector stands for it)."""
+    needle = part.strip()
+    at = text.find(needle) if needle else -1
+    if at < 0:
+        return 0
+    end = at + len(needle)
+    return next((n for n, p in enumerate(parts) if p.start <= at and end <= p.end), 0)
 
 
 def describe_passage(text: str, number: int) -> dict[str, int | str]:

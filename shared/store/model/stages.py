@@ -15,14 +15,15 @@ PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
 
 STATUSES = (PENDING, RUNNING, FAILED, DONE)
 
-# A stage that reads another stage's output: it runs only once that stage is done for the
-# same version of the memory, runs again whenever that stage has run again, and fails when
-# that stage fails for good (so it never waits forever).
-DEPENDS_ON = {"graph": "atoms"}
+# The stages a stage reads the output of: it runs only once they are done for the same version
+# of the memory, runs again whenever one of them has run again, and fails when one fails for
+# good (so it never waits forever). The graph reads the memory's facts and, for its entries,
+# the memory's own vectors.
+DEPENDS_ON: dict[str, tuple[str, ...]] = {"graph": ("atoms", "embed")}
 
 
 def dependents(stage: str) -> list[str]:
-    return [later for later, earlier in DEPENDS_ON.items() if earlier == stage]
+    return [later for later, earlier in DEPENDS_ON.items() if stage in earlier]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from shared.store.model.documents import Document, DocumentFilter, History
 from shared.store.model.record import Record
 from shared.store.model.stages import StageKey
@@ -234,6 +236,9 @@ class PortableVectors(Aggregate):
 
     def tombstone_floor(self) -> int:
         return self._run.read(vectors.tombstone_floor)
+
+    def of_memory(self, memory_id: int, model: str, content_hash: str) -> dict[int, np.ndarray]:
+        return self._run.read(vectors.of_memory, memory_id, model, content_hash)
 
     def space_count(self, kind: str, model: str, dim: int) -> int:
         return self._run.read(vectors.space_count, kind, model, dim)

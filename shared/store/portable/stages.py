@@ -18,12 +18,12 @@ from typing import Any
 from shared.store.model.stages import DEPENDS_ON, FAILED, PENDING, STAGES, STATUSES, StageKey, dependents
 from shared.store.portable.connection import Connection
 
-# Claimable only when the stage it depends on is done for the same content version.
+# Claimable only when every stage it depends on is done for the same content version.
 _DEPENDENCY_MET = (
-    "NOT EXISTS (SELECT 1 FROM memory_stages d WHERE d.memory_id = memory_stages.memory_id"
-    " AND d.stage = (CASE memory_stages.stage "
-    + " ".join(f"WHEN '{later}' THEN '{earlier}'" for later, earlier in DEPENDS_ON.items())
-    + " END) AND (d.status != 'done' OR d.content_hash != memory_stages.content_hash))")
+    "NOT EXISTS (SELECT 1 FROM memory_stages d WHERE d.memory_id = memory_stages.memory_id AND ("
+    + " OR ".join(f"(memory_stages.stage = '{later}' AND d.stage IN ({', '.join(map(repr, earlier))}))"
+                  for later, earlier in DEPENDS_ON.items())
+    + ") AND (d.status != 'done' OR d.content_hash != memory_stages.content_hash))")
 
 
 # New and edited memories are journalled as already enqueued: the front queues them right

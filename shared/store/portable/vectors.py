@@ -14,7 +14,7 @@ import numpy as np
 
 from shared.store.model.documents import DocumentFilter
 from shared.store.model.meta import VECTOR_TOMBSTONE_FLOOR
-from shared.store.model.vectors import VectorRow, foreign_spaces_from
+from shared.store.model.vectors import VectorRow, foreign_spaces_from, passage_of
 from shared.store.portable import meta
 from shared.store.portable.connection import BatchCursor, Connection
 from shared.store.portable.documents import filter_sql
@@ -64,6 +64,18 @@ def delete_owners(conn: Connection, kind: str, owner_ids: Sequence[int], now: fl
                          (next_seq(conn), kind, owner_id, now))
             removed += 1
     return removed
+
+
+def of_memory(conn: Connection, memory_id: int, model: str, content_hash: str) -> dict[int, np.ndarray]:
+    """{passage number: vector} of one version of a memory in one model's space: 0 is the
+    memory's own vector, n > 0 its passage n."""
+    out: dict[int, np.ndarray] = {}
+    for kind, owner_id, dim, blob in conn.execute(
+            "SELECT kind, owner_id, dim, vector FROM vectors WHERE memory_id = ? AND kind IN ('document', 'passage')"
+            " AND model = ? AND content_hash = ?", (memory_id, model, content_hash)).fetchall():
+        number = 0 if kind == "document" else passage_of(owner_id)[1]
+        out[number] = np.frombuffer(bytes(blob), dtype=np.float32, count=dim)
+    return out
 
 
 def batches(cursor: BatchCursor, dim: int, batch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:

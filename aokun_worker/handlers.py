@@ -45,10 +45,12 @@ class StageHandler(Protocol):
         ...
 
 
-# How many of a memory's context neighbours (nearest first) go into its embedding. BM25 takes
-# them all (memory.context_turns); one embedding holds less: one turn beat none and two on
-# every held-out fold (docs/performance.md).
+# How many of a memory's context neighbours (nearest first) go into its embedding, and how much
+# of each (its end, in whole sentences within this many estimated tokens). BM25 takes them all
+# (memory.context_turns); one embedding holds less: one turn beat none and two, and its last 64
+# tokens beat 16, 32 and the whole turn, on every held-out fold (docs/performance.md).
 EMBED_CONTEXT_TURNS = 1
+EMBED_CONTEXT_TOKENS = 64
 
 
 def embedding_text(document: Document, context: Sequence[str] = ()) -> str:
@@ -69,10 +71,10 @@ class Embedded:
 
 def embedding_texts(document: Document, context: Sequence[str] = ()) -> list[str]:
     """What a memory is embedded as: one text when it fits a passage; else its first passage
-    with the context (the memory's own vector) and every further passage alone. A long context
-    neighbour gives only its end: the memory's own words come first in what the model reads."""
+    with the context (the memory's own vector) and every further passage alone. A context
+    neighbour gives only its end: the memory's own words are most of what the model reads."""
     parts = passages(document.text)
-    context = [passages(c)[-1].text for c in context]  # a short one is its only passage, whole
+    context = [passages(c, EMBED_CONTEXT_TOKENS)[-1].text for c in context]
     if len(parts) == 1:
         return [embedding_text(document, context)]
     return ["\n".join([*context, parts[0].text]), *(p.text for p in parts[1:])]

@@ -139,6 +139,23 @@ def test_a_memory_is_embedded_with_its_context_and_again_when_a_neighbour_goes(s
     assert handler.compute([service.store.documents.get(second)])[0].document @ after > 0.999
 
 
+def test_a_long_neighbour_lends_the_embedding_only_its_last_sentences(service):
+    from aokun_worker.handlers import EMBED_CONTEXT_TOKENS, embedding_texts
+    from shared.text.passages import estimated_tokens
+
+    said = ["We drove up to the lake house on Friday evening after work.",
+            "The road was closed near the bridge so we took the long way round.",
+            "By the time we arrived the kids were asleep in the back seat.",
+            "Anyway, did you ever get the tickets for the concert in June?"]
+    first = turn(service, "Melanie: " + " ".join(said))
+    second = turn(service, "Caroline: Yes, two seats near the stage!", minutes=1)
+    docs = service.store.documents.get_many([first, second])
+    [text] = embedding_texts(docs[second], [docs[first].text])
+    context, own = text.rsplit("\n", 1)
+    assert own == docs[second].text and context.endswith(said[-1])
+    assert said[0] not in context and estimated_tokens(context) <= EMBED_CONTEXT_TOKENS
+
+
 def test_bm25_ranks_only_the_recalls_persona_and_session(service):
     from shared.store.sqlite.match import scoped
 

@@ -69,12 +69,13 @@ class Embedded:
     passages: np.ndarray
 
 
-def embedding_texts(document: Document, context: Sequence[str] = ()) -> list[str]:
+def embedding_texts(document: Document, context: Sequence[str] = (),
+                    context_tokens: int = EMBED_CONTEXT_TOKENS) -> list[str]:
     """What a memory is embedded as: one text when it fits a passage; else its first passage
     with the context (the memory's own vector) and every further passage alone. A context
     neighbour gives only its end: the memory's own words are most of what the model reads."""
     parts = passages(document.text)
-    context = [passages(c, EMBED_CONTEXT_TOKENS)[-1].text for c in context]
+    context = [passages(c, context_tokens)[-1].text for c in context]
     if len(parts) == 1:
         return [embedding_text(document, context)]
     return ["\n".join([*context, parts[0].text]), *(p.text for p in parts[1:])]

@@ -20,7 +20,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from aokun_admin.import_end import finish_import
+from aokun_admin.import_end import QueueAsYouGo, finish_import
 from aokun_admin.ingest import ingest_persona
 from shared.errors import AokunError, InvalidInput
 from shared.summarize.transcript_lines import MAX_FILE_BYTES, to_summarize
@@ -54,6 +54,7 @@ def cmd_import_chats(admin, args, fmt: str) -> int:
               "(the conversations before it are done)")
         bar.update(start)
     conversations = Conversations(admin, fmt, persona, report)
+    queueing = QueueAsYouGo(admin)
     try:
         with bar, _opened(path) as handle:
             for item in array_items(handle, start, done, MAX_FILE_BYTES, bar.update):
@@ -64,6 +65,7 @@ def cmd_import_chats(admin, args, fmt: str) -> int:
                     break
                 conversations.add(chats.where(path.name, item.index, item.value), item.value)
                 position.save(item.end, item.index + 1)
+                queueing.tick()
                 bar.set_postfix_str(f"{item.index + 1} conversations", refresh=False)
     except NotAnArray as exc:
         raise InvalidInput(f"{path} is no {chats.ASSISTANTS[fmt]} conversations.json ({exc}): "
@@ -87,7 +89,7 @@ class Conversations:
         self.fmt, self.persona, self.report = fmt, persona, report
         self.store = admin.store
         self.summarizer = admin.services.summarizer
-        # Stages are queued in bulk at the end (cmd_import_chats), as for every import.
+        # Stages are queued every few seconds and at the end (aokun_admin/import_end.py).
         self.service = admin.memories(queued=False)
         self.zone = user_zone(admin.config.memory.time_zone)
         self.counts = ImportCounts()

@@ -159,3 +159,30 @@ def test_status_says_it_and_follow_shows_the_bar_until_none_waits(tmp_path):
                for line in bar), followed.stderr
     assert any(line.startswith("searchable by meaning: 100%") and "5/5" in line and "none waits" in line
                for line in bar), followed.stderr
+
+
+def test_an_import_queues_what_it_stored_every_few_seconds_so_a_worker_starts_meanwhile(tmp_path):
+    from aokun_admin.commands import Admin
+    from aokun_admin.import_end import QUEUE_EVERY_S, QueueAsYouGo
+    from shared.config import load_config
+
+    admin = Admin(load_config(write_config(tmp_path)))
+    try:
+        service = admin.memories(queued=False)  # as an import stores its rows
+        clock = [0.0]
+        queueing = QueueAsYouGo(admin, clock=lambda: clock[0])
+        for n in range(3):
+            service.memorize(f"imported memory {n}", MemoryFields())
+
+        def unqueued() -> int:
+            return len(admin.store.stages.ready_to_enqueue(NOW * 2, include_enqueued=False))
+
+        clock[0] = QUEUE_EVERY_S / 2
+        queueing.tick()
+        assert unqueued() == 3 * 3
+        clock[0] = QUEUE_EVERY_S
+        queueing.tick()
+        assert unqueued() == 0
+        assert admin.services.huey.pending_count() > 0
+    finally:
+        admin.close()

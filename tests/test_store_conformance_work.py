@@ -44,6 +44,20 @@ def test_the_graph_stage_waits_for_the_atoms_and_embed_stages(store):
     assert store.stages.claim(graph, "w", NOW, 60)
 
 
+def test_a_stage_that_reads_a_failed_one_stays_failed_when_another_it_reads_is_done(store):
+    memory_id = add(store, "a memory")
+    graph, atoms, embed = (key(store, memory_id, stage) for stage in ("graph", "atoms", "embed"))
+    assert store.stages.claim(embed, "w", NOW, 60)
+    assert store.stages.fail(embed, "w", "boom", NOW, 1, lambda attempts: 30.0) is None
+    assert store.stages.claim(atoms, "w", NOW, 60) and store.stages.complete(atoms, "w", NOW)
+    # Pending again it would wait forever for the embed stage: it stays failed, and is retried with it.
+    assert [(r["stage"], r["status"]) for r in store.stages.of_memory(memory_id) if r["stage"] == "graph"] == [
+        ("graph", "failed")]
+    assert store.stages.retry_failed(NOW + 1) == 2
+    assert store.stages.claim(embed, "w", NOW + 1, 60) and store.stages.complete(embed, "w", NOW + 1)
+    assert store.stages.claim(graph, "w", NOW + 1, 60)
+
+
 def test_a_failing_stage_backs_off_then_fails_for_good(store):
     memory_id = add(store, "a memory")
     k = key(store, memory_id)

@@ -218,7 +218,8 @@ def test_wrong_dimension_is_a_clear_error_and_writes_nothing(tmp_path, fake_api)
 
             def failed() -> bool:
                 worker.runner.run_next("embed")  # the next try, once its back-off is over
-                return s.ok("memory_stats")["queue"]["failed"] == 1
+                # the embed stage, and the graph stage that waits for its vectors
+                return s.ok("memory_stats")["queue"]["failed"] == 2
             wait_for(failed, 30, 0.02, what="the embed stage failed")
         error = db_rows(config, "SELECT last_error FROM memory_stages WHERE stage = 'embed'")[0][0]
         assert "32-dimensional" in error and "embedding.dimensions" in error

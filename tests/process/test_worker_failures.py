@@ -87,8 +87,9 @@ def test_a_store_step_that_raises_backs_off_then_fails_with_its_error(services, 
     assert backoffs[:2] == [0.01, 0.02]  # doubling; the third attempt is the last
     assert store_sql(services.store, "SELECT COUNT(*) FROM vectors")[0][0] == 0
     problems = services.store.stages.stage_problems(time.time(), 10)
-    assert [(p["memory_id"], p["status"], p["attempts"], p["last_error"]) for p in problems] == [
-        (doc.id, "failed", 3, "IntegrityError: boom")]
+    assert [(p["memory_id"], p["stage"], p["status"], p["attempts"], p["last_error"]) for p in problems] == [
+        (doc.id, "embed", "failed", 3, "IntegrityError: boom"),
+        (doc.id, "graph", "failed", 0, "waits for the embed stage, which failed")]  # it reads the vectors
 
 
 def test_one_row_that_cannot_be_stored_fails_only_its_own_stage(services, fake_api):

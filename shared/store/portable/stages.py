@@ -90,13 +90,17 @@ def complete(conn: Connection, key: StageKey, owner: str, now: float) -> bool:
         (now, key.memory_id, key.stage, key.content_hash, owner))
     if cur.rowcount != 1:
         return False
-    # What a later stage made from this stage's previous output is stale: it runs again.
+    # What a later stage made from this stage's previous output is stale: it runs again, unless
+    # another stage it reads failed for good (it would wait forever; it stays failed with it).
     for later in dependents(key.stage):
+        others = [f"'{stage}'" for stage in DEPENDS_ON[later] if stage != key.stage]
+        unblocked = (" AND NOT EXISTS (SELECT 1 FROM memory_stages o WHERE o.memory_id = memory_stages.memory_id"
+                     f" AND o.stage IN ({', '.join(others)}) AND o.status = 'failed')") if others else ""
         conn.execute(
             "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
             " lease_owner = NULL, lease_until = NULL, enqueued_time = NULL, last_error = NULL,"
             " update_time = ? WHERE memory_id = ? AND stage = ? AND content_hash = ?"
-            " AND status IN ('done', 'failed')", (now, key.memory_id, later, key.content_hash))
+            f" AND status IN ('done', 'failed'){unblocked}", (now, key.memory_id, later, key.content_hash))
     return True
 
 

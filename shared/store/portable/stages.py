@@ -18,10 +18,16 @@ from typing import Any
 from shared.store.model.stages import DEPENDS_ON, FAILED, PENDING, STAGES, STATUSES, StageKey, dependents
 from shared.store.portable.connection import Connection
 
+
+def _names(stages: Iterable[str]) -> str:
+    """Stage names as an SQL list: 'atoms', 'embed' (fixed identifiers, never user input)."""
+    return ", ".join(f"'{stage}'" for stage in stages)
+
+
 # Claimable only when every stage it depends on is done for the same content version.
 _DEPENDENCY_MET = (
     "NOT EXISTS (SELECT 1 FROM memory_stages d WHERE d.memory_id = memory_stages.memory_id AND ("
-    + " OR ".join(f"(memory_stages.stage = '{later}' AND d.stage IN ({', '.join(map(repr, earlier))}))"
+    + " OR ".join(f"(memory_stages.stage = '{later}' AND d.stage IN ({_names(earlier)}))"
                   for later, earlier in DEPENDS_ON.items())
     + ") AND (d.status != 'done' OR d.content_hash != memory_stages.content_hash))")
 
@@ -93,9 +99,9 @@ def complete(conn: Connection, key: StageKey, owner: str, now: float) -> bool:
     # What a later stage made from this stage's previous output is stale: it runs again, unless
     # another stage it reads failed for good (it would wait forever; it stays failed with it).
     for later in dependents(key.stage):
-        others = [f"'{stage}'" for stage in DEPENDS_ON[later] if stage != key.stage]
+        others = [stage for stage in DEPENDS_ON[later] if stage != key.stage]
         unblocked = (" AND NOT EXISTS (SELECT 1 FROM memory_stages o WHERE o.memory_id = memory_stages.memory_id"
-                     f" AND o.stage IN ({', '.join(others)}) AND o.status = 'failed')") if others else ""
+                     f" AND o.stage IN ({_names(others)}) AND o.status = 'failed')") if others else ""
         conn.execute(
             "UPDATE memory_stages SET status = 'pending', attempts = 0, next_attempt_time = NULL,"
             " lease_owner = NULL, lease_until = NULL, enqueued_time = NULL, last_error = NULL,"
